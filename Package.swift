@@ -1,0 +1,104 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+/// Settings every Swift target shares: Swift 6 mode is the tools-version default; these add the
+/// upcoming features STYLE.md asks for and make every warning an error.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("NonisolatedNonsendingByDefault"),
+    .treatAllWarnings(as: .error),
+]
+
+let package = Package(
+    name: "Herald",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "herald", targets: ["herald"]),
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "Storage", targets: ["Storage"]),
+        .library(name: "APNs", targets: ["APNs"]),
+    ],
+    targets: [
+        // MARK: C libraries from Debian
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+
+        // MARK: Swift modules, lowest first
+        .target(name: "HeraldCore", swiftSettings: swiftSettings),
+        .target(name: "HeraldCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        .target(
+            name: "HeraldIO",
+            dependencies: ["HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "APNs",
+            dependencies: ["HeraldCore", "HeraldCrypto"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HTTPServer",
+            dependencies: ["HeraldCore", "CMicroHTTPD"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "Storage",
+            dependencies: ["HeraldCore", "HeraldIO", "CSQLite", "CLibPQ"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HeraldAPI",
+            dependencies: ["HeraldCore", "HTTPServer", "Storage"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "herald",
+            dependencies: ["HeraldCore", "HTTPServer", "Storage", "HeraldAPI"],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Tests
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "HeraldCryptoTests", dependencies: ["HeraldCrypto"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "APNsTests",
+            dependencies: ["APNs", "HeraldCore", "HeraldCrypto"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HTTPServerTests",
+            dependencies: ["HTTPServer", "HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StorageTests",
+            dependencies: ["Storage", "HeraldIO", "HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldAPITests",
+            dependencies: ["HeraldAPI", "HTTPServer", "Storage", "HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,106 @@
+public import Foundation
+
+/// Owns the provider token for one signing key, shared by every connection and caller.
+///
+/// Apple wants a token refreshed "no more than once every 20 minutes and no less than once every
+/// 60 minutes" and answers `TooManyProviderTokenUpdates` to a connection that presents new tokens
+/// faster (APNS.md §2.1). So:
+///
+/// - The first ``token()`` signs a token; later calls return it until it is
+///   ``refreshInterval`` (50 minutes) old, by the monotonic clock or by the wall clock (which
+///   supplies `iat`), whichever says older.
+/// - No token is ever signed less than ``minimumRefreshInterval`` (20 minutes) after the previous
+///   one, measured on the monotonic clock, whatever the callers do.
+/// - ``invalidate(ifCurrent:)`` handles `ExpiredProviderToken`: when `token` is still the current
+///   one, the next ``token()`` signs a new one — once, however many requests report the same token.
+///   **Inside the 20-minute floor** (APNs called a token expired that is younger than 20 minutes,
+///   which means the wall clock that stamped `iat` was wrong, or jumped), no new token is signed:
+///   ``token()`` keeps returning the rejected token, so requests fail with
+///   `ExpiredProviderToken` rather than the connection being throttled, and the refresh happens on
+///   the first ``token()`` once the token is 20 minutes old. ``isCurrentTokenRejected`` reports the
+///   state, for a readiness check.
+///
+/// Signing is synchronous inside the actor (a P-256 signature takes microseconds), so concurrent
+/// callers cannot interleave: a thousand callers of a fresh manager cause one signature.
+///
+/// ```swift
+/// let manager = APNSTokenManager(signingKey: key, clock: ContinuousClock())
+/// let jwt = try await manager.token()
+/// ```
+public actor APNSTokenManager<C: Clock<Duration>>: APNSTokenProvider {
+    public nonisolated let signingKey: APNSSigningKey
+    /// Age at which a token is replaced. 50 minutes by default (Apple's limit is 60).
+    public nonisolated let refreshInterval: Duration
+    /// Shortest time between two signatures. 20 minutes, Apple's limit.
+    public nonisolated let minimumRefreshInterval: Duration
+
+    private let clock: C
+    private let wallClock: @Sendable () -> Date
+    private var current: Current?
+
+    /// How many tokens this manager has signed; for metrics and tests.
+    public private(set) var tokensGenerated = 0
+
+    private struct Current {
+        var token: APNSProviderToken
+        var createdAt: C.Instant
+        var rejected: Bool
+    }
+
+    /// - Parameters:
+    ///   - signingKey: the key tokens are signed with.
+    ///   - clock: the monotonic clock that times refreshes.
+    ///   - wallClock: the time written into `iat`; `Date.init` outside tests.
+    ///   - refreshInterval: clamped to 20…60 minutes.
+    ///   - minimumRefreshInterval: clamped to at least 20 minutes and at most `refreshInterval`.
+    public init(
+        signingKey: APNSSigningKey,
+        clock: C,
+        wallClock: @escaping @Sendable () -> Date = { Date() },
+        refreshInterval: Duration = .seconds(50 * 60),
+        minimumRefreshInterval: Duration = .seconds(20 * 60)
+    ) {
+        let refresh = min(max(refreshInterval, .seconds(20 * 60)), .seconds(60 * 60))
+        self.signingKey = signingKey
+        self.clock = clock
+        self.wallClock = wallClock
+        self.refreshInterval = refresh
+        self.minimumRefreshInterval = min(max(minimumRefreshInterval, .seconds(20 * 60)), refresh)
+    }
+
+    /// The current token, signing a new one when none exists, the current one is
+    /// ``refreshInterval`` old, or it was rejected and is at least ``minimumRefreshInterval`` old.
+    ///
+    /// - Throws: ``APNSCredentialError`` when signing fails.
+    public func token() throws -> String {
+        try currentToken().value
+    }
+
+    /// Like ``token()``, with the token's ids and `iat`.
+    public func currentToken() throws(APNSCredentialError) -> APNSProviderToken {
+        let now = clock.now
+        if let current {
+            let age = current.createdAt.duration(to: now)
+            let wallAge = Duration.seconds(wallClock().timeIntervalSince(current.token.issuedAt))
+            let due = age >= refreshInterval || wallAge >= refreshInterval || current.rejected
+            if !due || age < minimumRefreshInterval {
+                return current.token
+            }
+        }
+        let token = try APNSProviderToken(signingKey: signingKey, issuedAt: wallClock())
+        current = Current(token: token, createdAt: now, rejected: false)
+        tokensGenerated += 1
+        return token
+    }
+
+    /// Marks `token` as rejected by APNs (`ExpiredProviderToken`) when it is still the current
+    /// token; otherwise (a newer token already exists) does nothing. See the type's documentation
+    /// for what happens inside the 20-minute floor.
+    public func invalidate(ifCurrent token: String) {
+        guard current?.token.value == token else { return }
+        current?.rejected = true
+    }
+
+    /// Whether APNs rejected the current token and it cannot be replaced yet.
+    public var isCurrentTokenRejected: Bool { current?.rejected ?? false }
+}

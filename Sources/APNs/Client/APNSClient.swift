@@ -1,0 +1,264 @@
+public import Foundation
+public import HeraldCore
+import Synchronization
+
+/// Sends device pushes, broadcasts and channel management requests through an ``APNSTransport``:
+/// validates, authenticates, retries and classifies the answer.
+///
+/// One client talks to one host (one environment's push host, or its management host); the
+/// transport holds the connections. Clients of the same key share one ``APNSTokenManager`` so that
+/// every connection presents the same token (APNS.md §2.1).
+///
+/// ```swift
+/// let tokens = APNSTokenManager(signingKey: key, clock: ContinuousClock())
+/// let client = APNSClient(transport: pool, credentials: .token(key), tokenProvider: tokens)
+/// switch try await client.send(request) {
+/// case .delivered: break
+/// case .rejected(let rejection) where rejection.isDeviceTokenInvalid: forget(request.deviceToken)
+/// case .rejected(let rejection): logger.warning("push refused", metadata: ["reason": "\(rejection.reason)"])
+/// }
+/// ```
+///
+/// For each send the client: validates the request (throwing ``APNSValidationError`` before
+/// anything is sent); adds `authorization: bearer <token>` for token credentials (none for
+/// certificates); retries per ``APNSRetryPolicy``, sleeping on the injected clock; on
+/// `ExpiredProviderToken` invalidates the token and sends once more with a fresh one (once per
+/// send — and not at all when the token manager cannot refresh yet, see ``APNSTokenManager``).
+public struct APNSClient: Sendable {
+    public let transport: any APNSTransport
+    /// `nil` for certificate credentials.
+    public let tokenProvider: (any APNSTokenProvider)?
+    public let retryPolicy: APNSRetryPolicy
+    public var logger: Logger
+
+    private let sleep: @Sendable (Duration) async throws -> Void
+    private let random: RandomSource
+
+    /// - Parameters:
+    ///   - transport: sends to the host this client is for.
+    ///   - credentials: token credentials add `authorization`; certificate credentials add nothing.
+    ///   - tokenProvider: the shared token manager for token credentials; when `nil`, the client
+    ///     makes its own ``APNSTokenManager`` on `clock` and `wallClock`.
+    ///   - retryPolicy: when to send again.
+    ///   - clock: times retry waits (and the token manager the client makes).
+    ///   - wallClock: `iat` for the token manager the client makes.
+    ///   - random: the jitter source.
+    ///   - logger: retries and refreshes at debug and notice; never tokens or payloads.
+    public init<C: Clock<Duration>>(
+        transport: any APNSTransport,
+        credentials: APNSCredentials,
+        tokenProvider: (any APNSTokenProvider)? = nil,
+        retryPolicy: APNSRetryPolicy = .default,
+        clock: C = ContinuousClock(),
+        wallClock: @escaping @Sendable () -> Date = { Date() },
+        random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
+        logger: Logger = Logger(label: "herald.apns")
+    ) {
+        self.transport = transport
+        switch credentials {
+        case .token(let key):
+            self.tokenProvider =
+                tokenProvider ?? APNSTokenManager(signingKey: key, clock: clock, wallClock: wallClock)
+        case .certificate:
+            self.tokenProvider = nil
+        }
+        self.retryPolicy = retryPolicy
+        self.logger = logger
+        self.sleep = { duration in try await clock.sleep(for: duration) }
+        self.random = RandomSource(random)
+    }
+
+    // MARK: Sends
+
+    /// Sends a device push.
+    ///
+    /// - Returns: ``APNSSendResult/delivered(_:)`` on 200, otherwise ``APNSSendResult/rejected(_:)``
+    ///   with the last refusal.
+    /// - Throws: ``APNSValidationError`` (nothing sent), the transport's error when it gave up,
+    ///   ``APNSCredentialError`` when signing fails, `CancellationError`.
+    public func send(_ request: APNSRequest) async throws -> APNSSendResult {
+        try request.validate()
+        return try await result(
+            perform(label: request.pushType.headerValue, policy: retryPolicy) { request.httpRequest(authorization: $0) }
+        )
+    }
+
+    /// Sends a broadcast to a channel's subscribers (to the push host, not the management host).
+    public func send(_ request: APNSBroadcastRequest) async throws -> APNSSendResult {
+        try request.validate()
+        return try await result(
+            perform(label: "broadcast", policy: retryPolicy) { request.httpRequest(authorization: $0) }
+        )
+    }
+
+    private func result(_ outcome: Outcome) -> APNSSendResult {
+        switch outcome {
+        case .success(let response, let attempts): .delivered(APNSDelivery(response, attempts: attempts))
+        case .failure(let response, let attempts): .rejected(APNSRejection(response: response, attempts: attempts))
+        }
+    }
+
+    // MARK: Channel management
+
+    /// Creates a broadcast channel and returns the id APNs assigned.
+    ///
+    /// Not retried on 500: the channel may exist already.
+    /// - Throws: ``APNSRejection`` when APNs refuses, ``APNSUnexpectedResponseError`` when a 2xx
+    ///   carries no `apns-channel-id`, and what the sends throw.
+    public func createChannel(
+        bundleID: String,
+        storagePolicy: APNSChannelMessageStoragePolicy,
+        requestID: UUID? = nil
+    ) async throws -> APNSChannelID {
+        var policy = retryPolicy
+        policy.retryableStatuses.remove(500)
+        let response = try await channelRequest(
+            .create(bundleID: bundleID, storagePolicy: storagePolicy, requestID: requestID),
+            policy: policy
+        )
+        guard let id = response.headerValue("apns-channel-id"), !id.isEmpty else {
+            throw APNSUnexpectedResponseError(status: response.status, message: "no apns-channel-id header")
+        }
+        return APNSChannelID(rawValue: id)
+    }
+
+    /// Reads a channel's storage policy and push type.
+    public func channelConfiguration(
+        bundleID: String,
+        channelID: APNSChannelID,
+        requestID: UUID? = nil
+    ) async throws -> APNSChannelConfiguration {
+        let response = try await channelRequest(.read(bundleID: bundleID, channelID: channelID, requestID: requestID))
+        guard let configuration = APNSChannelConfiguration(parsing: response.body) else {
+            throw APNSUnexpectedResponseError(
+                status: response.status,
+                message: "the body is not a channel configuration"
+            )
+        }
+        return configuration
+    }
+
+    /// Deletes a channel. Messages already stored may still be delivered.
+    public func deleteChannel(bundleID: String, channelID: APNSChannelID, requestID: UUID? = nil) async throws {
+        _ = try await channelRequest(.delete(bundleID: bundleID, channelID: channelID, requestID: requestID))
+    }
+
+    /// Lists every channel of the app in this environment.
+    public func allChannels(bundleID: String, requestID: UUID? = nil) async throws -> [APNSChannelID] {
+        let response = try await channelRequest(.listAll(bundleID: bundleID, requestID: requestID))
+        guard let ids = APNSChannelList.parse(response.body) else {
+            throw APNSUnexpectedResponseError(status: response.status, message: "the body is not a channel list")
+        }
+        return ids
+    }
+
+    private func channelRequest(
+        _ request: APNSChannelRequest,
+        policy: APNSRetryPolicy? = nil
+    ) async throws -> APNSHTTPResponse {
+        try request.validate()
+        switch try await perform(
+            label: "channel",
+            policy: policy ?? retryPolicy,
+            { request.httpRequest(authorization: $0) }
+        ) {
+        case .success(let response, _): return response
+        case .failure(let response, let attempts): throw APNSRejection(response: response, attempts: attempts)
+        }
+    }
+
+    // MARK: The loop
+
+    private enum Outcome {
+        case success(APNSHTTPResponse, attempts: Int)
+        case failure(APNSErrorResponse, attempts: Int)
+    }
+
+    private func perform(
+        label: String,
+        policy: APNSRetryPolicy,
+        _ build: (String?) -> APNSHTTPRequest
+    ) async throws -> Outcome {
+        var attempt = 1
+        var sent = 0
+        var rejectedToken: (token: String, response: APNSErrorResponse)?
+        while true {
+            let authorization = try await tokenProvider?.token()
+            if let rejectedToken, authorization == rejectedToken.token {
+                // The token manager cannot refresh yet (20-minute floor): report the refusal.
+                logger.warning(
+                    "apns provider token rejected as expired and too young to replace; check the system clock",
+                    metadata: ["kind": .string(label)]
+                )
+                return .failure(rejectedToken.response, attempts: sent)
+            }
+            let response: APNSHTTPResponse
+            do {
+                sent += 1
+                response = try await transport.send(build(authorization))
+            } catch {
+                switch random.use({ policy.decision(afterTransportError: error, attempt: attempt, using: &$0) }) {
+                case .retry(let delay):
+                    logger.debug(
+                        "apns transport error, retrying",
+                        metadata: [
+                            "kind": .string(label), "attempt": .int(attempt), "delay_ms": .int(delay.milliseconds),
+                        ]
+                    )
+                    try await sleep(delay)
+                    attempt += 1
+                    continue
+                case .giveUp:
+                    throw error
+                }
+            }
+            if (200..<300).contains(response.status) {
+                return .success(response, attempts: sent)
+            }
+            let failure = APNSErrorResponse(response)
+            if failure.reason == .expiredProviderToken, let authorization, rejectedToken == nil,
+                let tokenProvider
+            {
+                logger.notice("apns provider token expired, refreshing", metadata: ["kind": .string(label)])
+                await tokenProvider.invalidate(ifCurrent: authorization)
+                rejectedToken = (authorization, failure)
+                continue
+            }
+            switch random.use({ policy.decision(after: failure, attempt: attempt, using: &$0) }) {
+            case .retry(let delay):
+                logger.debug(
+                    "apns refused, retrying",
+                    metadata: [
+                        "kind": .string(label), "status": .int(failure.status),
+                        "reason": .string(failure.reason.metricLabel), "attempt": .int(attempt),
+                        "delay_ms": .int(delay.milliseconds),
+                    ]
+                )
+                try await sleep(delay)
+                attempt += 1
+            case .giveUp:
+                return .failure(failure, attempts: sent)
+            }
+        }
+    }
+}
+
+/// The jitter source, shared by copies of a client.
+private final class RandomSource: Sendable {
+    private let generator: Mutex<any RandomNumberGenerator & Sendable>
+
+    init(_ generator: some RandomNumberGenerator & Sendable) {
+        self.generator = Mutex(generator)
+    }
+
+    func use<T: Sendable>(_ body: (inout any RandomNumberGenerator & Sendable) -> T) -> T {
+        generator.withLock { body(&$0) }
+    }
+}
+
+extension Duration {
+    fileprivate var milliseconds: Int {
+        let (seconds, attoseconds) = components
+        return Int(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+}

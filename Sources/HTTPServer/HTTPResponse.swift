@@ -1,0 +1,68 @@
+public import Foundation
+import HeraldCore
+
+/// One HTTP response, body buffered.
+///
+/// HEAD requests: the server sends the headers and `Content-Length` of the body given here but
+/// never the body itself. A HEAD response with an empty body and an explicit `Content-Length`
+/// header (what ``Router``'s GET fallback produces) announces that length.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+    /// The route pattern that produced this response (`/push/{token}`), set by ``Router``; `nil`
+    /// when no route matched. Metrics and access logs use it as a low-cardinality label.
+    public var route: String?
+
+    public init(status: Int = 200, headers: HTTPHeaders = .init(), body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.route = nil
+    }
+
+    /// `value` encoded as JSON (dates as RFC 3339 UTC strings), `Content-Type: application/json`.
+    /// A value that cannot be encoded gives a 500 `internal_error` response instead.
+    public static func json(_ value: some Encodable & Sendable, status: Int = 200) -> HTTPResponse {
+        do {
+            let body = try jsonEncoder().encode(value)
+            return HTTPResponse(
+                status: status,
+                headers: ["Content-Type": "application/json"],
+                body: Array(body)
+            )
+        } catch {
+            return .error(status: 500, code: "internal_error", message: "The response could not be encoded.")
+        }
+    }
+
+    /// `text` as UTF-8.
+    public static func text(
+        _ text: String,
+        status: Int = 200,
+        contentType: String = "text/plain; charset=utf-8"
+    ) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": contentType], body: Array(text.utf8))
+    }
+
+    /// The API's error shape: `{"error":{"code":"…","message":"…","field":"…"}}`, `field` left
+    /// out when `nil`, `Content-Type: application/json`.
+    public static func error(status: Int, code: String, message: String, field: String? = nil) -> HTTPResponse {
+        var json = "{\"error\":{\"code\":\(JSONText.quote(code)),\"message\":\(JSONText.quote(message))"
+        if let field { json += ",\"field\":\(JSONText.quote(field))" }
+        json += "}}"
+        return HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Array(json.utf8))
+    }
+
+    /// The encoder ``json(_:status:)`` uses: RFC 3339 dates, no escaped slashes, sorted keys (so
+    /// output is stable for golden tests).
+    public static func jsonEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(RFC3339.string(from: date))
+        }
+        return encoder
+    }
+}

@@ -1,0 +1,208 @@
+public import HeraldCore
+import Synchronization
+
+/// An HTTP/1.1 server on libmicrohttpd that answers with a responder wrapped in middleware.
+///
+/// libmicrohttpd's own threads do the I/O (epoll, keep-alive, limits, timeouts). When a request
+/// is complete its connection is suspended and the request goes to `run()`'s task group, which
+/// answers it in a child task; the response is handed back and the connection resumed. No thread
+/// of either side ever waits for the other.
+///
+/// ```swift
+/// var router = Router()
+/// router.get("/healthz") { _ in .json(["status": "ok"]) }
+/// let server = HTTPServer(configuration: .init(), responder: router, logger: Logger(label: "herald.http"))
+/// try await ServiceGroup(services: [server], logger: logger).run()
+/// ```
+///
+/// Limits: bodies over ``Configuration/maxBodySize`` get 413 (at once when `Content-Length`
+/// says so, otherwise when the limit is crossed, without buffering more); request headers over
+/// ``Configuration/maxHeaderSize`` get 431; clients idle for ``Configuration/connectionTimeout``
+/// are disconnected. Errors the server itself sends use the API's JSON error shape, except the
+/// few that libmicrohttpd answers before a request exists (a malformed request line: 400;
+/// headers far over the limit: 431), which have a short plain body.
+public final class HTTPServer: Service {
+    /// Listen address, limits and threads.
+    public struct Configuration: Sendable {
+        /// A numeric IPv4 or IPv6 address, or `localhost`. `::` accepts IPv4 too.
+        public var host: String = "0.0.0.0"
+        /// 0 picks a free port; ``HTTPServer/listeningPort()`` tells which.
+        public var port: Int = 3000
+        /// Largest request body in bytes; larger ones get 413 and are never buffered.
+        public var maxBodySize: Int = 1 << 20
+        /// Largest request line plus headers, in bytes; larger ones get 431.
+        public var maxHeaderSize: Int = 16 * 1024
+        /// Open connections at most; libmicrohttpd closes further ones at once.
+        public var maxConnections: Int = 1024
+        /// A connection with no traffic for this long (idle keep-alive, or a client stalling
+        /// mid-request) is closed; rounded up to whole seconds. A request being answered does
+        /// not count as idle.
+        public var connectionTimeout: Duration = .seconds(30)
+        /// How long graceful shutdown waits for requests in flight before closing them.
+        public var shutdownTimeout: Duration = .seconds(10)
+        /// libmicrohttpd threads doing socket I/O (handlers run on Swift's pool, not on these).
+        public var threadCount: Int = 2
+
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    private let responder: MiddlewareChain
+    private let logger: Logger
+    private let inFlightGauge: Gauge
+    private let lifecycle = Mutex(ServerLifecycle())
+    let statistics = ServerStatistics()
+
+    /// A server with ``defaultMiddleware(logger:metrics:)``.
+    public convenience init(
+        configuration: Configuration,
+        responder: any HTTPResponder,
+        logger: Logger,
+        metrics: MetricsRegistry = .shared
+    ) {
+        self.init(
+            configuration: configuration,
+            responder: responder,
+            middleware: Self.defaultMiddleware(logger: logger, metrics: metrics),
+            logger: logger,
+            metrics: metrics
+        )
+    }
+
+    /// A server with the given middleware, the first element outermost.
+    ///
+    /// - Parameter metrics: where the server reports `herald_http_requests_in_flight` (a gauge);
+    ///   per-request metrics come from ``MetricsMiddleware``, which takes its own registry.
+    public init(
+        configuration: Configuration,
+        responder: any HTTPResponder,
+        middleware: [any HTTPMiddleware],
+        logger: Logger,
+        metrics: MetricsRegistry = .shared
+    ) {
+        self.configuration = configuration
+        self.responder = MiddlewareChain(middleware: middleware, responder: responder)
+        self.logger = logger
+        self.inFlightGauge = metrics.gauge(
+            "herald_http_requests_in_flight",
+            help: "HTTP requests received and not yet answered."
+        )
+    }
+
+    /// Request id, access log, metrics, then errors to JSON (innermost).
+    public static func defaultMiddleware(logger: Logger, metrics: MetricsRegistry = .shared) -> [any HTTPMiddleware] {
+        [
+            RequestIDMiddleware(),
+            AccessLogMiddleware(logger: logger),
+            MetricsMiddleware(metrics: metrics),
+            ErrorMiddleware(logger: logger),
+        ]
+    }
+
+    /// Listens and serves until ``triggerGracefulShutdown()`` or cancellation.
+    ///
+    /// Graceful shutdown: new connections are refused at once; requests in flight are answered
+    /// (with `Connection: close`) for up to ``Configuration/shutdownTimeout``; then handlers still
+    /// running are cancelled, their connections closed and the daemon stopped. Cancelling the
+    /// task that runs `run()` does the same without the wait. Either way `run()` returns once the
+    /// cancelled handlers have returned, so handlers should honour cancellation.
+    ///
+    /// - Throws: ``HTTPServerError`` when the server was already started, or cannot listen.
+    public func run() async throws {
+        let (events, continuation) = AsyncStream.makeStream(of: ServerEvent.self)
+        switch lifecycle.withLock({ $0.start(continuation) }) {
+        case .alreadyStarted:
+            throw HTTPServerError.alreadyRunning
+        case .finishEarly(let waiters):
+            continuation.finish()
+            for waiter in waiters { waiter.resume(throwing: HTTPServerError.notListening) }
+            return
+        case .start:
+            break
+        }
+        defer {
+            continuation.finish()
+            for waiter in lifecycle.withLock({ $0.finish() }) {
+                waiter.resume(throwing: HTTPServerError.notListening)
+            }
+        }
+
+        let core = ServerCore(
+            limits: .init(
+                maxBodySize: configuration.maxBodySize,
+                maxHeaderSize: configuration.maxHeaderSize,
+                discardAllowance: max(configuration.maxBodySize, 64 * 1024)
+            ),
+            logger: logger,
+            statistics: statistics,
+            inFlightGauge: inFlightGauge,
+            events: continuation
+        )
+        let daemon = try MHDDaemon(configuration: configuration, core: core)
+        for waiter in lifecycle.withLock({ $0.bound(port: daemon.port) }) { waiter.resume(returning: daemon.port) }
+        logger.debug("listening", metadata: ["host": .string(configuration.host), "port": .int(daemon.port)])
+
+        await serve(events, continuation: continuation, core: core, daemon: daemon)
+        logger.debug("stopped", metadata: ["port": .int(daemon.port)])
+    }
+
+    private func serve(
+        _ events: AsyncStream<ServerEvent>,
+        continuation: AsyncStream<ServerEvent>.Continuation,
+        core: ServerCore,
+        daemon: MHDDaemon
+    ) async {
+        let responder = self.responder
+        let shutdownTimeout = configuration.shutdownTimeout
+        await withDiscardingTaskGroup { group in
+            var draining = false
+            loop: for await event in events {
+                switch event {
+                case .request(let pending):
+                    group.addTask { await core.respond(to: pending, with: responder) }
+                case .shutdown:
+                    guard !draining else { continue }
+                    draining = true
+                    daemon.quiesce()
+                    if core.beginDraining() { break loop }
+                    group.addTask {
+                        guard (try? await Task.sleep(for: shutdownTimeout)) != nil else { return }
+                        continuation.yield(.drainTimedOut)
+                    }
+                case .drained, .drainTimedOut:
+                    break loop
+                }
+            }
+            // Shutdown finished draining, timed out, or run() was cancelled (the stream ended).
+            daemon.quiesce()
+            group.cancelAll()
+            core.close()
+            await daemon.stop()
+        }
+    }
+
+    /// Starts graceful shutdown; see ``run()``. Safe from any thread, more than once, and before
+    /// `run()` (which then returns at once).
+    public func triggerGracefulShutdown() {
+        lifecycle.withLock { $0.requestShutdown() }?.yield(.shutdown)
+    }
+
+    /// The port the server listens on, once it does; waits until then.
+    ///
+    /// - Throws: ``HTTPServerError/notListening`` if `run()` ends (or failed) before listening;
+    ///   `CancellationError` if the caller is cancelled while waiting.
+    public func listeningPort() async throws -> Int {
+        let id = lifecycle.withLock { $0.makeWaiterID() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int, any Error>) in
+                switch lifecycle.withLock({ $0.addWaiter(id, continuation) }) {
+                case .resume(let port): continuation.resume(returning: port)
+                case .fail(let error): continuation.resume(throwing: error)
+                case .wait: break
+                }
+            }
+        } onCancel: {
+            lifecycle.withLock { $0.cancelWaiter(id) }?.resume(throwing: CancellationError())
+        }
+    }
+}

@@ -1,0 +1,45 @@
+public import HeraldCore
+
+/// Logs exactly one line per request at `info`, after the response is known:
+/// `method`, `route`, `path`, `status`, `duration_ms`, `bytes` (body bytes of the response, 0 for
+/// HEAD), `request_id`, `remote`.
+///
+/// Headers (which may carry `Authorization`), the query string and the body are never logged.
+/// When `next` throws (no ``ErrorMiddleware`` inside), the line says status 500 and the error is
+/// rethrown.
+public struct AccessLogMiddleware: HTTPMiddleware {
+    public var logger: Logger
+
+    public init(logger: Logger) {
+        self.logger = logger
+    }
+
+    public func handle(
+        _ request: HTTPRequest,
+        next: @Sendable (HTTPRequest) async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var response: HTTPResponse?
+        defer {
+            let elapsed = start.duration(to: clock.now)
+            let (seconds, attoseconds) = elapsed.components
+            let milliseconds = Double(seconds) * 1000 + Double(attoseconds) / 1e15
+            logger.info(
+                "request",
+                metadata: [
+                    "method": .string(request.method),
+                    "route": .string(RouteRecorder.label(for: response)),
+                    "path": .string(request.path),
+                    "status": .int(response?.status ?? 500),
+                    "duration_ms": .double((milliseconds * 1000).rounded() / 1000),
+                    "bytes": .int(response?.body.count ?? 0),
+                    "request_id": .string(request.requestID),
+                    "remote": .string(request.remoteAddress),
+                ]
+            )
+        }
+        response = try await next(request)
+        return response!
+    }
+}

@@ -1,0 +1,102 @@
+import CMicroHTTPD
+import Synchronization
+
+/// A libmicrohttpd connection pointer that may be carried across threads.
+///
+/// `@unchecked Sendable` is safe because of how the module uses it: the pointer is dereferenced
+/// only by libmicrohttpd, and only in two ways. On the daemon thread that owns the connection
+/// (inside the access-handler callback) any call is allowed. From other threads the module only
+/// calls `MHD_resume_connection`, which libmicrohttpd documents as thread-safe, and only on a
+/// suspended connection: a suspended connection cannot be closed or freed until it is resumed,
+/// and ``RequestContext`` lets exactly one party perform that resume.
+struct ConnectionHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// What the server knows of one request on its way through libmicrohttpd and back.
+///
+/// Created when the request line arrives (libmicrohttpd's URI-log callback), passed to the C side
+/// as its per-request pointer with a retain, and released in the request-completed callback.
+/// Everything except the suspended → resumed transition happens on the connection's daemon
+/// thread; the state is behind a `Mutex` all the same, so the class is plainly `Sendable`.
+final class RequestContext: Sendable {
+    enum Phase: Sendable {
+        /// The request line arrived; headers are not yet looked at.
+        case awaitingHeaders
+        /// Headers accepted; body bytes are being buffered.
+        case receiving
+        /// The body went over the limit; further bytes are counted and dropped.
+        case tooLarge
+        /// The connection is suspended while Swift computes the response.
+        case suspended
+        /// The connection was resumed with this response (`nil`: abandoned at shutdown, close).
+        case resumed(HTTPResponse?)
+        /// A response was queued with libmicrohttpd, or the connection was closed.
+        case answered
+    }
+
+    /// The request as received (method, headers, client), kept until the body is complete.
+    struct Head: Sendable {
+        var method: String
+        var target: RequestTarget
+        var path: String
+        var headers: HTTPHeaders
+        var remoteAddress: String
+    }
+
+    struct State: Sendable {
+        var phase: Phase = .awaitingHeaders
+        var head: Head?
+        var body: [UInt8] = []
+        var discardedBytes = 0
+        /// Whether ``ServerCore`` counts this request as in flight.
+        var counted = false
+        var isHeadRequest = false
+    }
+
+    let connection: ConnectionHandle
+    /// The request target exactly as received (path and query, still encoded).
+    let target: String
+    let state = Mutex(State())
+    private let statistics: ServerStatistics
+
+    init(connection: ConnectionHandle, target: String, statistics: ServerStatistics) {
+        self.connection = connection
+        self.target = target
+        self.statistics = statistics
+        statistics.contextCreated()
+    }
+
+    deinit {
+        statistics.contextDestroyed()
+    }
+
+    /// Moves a suspended request to resumed with `response`; `true` when the caller won the
+    /// transition and so must call `MHD_resume_connection` (exactly once).
+    func resume(with response: HTTPResponse?) -> Bool {
+        state.withLock { state in
+            guard case .suspended = state.phase else { return false }
+            state.phase = .resumed(response)
+            return true
+        }
+    }
+}
+
+/// Counters that outlive one `run()`, for tests and diagnostics.
+final class ServerStatistics: Sendable {
+    private struct Counts {
+        var liveContexts = 0
+        var inFlight = 0
+    }
+
+    private let counts = Mutex(Counts())
+
+    /// Request contexts alive now; 0 once every request has completed and been released.
+    var liveContexts: Int { counts.withLock { $0.liveContexts } }
+    /// Requests whose headers arrived and whose response has not finished.
+    var inFlight: Int { counts.withLock { $0.inFlight } }
+
+    func contextCreated() { counts.withLock { $0.liveContexts += 1 } }
+    func contextDestroyed() { counts.withLock { $0.liveContexts -= 1 } }
+    func setInFlight(_ value: Int) { counts.withLock { $0.inFlight = value } }
+}

@@ -1,0 +1,441 @@
+import CMicroHTTPD
+import Foundation
+import HeraldCore
+import Synchronization
+
+/// The part of a running server that libmicrohttpd's callbacks reach (through `Unmanaged`, as
+/// their `cls`): it buffers uploads, enforces limits, suspends connections and hands requests
+/// to Swift, and turns responses back into libmicrohttpd responses.
+///
+/// Callbacks run on libmicrohttpd's threads and never block: they take short locks and yield to
+/// an `AsyncStream`.
+final class ServerCore: Sendable {
+    struct Limits: Sendable {
+        var maxBodySize: Int
+        var maxHeaderSize: Int
+        /// How many bytes past `maxBodySize` a chunked upload may send before the connection is
+        /// closed without an answer (below it, the client gets its 413).
+        var discardAllowance: Int
+    }
+
+    private struct State {
+        var inFlight = 0
+        var draining = false
+        var drainSignalled = false
+        /// No new request may be suspended: the daemon is about to stop.
+        var closed = false
+        var suspended: [ObjectIdentifier: RequestContext] = [:]
+    }
+
+    let limits: Limits
+    let logger: Logger
+    let statistics: ServerStatistics
+    private let events: AsyncStream<ServerEvent>.Continuation
+    private let state = Mutex(State())
+    /// Set once `MHD_start_daemon` returned: libmicrohttpd messages before that are start-up
+    /// errors (logged at `error`), after it mostly reports of misbehaving clients (`debug`).
+    private let started = Atomic<Bool>(false)
+    /// The last message libmicrohttpd logged, to explain a failed start.
+    private let lastDaemonMessage = Mutex<String?>(nil)
+
+    private let inFlightGauge: Gauge
+
+    init(
+        limits: Limits,
+        logger: Logger,
+        statistics: ServerStatistics,
+        inFlightGauge: Gauge,
+        events: AsyncStream<ServerEvent>.Continuation
+    ) {
+        self.limits = limits
+        self.logger = logger
+        self.statistics = statistics
+        self.inFlightGauge = inFlightGauge
+        self.events = events
+    }
+
+    /// Publishes a new in-flight count; called with `state` locked so that updates stay ordered.
+    private func publishInFlight(_ count: Int) {
+        statistics.setInFlight(count)
+        inFlightGauge.set(Double(count))
+    }
+
+    // MARK: Lifecycle, called from HTTPServer.run()
+
+    func markStarted() {
+        started.store(true, ordering: .releasing)
+    }
+
+    var lastMessage: String? { lastDaemonMessage.withLock { $0 } }
+
+    /// Starts draining: responses now close their connections. `true` when nothing is in flight.
+    func beginDraining() -> Bool {
+        state.withLock { state in
+            state.draining = true
+            if state.inFlight == 0 {
+                state.drainSignalled = true
+                return true
+            }
+            return false
+        }
+    }
+
+    /// Refuses further suspensions and resumes every suspended connection without a response
+    /// (libmicrohttpd then closes it), so that `MHD_stop_daemon` finds none suspended.
+    func close() {
+        let abandoned = state.withLock { state in
+            state.closed = true
+            state.draining = true
+            defer { state.suspended = [:] }
+            return Array(state.suspended.values)
+        }
+        for context in abandoned where context.resume(with: nil) {
+            MHD_resume_connection(context.connection.pointer)
+        }
+        if !abandoned.isEmpty {
+            logger.warning("stopping: dropping requests still unanswered", metadata: ["count": .int(abandoned.count)])
+        }
+    }
+
+    /// Runs `responder` for a suspended request and resumes its connection with the answer.
+    func respond(to pending: PendingRequest, with responder: any HTTPResponder) async {
+        let response: HTTPResponse
+        do {
+            response = try await responder.respond(to: pending.request)
+        } catch let error as HTTPError {
+            response = error.response
+        } catch {
+            // Only reached when the middleware has no ErrorMiddleware.
+            if !Task.isCancelled {
+                logger.error(
+                    "request failed",
+                    metadata: [
+                        "request_id": .string(pending.request.requestID),
+                        "error": .string(String(describing: error)),
+                    ]
+                )
+            }
+            response = ErrorMiddleware.internalError
+        }
+        complete(pending.context, with: response)
+    }
+
+    private func complete(_ context: RequestContext, with response: HTTPResponse) {
+        guard context.resume(with: response) else { return }  // abandoned at shutdown: drop
+        _ = state.withLock { $0.suspended.removeValue(forKey: ObjectIdentifier(context)) }
+        MHD_resume_connection(context.connection.pointer)
+    }
+
+    // MARK: libmicrohttpd callbacks (daemon threads)
+
+    /// MHD_OPTION_URI_LOG_CALLBACK: a request line arrived; its context becomes the request's
+    /// `con_cls` with one retain, given back in ``requestCompleted(slot:)``.
+    func requestStarted(connection: OpaquePointer, target: UnsafePointer<CChar>?) -> UnsafeMutableRawPointer {
+        let context = RequestContext(
+            connection: ConnectionHandle(pointer: connection),
+            target: target.map { String(cString: $0) } ?? "",
+            statistics: statistics
+        )
+        return Unmanaged.passRetained(context).toOpaque()
+    }
+
+    /// The access-handler callback. Returns `false` to have libmicrohttpd close the connection.
+    func access(
+        connection: OpaquePointer,
+        method: UnsafePointer<CChar>?,
+        upload: UnsafePointer<CChar>?,
+        uploadSize: UnsafeMutablePointer<Int>,
+        slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> Bool {
+        if slot.pointee == nil {
+            // Every request passes the URI-log callback first; this only guards against surprises.
+            slot.pointee = requestStarted(connection: connection, target: nil)
+        }
+        let context = Unmanaged<RequestContext>.fromOpaque(slot.pointee!).takeUnretainedValue()
+
+        if let upload {
+            let bytes = UnsafeRawBufferPointer(start: upload, count: uploadSize.pointee)
+            uploadSize.pointee = 0
+            return receive(bytes, into: context)
+        }
+
+        let phase = context.state.withLock { $0.phase }
+        switch phase {
+        case .awaitingHeaders:
+            return begin(context, connection: connection, method: method)
+        case .receiving:
+            return dispatch(context, connection: connection)
+        case .tooLarge:
+            context.state.withLock { $0.phase = .answered }
+            return queue(Self.bodyTooLarge(limit: limits.maxBodySize), for: context, forceClose: true)
+        case .resumed(let response):
+            context.state.withLock { $0.phase = .answered }
+            guard let response else { return false }
+            return queue(response, for: context, forceClose: false)
+        case .suspended, .answered:
+            return true
+        }
+    }
+
+    /// MHD_OPTION_NOTIFY_COMPLETED: the request is over (answered, failed, timed out or the
+    /// daemon stopped). Releases the context's retain.
+    func requestCompleted(slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        guard let raw = slot.pointee else { return }
+        slot.pointee = nil
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
+        let counted = context.state.withLock { state in
+            state.phase = .answered
+            state.body = []
+            defer { state.counted = false }
+            return state.counted
+        }
+        let signalDrained = state.withLock { state -> Bool in
+            state.suspended.removeValue(forKey: ObjectIdentifier(context))
+            guard counted else { return false }
+            state.inFlight -= 1
+            publishInFlight(state.inFlight)
+            guard state.draining, state.inFlight == 0, !state.drainSignalled else { return false }
+            state.drainSignalled = true
+            return true
+        }
+        if signalDrained { events.yield(.drained) }
+    }
+
+    /// MHD_OPTION_EXTERNAL_LOGGER.
+    func daemonLog(_ message: String) {
+        let message = message.trimmingCharacters(in: .whitespacesAndNewlines)
+        lastDaemonMessage.withLock { $0 = message }
+        let level: LogLevel = started.load(ordering: .acquiring) ? .debug : .error
+        logger.log(level, "libmicrohttpd: \(message)")
+    }
+
+    // MARK: Request steps (daemon thread)
+
+    /// First call: headers are complete. Checks limits, then waits for the body.
+    private func begin(_ context: RequestContext, connection: OpaquePointer, method: UnsafePointer<CChar>?) -> Bool {
+        state.withLock { state in
+            state.inFlight += 1
+            publishInFlight(state.inFlight)
+        }
+        let methodName = method.map { String(cString: $0) } ?? ""
+        context.state.withLock {
+            $0.counted = true
+            $0.isHeadRequest = methodName == "HEAD"
+        }
+
+        var headerBytes = methodName.utf8.count + context.target.utf8.count + 12
+        var headers = HTTPHeaders()
+        Self.forEachHeader(of: connection) { name, value in
+            headerBytes += name.utf8.count + value.utf8.count + 4
+            headers.add(name: name, value: value)
+        }
+        guard headerBytes <= limits.maxHeaderSize else {
+            return reject(
+                .error(
+                    status: 431,
+                    code: "headers_too_large",
+                    message: "The request headers exceed \(limits.maxHeaderSize) bytes."
+                ),
+                context: context
+            )
+        }
+
+        let target = RequestTarget(context.target)
+        guard target.rawPath.hasPrefix("/") else {
+            return reject(
+                .error(status: 400, code: "invalid_request_target", message: "The request target must start with '/'."),
+                context: context
+            )
+        }
+        guard let path = RequestTarget.percentDecode(target.rawPath) else {
+            return reject(
+                .error(
+                    status: 400,
+                    code: "invalid_path",
+                    message: "The request path is not valid percent-encoded UTF-8."
+                ),
+                context: context
+            )
+        }
+
+        var expectedLength = 0
+        if let declared = headers["Content-Length"] {
+            let length = UInt64(declared.trimmingCharacters(in: .whitespaces)) ?? UInt64.max
+            guard length <= UInt64(limits.maxBodySize) else {
+                // libmicrohttpd refuses the upload and closes once this is sent.
+                return reject(Self.bodyTooLarge(limit: limits.maxBodySize), context: context)
+            }
+            expectedLength = Int(length)
+        }
+
+        let head = RequestContext.Head(
+            method: methodName.uppercased(),
+            target: target,
+            path: path,
+            headers: headers,
+            remoteAddress: SocketAddress.describe(herald_mhd_get_connection_info_client_address(connection))
+        )
+        context.state.withLock { state in
+            state.head = head
+            state.body.reserveCapacity(expectedLength)
+            state.phase = .receiving
+        }
+        return true
+    }
+
+    /// Upload bytes: buffer them up to the limit, count and drop the rest.
+    private func receive(_ bytes: UnsafeRawBufferPointer, into context: RequestContext) -> Bool {
+        let limits = self.limits
+        return context.state.withLock { state in
+            switch state.phase {
+            case .receiving:
+                if state.body.count + bytes.count <= limits.maxBodySize {
+                    state.body.append(contentsOf: bytes)
+                } else {
+                    state.phase = .tooLarge
+                    state.discardedBytes = state.body.count + bytes.count - limits.maxBodySize
+                    state.body = []
+                }
+                return true
+            case .tooLarge:
+                state.discardedBytes += bytes.count
+                return state.discardedBytes <= limits.discardAllowance
+            default:
+                return true
+            }
+        }
+    }
+
+    /// Final call: the body is complete. Suspends the connection and hands the request to Swift.
+    private func dispatch(_ context: RequestContext, connection: OpaquePointer) -> Bool {
+        let request = context.state.withLock { state -> HTTPRequest? in
+            guard let head = state.head else { return nil }
+            state.phase = .suspended
+            var request = HTTPRequest(method: head.method, path: "/")
+            request.rawPath = head.target.rawPath
+            request.path = head.path
+            request.query = head.target.queryItems
+            request.headers = head.headers
+            request.body = state.body
+            request.remoteAddress = head.remoteAddress
+            state.body = []
+            state.head = nil
+            return request
+        }
+        guard let request else { return false }
+
+        MHD_suspend_connection(connection)
+        let accepted = state.withLock { state in
+            guard !state.closed else { return false }
+            state.suspended[ObjectIdentifier(context)] = context
+            return true
+        }
+        guard accepted else {
+            if context.resume(with: Self.shuttingDown) { MHD_resume_connection(connection) }
+            return true
+        }
+        if case .terminated = events.yield(.request(PendingRequest(context: context, request: request))) {
+            complete(context, with: Self.shuttingDown)
+        }
+        return true
+    }
+
+    /// Answers before the body is read (the first call) and stops there.
+    private func reject(_ response: HTTPResponse, context: RequestContext) -> Bool {
+        context.state.withLock { $0.phase = .answered }
+        return queue(response, for: context, forceClose: false)
+    }
+
+    /// Turns `response` into a libmicrohttpd response and queues it.
+    private func queue(_ response: HTTPResponse, for context: RequestContext, forceClose: Bool) -> Bool {
+        let connection = context.connection.pointer
+        let isHead = context.state.withLock { $0.isHeadRequest }
+        let draining = state.withLock { $0.draining }
+
+        let announcedLength = response.headers["Content-Length"].flatMap { UInt64($0) } ?? 0
+        let mhdResponse: OpaquePointer?
+        if isHead, response.body.isEmpty, announcedLength > 0 {
+            // HEAD answered without a body: announce the GET body's length. libmicrohttpd never
+            // reads the content of a HEAD response, so the reader is never called.
+            mhdResponse = MHD_create_response_from_callback(
+                announcedLength,
+                4096,
+                { _, _, _, _ in herald_mhd_content_reader_end_with_error() },
+                nil,
+                nil
+            )
+        } else {
+            mhdResponse = response.body.withUnsafeBytes { bytes in
+                MHD_create_response_from_buffer(
+                    bytes.count,
+                    UnsafeMutableRawPointer(mutating: bytes.baseAddress),
+                    .RESPMEM_MUST_COPY
+                )
+            }
+        }
+        guard let mhdResponse else {
+            logger.error("libmicrohttpd could not create a response; closing the connection")
+            return false
+        }
+        defer { MHD_destroy_response(mhdResponse) }
+
+        for (name, value) in response.headers {
+            if HTTPHeaders.equal(name, "Content-Length") || HTTPHeaders.equal(name, "Transfer-Encoding") { continue }
+            guard Self.isValidHeader(name: name, value: value),
+                MHD_add_response_header(mhdResponse, name, value) == .YES
+            else {
+                logger.warning("dropped an invalid response header", metadata: ["header": .string(name)])
+                continue
+            }
+        }
+        if forceClose || draining {
+            _ = MHD_add_response_header(mhdResponse, "Connection", "close")
+        }
+        let status = (200...999).contains(response.status) ? response.status : 500
+        return MHD_queue_response(connection, UInt32(status), mhdResponse) == .YES
+    }
+
+    // MARK: Helpers
+
+    private static func forEachHeader(of connection: OpaquePointer, _ body: (String, String) -> Void) {
+        var pairs: [(String, String)] = []
+        withUnsafeMutablePointer(to: &pairs) { pointer in
+            _ = MHD_get_connection_values(
+                connection,
+                .HEADER_KIND,
+                { cls, _, key, value in
+                    guard let cls, let key else { return .YES }
+                    cls.assumingMemoryBound(to: [(String, String)].self).pointee.append(
+                        (String(cString: key), value.map { String(cString: $0) } ?? "")
+                    )
+                    return .YES
+                },
+                pointer
+            )
+        }
+        for (name, value) in pairs { body(name, value) }
+    }
+
+    /// A header libmicrohttpd may send as is: a token name and a value without control bytes
+    /// (tab allowed), so that no handler can split a response.
+    static func isValidHeader(name: String, value: String) -> Bool {
+        guard !name.isEmpty,
+            name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") })
+        else { return false }
+        return value.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+    }
+
+    static func bodyTooLarge(limit: Int) -> HTTPResponse {
+        .error(status: 413, code: "body_too_large", message: "The request body exceeds \(limit) bytes.")
+    }
+
+    static var shuttingDown: HTTPResponse {
+        var response = HTTPResponse.error(
+            status: 503,
+            code: "shutting_down",
+            message: "The server is shutting down; retry the request."
+        )
+        response.headers.replaceOrAdd(name: "Retry-After", value: "1")
+        return response
+    }
+}

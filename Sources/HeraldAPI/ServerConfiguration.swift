@@ -1,0 +1,62 @@
+public import HeraldCore
+
+/// What `herald serve` needs, read from the environment (DESIGN.md, Configuration) and overridden
+/// by command-line flags where a person would type them.
+public struct ServerConfiguration: Sendable, Equatable {
+    public var host = "0.0.0.0"
+    public var port = 3000
+    public var logLevel = LogLevel.info
+    public var logFormat = StreamLogHandler.Format.text
+    public var databaseURL = "sqlite:herald.sqlite"
+    /// Largest request body `/v1` and the relay accept.
+    public var maxBodySize = 1 << 20
+    /// How long in-flight requests may take to finish after SIGINT/SIGTERM.
+    public var shutdownTimeout = Duration.seconds(8)
+
+    public init() {}
+
+    /// Reads `HOST`, `PORT`, `LOG_LEVEL`, `LOG_FORMAT`, `DATABASE_URL` and `HERALD_MAX_BODY_BYTES`,
+    /// then applies `overrides` (flag name → value: `host`, `port`, `database-url`).
+    public static func load(
+        environment: [String: String],
+        overrides: [String: String] = [:]
+    ) throws(ConfigurationError) -> ServerConfiguration {
+        var merged = environment
+        if let host = overrides["host"] { merged["HOST"] = host }
+        if let port = overrides["port"] { merged["PORT"] = port }
+        if let url = overrides["database-url"] { merged["DATABASE_URL"] = url }
+
+        var reader = EnvironmentReader(merged)
+        var configuration = ServerConfiguration()
+        configuration.host = reader.string("HOST") ?? configuration.host
+        configuration.port = reader.integer("PORT", default: configuration.port, range: 0...65_535)
+        configuration.logLevel = reader.choice(
+            "LOG_LEVEL",
+            default: configuration.logLevel,
+            { LogLevel(name: $0) },
+            allowed: LogLevel.allCases.map(\.description).joined(separator: ", ")
+        )
+        configuration.logFormat = reader.choice(
+            "LOG_FORMAT",
+            default: configuration.logFormat,
+            { StreamLogHandler.Format(rawValue: $0.lowercased()) },
+            allowed: "text, json"
+        )
+        configuration.maxBodySize = reader.integer(
+            "HERALD_MAX_BODY_BYTES",
+            default: configuration.maxBodySize,
+            range: 4096...(64 << 20)
+        )
+        if let url = reader.string("DATABASE_URL") {
+            if url.hasPrefix("sqlite:") || url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
+                configuration.databaseURL = url
+            } else {
+                reader.report(
+                    "DATABASE_URL is not valid: use sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE"
+                )
+            }
+        }
+        try reader.validate()
+        return configuration
+    }
+}

@@ -1,0 +1,178 @@
+public import Foundation
+import Synchronization
+
+/// How much a log line matters, in swift-log's order.
+public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
+    case trace, debug, info, notice, warning, error, critical
+
+    /// Parses `LOG_LEVEL` values (case-insensitive); `nil` for anything else.
+    public init?(name: String) {
+        guard let level = Self.allCases.first(where: { $0.description == name.lowercased() }) else { return nil }
+        self = level
+    }
+
+    public var description: String {
+        switch self {
+        case .trace: "trace"
+        case .debug: "debug"
+        case .info: "info"
+        case .notice: "notice"
+        case .warning: "warning"
+        case .error: "error"
+        case .critical: "critical"
+        }
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// A structured log value. Strings are quoted in text output when they contain spaces.
+public enum LogValue: Sendable, Equatable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+    CustomStringConvertible
+{
+    case string(String)
+    case int(Int)
+    case double(Double)
+    case bool(Bool)
+
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
+
+    public var description: String {
+        switch self {
+        case .string(let value): value
+        case .int(let value): String(value)
+        case .double(let value): String(value)
+        case .bool(let value): String(value)
+        }
+    }
+}
+
+/// One log record as handed to a ``LogHandler``.
+public struct LogRecord: Sendable {
+    public var time: Date
+    public var level: LogLevel
+    public var label: String
+    public var message: String
+    public var metadata: [(key: String, value: LogValue)]
+}
+
+/// Where log records go. Handlers are shared by every copy of a ``Logger``.
+public protocol LogHandler: Sendable {
+    func log(_ record: LogRecord)
+}
+
+/// A value-type logger in the shape of swift-log's: a label, a minimum level and metadata carried
+/// by copies. Secrets must never be passed as metadata or message text.
+///
+/// ```swift
+/// var logger = Logger(label: "herald.http")
+/// logger[metadataKey: "request_id"] = "abc"
+/// logger.info("request", metadata: ["status": 200])
+/// ```
+public struct Logger: Sendable {
+    public var label: String
+    public var logLevel: LogLevel
+    public var metadata: [String: LogValue] = [:]
+    public let handler: any LogHandler
+
+    public init(label: String, level: LogLevel = LoggingSystem.defaultLevel, handler: (any LogHandler)? = nil) {
+        self.label = label
+        self.logLevel = level
+        self.handler = handler ?? LoggingSystem.defaultHandler
+    }
+
+    public subscript(metadataKey key: String) -> LogValue? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(_ level: LogLevel, _ message: @autoclosure () -> String, metadata extra: [String: LogValue] = [:]) {
+        guard level >= logLevel else { return }
+        var merged = metadata
+        merged.merge(extra) { _, new in new }
+        let ordered = merged.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
+        handler.log(LogRecord(time: Date(), level: level, label: label, message: message(), metadata: ordered))
+    }
+
+    public func trace(_ message: @autoclosure () -> String, metadata: [String: LogValue] = [:]) {
+        log(.trace, message(), metadata: metadata)
+    }
+    public func debug(_ message: @autoclosure () -> String, metadata: [String: LogValue] = [:]) {
+        log(.debug, message(), metadata: metadata)
+    }
+    public func info(_ message: @autoclosure () -> String, metadata: [String: LogValue] = [:]) {
+        log(.info, message(), metadata: metadata)
+    }
+    public func notice(_ message: @autoclosure () -> String, metadata: [String: LogValue] = [:]) {
+        log(.notice, message(), metadata: metadata)
+    }
+    public func warning(_ message: @autoclosure () -> String, metadata: [String: LogValue] = [:]) {
+        log(.warning, message(), metadata: metadata)
+    }
+    public func error(_ message: @autoclosure () -> String, metadata: [String: LogValue] = [:]) {
+        log(.error, message(), metadata: metadata)
+    }
+}
+
+/// Process-wide logging defaults, set once by the executable before anything logs.
+public enum LoggingSystem {
+    private static let state = Mutex<(level: LogLevel, handler: any LogHandler)>(
+        (.info, StreamLogHandler(format: .text))
+    )
+
+    public static var defaultLevel: LogLevel { state.withLock { $0.level } }
+    public static var defaultHandler: any LogHandler { state.withLock { $0.handler } }
+
+    public static func bootstrap(level: LogLevel, handler: any LogHandler) {
+        state.withLock { $0 = (level, handler) }
+    }
+}
+
+/// Writes one line per record to standard error, as `text` (logfmt-like) or `json`.
+public struct StreamLogHandler: LogHandler {
+    public enum Format: String, Sendable { case text, json }
+
+    public let format: Format
+    private let sink: @Sendable (String) -> Void
+
+    public init(format: Format, sink: (@Sendable (String) -> Void)? = nil) {
+        self.format = format
+        self.sink = sink ?? { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+    }
+
+    public func log(_ record: LogRecord) {
+        sink(Self.render(record, format: format))
+    }
+
+    public static func render(_ record: LogRecord, format: Format) -> String {
+        let time = RFC3339.string(from: record.time, fractional: true)
+        switch format {
+        case .text:
+            var line = "\(time) \(record.level.description.uppercased()) \(record.label): \(record.message)"
+            for (key, value) in record.metadata {
+                line += " \(key)=\(textValue(value))"
+            }
+            return line
+        case .json:
+            var line = "{\"time\":\(JSONText.quote(time)),\"level\":\(JSONText.quote(record.level.description))"
+            line += ",\"logger\":\(JSONText.quote(record.label)),\"message\":\(JSONText.quote(record.message))"
+            for (key, value) in record.metadata {
+                line += ",\(JSONText.quote(key)):"
+                switch value {
+                case .string(let string): line += JSONText.quote(string)
+                case .int(let int): line += String(int)
+                case .double(let double): line += double.isFinite ? String(double) : "null"
+                case .bool(let bool): line += String(bool)
+                }
+            }
+            return line + "}"
+        }
+    }
+
+    private static func textValue(_ value: LogValue) -> String {
+        guard case .string(let string) = value else { return value.description }
+        let needsQuotes = string.isEmpty || string.contains { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }
+        return needsQuotes ? JSONText.quote(string) : string
+    }
+}

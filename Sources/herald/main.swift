@@ -1,0 +1,53 @@
+import Foundation
+import HTTPServer
+import HeraldAPI
+import HeraldCore
+import Storage
+
+/// `herald`: the one executable. It parses the command line, reads configuration, and wires the
+/// concrete types together; everything else lives in the library modules.
+enum Herald {
+    static let version = "0.1.0"
+
+    static let usage = """
+        Herald \(version): a self-hosted push server for Apple platforms.
+
+        Usage: herald <command> [options]
+
+        Commands:
+          serve      Run the HTTP API (configuration from the environment; see README.md).
+
+        Options:
+          --help     Show this help, or a command's help with `herald <command> --help`.
+          --version  Print the version.
+
+        """
+
+    static func main() async -> Int32 {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        guard let command = arguments.first else {
+            print(usage, terminator: "")
+            return 0
+        }
+        arguments.removeFirst()
+        switch command {
+        case "--help", "-h", "help":
+            print(usage, terminator: "")
+            return 0
+        case "--version", "version":
+            print("herald \(version)")
+            return 0
+        case "serve":
+            return await ServeCommand.run(arguments)
+        default:
+            printError("herald: unknown command '\(command)'; see 'herald --help'")
+            return 2
+        }
+    }
+}
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}
+
+exit(await Herald.main())

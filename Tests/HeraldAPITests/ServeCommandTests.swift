@@ -1,0 +1,110 @@
+import Foundation
+import HeraldCore
+import Storage
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `herald serve` as an operator runs it: the real binary, a real database, real HTTP.
+@Suite struct ServeCommandTests {
+    func temporaryDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-serve-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    @Test func servesSystemRoutesAndStopsGracefullyOnSIGINT() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let herald = try HeraldProcess(
+            arguments: ["serve", "--host", "127.0.0.1", "--port", "0"],
+            environment: ["DATABASE_URL": "sqlite:\(directory.path)/herald.sqlite"]
+        )
+        let port = try await herald.listeningPort()
+        let base = "http://127.0.0.1:\(port)"
+
+        let root = try await fetch(base + "/")
+        #expect(root.status == 200)
+        #expect(root.body.isEmpty)
+        #expect(try await fetch(base + "/", method: "HEAD").status == 200)
+        let health = try await fetch(base + "/healthz")
+        #expect(health.status == 200)
+        #expect(health.body == #"{"status":"ok"}"#)
+        let ready = try await fetch(base + "/readyz")
+        #expect(ready.status == 200)
+        let missing = try await fetch(base + "/nope")
+        #expect(missing.status == 404)
+        #expect(missing.body.contains(#""code":"not_found""#))
+        let metrics = try await fetch(base + "/metrics")
+        #expect(metrics.body.contains(#"herald_http_requests_total{method="GET",route="/healthz",status="200"} 1"#))
+        #expect(metrics.body.contains("herald_http_request_duration_seconds_bucket"))
+
+        herald.signal(SIGINT)
+        let status = try await herald.waitForExit(timeout: .seconds(10))
+        #expect(status == 0, "herald must exit 0 within 10 s of SIGINT; log:\n\(herald.log)")
+        #expect(herald.log.contains("route=/healthz"))
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/herald.sqlite"))
+    }
+
+    @Test func invalidConfigurationExitsWithStatus2AndSaysWhatToFix() async throws {
+        let herald = try HeraldProcess(
+            arguments: ["serve"],
+            environment: ["PORT": "http", "LOG_FORMAT": "xml", "DATABASE_URL": "mysql://u:secret@h/db"]
+        )
+        let status = try await herald.waitForExit(timeout: .seconds(10))
+        #expect(status == 2)
+        let log = herald.log
+        #expect(log.contains("PORT=http is not valid"))
+        #expect(log.contains("LOG_FORMAT=xml is not valid"))
+        #expect(log.contains("DATABASE_URL is not valid"))
+        #expect(!log.contains("secret"))
+    }
+
+    @Test func helpAndVersion() async throws {
+        let version = try HeraldProcess(arguments: ["--version"], environment: [:])
+        #expect(try await version.waitForExit(timeout: .seconds(10)) == 0)
+        let unknown = try HeraldProcess(arguments: ["serve", "--bogus"], environment: [:])
+        #expect(try await unknown.waitForExit(timeout: .seconds(10)) == 2)
+        #expect(unknown.log.contains("unknown option --bogus"))
+    }
+
+    /// Two instances started at once on one PostgreSQL database both migrate and serve.
+    @Test func twoInstancesShareOnePostgresDatabase() async throws {
+        guard let adminURL = ProcessInfo.processInfo.environment["HERALD_TEST_POSTGRES_URL"] else {
+            Issue.record("HERALD_TEST_POSTGRES_URL is not set: run `make test`, which starts a throwaway PostgreSQL")
+            return
+        }
+        let name = "herald_serve_\(UUID().uuidString.prefix(8).lowercased())"
+        let admin = try await DatabaseFactory.open(url: adminURL, logger: Logger(label: "test"))
+        try await admin.execute("CREATE DATABASE \(name)", [])
+        let slash = try #require(adminURL.lastIndex(of: "/"))
+        let url = adminURL[..<slash] + "/\(name)"
+
+        let first = try HeraldProcess(
+            arguments: ["serve", "--host", "127.0.0.1", "--port", "0"],
+            environment: ["DATABASE_URL": String(url)]
+        )
+        let second = try HeraldProcess(
+            arguments: ["serve", "--host", "127.0.0.1", "--port", "0"],
+            environment: ["DATABASE_URL": String(url)]
+        )
+        for herald in [first, second] {
+            let port = try await herald.listeningPort()
+            #expect(try await fetch("http://127.0.0.1:\(port)/readyz").status == 200)
+        }
+        for herald in [first, second] {
+            herald.signal(SIGTERM)
+            #expect(try await herald.waitForExit(timeout: .seconds(10)) == 0, "log:\n\(herald.log)")
+        }
+        let database = try await DatabaseFactory.open(url: String(url), logger: Logger(label: "test"))
+        let applied = try await database.query("SELECT version FROM schema_migrations ORDER BY version", [])
+        let versions = try applied.map { try $0.int("version") }
+        #expect(versions == Array(1...Int64(versions.count)))
+        #expect(!versions.isEmpty)
+        await database.close()
+        try await admin.execute("DROP DATABASE \(name)", [])
+        await admin.close()
+    }
+}

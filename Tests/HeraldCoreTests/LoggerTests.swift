@@ -1,0 +1,54 @@
+import Foundation
+import HeraldCore
+import Synchronization
+import Testing
+
+@Suite struct LoggerTests {
+    final class Capture: LogHandler {
+        let lines = Mutex<[String]>([])
+        let format: StreamLogHandler.Format
+        init(format: StreamLogHandler.Format) { self.format = format }
+        func log(_ record: LogRecord) {
+            let line = StreamLogHandler.render(record, format: format)
+            lines.withLock { $0.append(line) }
+        }
+    }
+
+    @Test func filtersByLevelAndMergesMetadata() {
+        let capture = Capture(format: .text)
+        var logger = Logger(label: "test", level: .info, handler: capture)
+        logger[metadataKey: "request_id"] = "r1"
+        logger.debug("hidden")
+        logger.info("shown", metadata: ["status": 200, "path": "/a b"])
+        let lines = capture.lines.withLock { $0 }
+        #expect(lines.count == 1)
+        #expect(lines[0].hasSuffix("INFO test: shown path=\"/a b\" request_id=r1 status=200"))
+    }
+
+    @Test func jsonLinesAreValidJSON() throws {
+        let capture = Capture(format: .json)
+        let logger = Logger(label: "test", level: .trace, handler: capture)
+        logger.warning("quote \" and\nnewline", metadata: ["n": 1, "ok": .bool(true)])
+        let line = try #require(capture.lines.withLock { $0.first })
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["message"] as? String == "quote \" and\nnewline")
+        #expect(object["level"] as? String == "warning")
+        #expect(object["n"] as? Int == 1)
+    }
+
+    @Test func levelNamesParse() {
+        #expect(LogLevel(name: "WARNING") == .warning)
+        #expect(LogLevel(name: "verbose") == nil)
+    }
+}
+
+@Suite struct RFC3339Tests {
+    @Test func formatsUTCWithAndWithoutFractions() throws {
+        let date = Date(timeIntervalSince1970: 1_764_419_400.25)
+        #expect(RFC3339.string(from: date) == "2025-11-29T12:30:00Z")
+        #expect(RFC3339.string(from: date, fractional: true) == "2025-11-29T12:30:00.250Z")
+        #expect(RFC3339.date(from: "2025-11-29T13:30:00+01:00") == Date(timeIntervalSince1970: 1_764_419_400))
+        #expect(RFC3339.date(from: "2025-11-29T12:30:00.250Z") == date)
+        #expect(RFC3339.date(from: "yesterday") == nil)
+    }
+}

@@ -1,0 +1,34 @@
+import HeraldCore
+import Testing
+
+@Suite struct MetricsTests {
+    @Test func rendersPrometheusText() {
+        let registry = MetricsRegistry()
+        let counter = registry.counter("requests_total", help: "Requests.")
+        let histogram = registry.histogram("latency_seconds", help: "Latency.", buckets: [0.1, 1])
+        counter.increment(labels: [("route", "/a\"b"), ("status", "200")])
+        counter.increment(by: 2, labels: [("route", "/a\"b"), ("status", "200")])
+        histogram.observe(0.05)
+        histogram.observe(0.5)
+        histogram.observe(5)
+        let text = registry.render()
+        #expect(text.contains("# TYPE requests_total counter\n"))
+        #expect(text.contains("requests_total{route=\"/a\\\"b\",status=\"200\"} 3\n"))
+        #expect(text.contains("latency_seconds_bucket{le=\"0.1\"} 1\n"))
+        #expect(text.contains("latency_seconds_bucket{le=\"1\"} 2\n"))
+        #expect(text.contains("latency_seconds_bucket{le=\"+Inf\"} 3\n"))
+        #expect(text.contains("latency_seconds_sum 5.55\n"))
+        #expect(text.contains("latency_seconds_count 3\n"))
+        #expect(registry.value("requests_total", labels: [("route", "/a\"b"), ("status", "200")]) == 3)
+    }
+
+    @Test func gaugesGoBothWays() {
+        let registry = MetricsRegistry()
+        let gauge = registry.gauge("in_flight", help: "In flight.")
+        gauge.add(3)
+        gauge.add(-1)
+        #expect(registry.value("in_flight") == 2)
+        gauge.set(7)
+        #expect(registry.value("in_flight") == 7)
+    }
+}

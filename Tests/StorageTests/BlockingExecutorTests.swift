@@ -1,0 +1,100 @@
+import Foundation
+import HeraldIO
+import Synchronization
+import Testing
+
+@Suite("BlockingExecutor")
+struct BlockingExecutorTests {
+    struct Boom: Error {}
+
+    final class Tally: Sendable {
+        let value = Mutex<(running: Int, maximum: Int, order: [Int])>((0, 0, []))
+    }
+
+    @Test("runs work on its own named threads and returns results and errors")
+    func runsOnDedicatedThreads() async throws {
+        let executor = BlockingExecutor(name: "test-exec", threadCount: 2)
+        defer { executor.shutdown() }
+        // The kernel's name for the thread that ran the body.
+        let name = try await executor.run { try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8) }
+        #expect(name.hasPrefix("test-exec-"))
+        #expect(try await executor.run { 6 * 7 } == 42)
+        await #expect(throws: Boom.self) { try await executor.run { throw Boom() } }
+    }
+
+    @Test("a single thread runs work one at a time, in order")
+    func serialises() async throws {
+        let executor = BlockingExecutor(name: "test-serial", threadCount: 1)
+        defer { executor.shutdown() }
+        let state = Tally()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<50 {
+                group.addTask {
+                    try await executor.run {
+                        state.value.withLock {
+                            $0.running += 1
+                            $0.maximum = max($0.maximum, $0.running)
+                            $0.order.append(index)
+                        }
+                        _ = usleep(200)
+                        state.value.withLock { $0.running -= 1 }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(state.value.withLock { $0.maximum } == 1)
+        #expect(state.value.withLock { $0.order.count } == 50)
+    }
+
+    @Test("blocking work runs in parallel on several threads, off the cooperative pool")
+    func parallel() async throws {
+        let executor = BlockingExecutor(name: "test-parallel", threadCount: 8)
+        defer { executor.shutdown() }
+        // A rendezvous: each of eight blocking jobs waits until all eight have arrived. That can
+        // only happen when eight threads run them at once; the cooperative pool (two threads
+        // here) or a serial executor would leave the waiters to give up after 30 s.
+        let arrived = Atomic(0)
+        let met = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    try await executor.run {
+                        arrived.add(1, ordering: .sequentiallyConsistent)
+                        for _ in 0..<30_000 {
+                            if arrived.load(ordering: .sequentiallyConsistent) == 8 { return true }
+                            _ = usleep(1000)
+                        }
+                        return false
+                    }
+                }
+            }
+            var all = true
+            for try await met in group { all = all && met }
+            return all
+        }
+        #expect(met)
+    }
+
+    @Test("after shutdown, queued work finishes and new work is refused")
+    func shutdown() async throws {
+        let executor = BlockingExecutor(name: "test-shutdown", threadCount: 1)
+        let started = Atomic(false)
+        let done = Atomic(false)
+        async let slow: Void = executor.run {
+            started.store(true, ordering: .sequentiallyConsistent)
+            _ = usleep(50_000)
+            done.store(true, ordering: .sequentiallyConsistent)
+        }
+        while !started.load(ordering: .sequentiallyConsistent) {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        await executor.shutdownGracefully()
+        // Graceful shutdown waited for the work in flight.
+        let finished = done.load(ordering: .sequentiallyConsistent)
+        #expect(finished)
+        try await slow
+        let error = await #expect(throws: BlockingExecutorError.self) { try await executor.run { 1 } }
+        #expect(error?.isShutDown == true)
+        executor.shutdown()  // idempotent
+    }
+}

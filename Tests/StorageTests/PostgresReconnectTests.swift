@@ -1,0 +1,109 @@
+import Foundation
+import HeraldCore
+import Storage
+import Testing
+
+@Suite("PostgreSQL reconnects")
+struct PostgresReconnectTests {
+    @Test("after the server restarts, the pool reconnects and the next statements succeed")
+    func serverRestart() async throws {
+        let server = try await PrivatePostgres.start()
+        do {
+            try await exerciseRestart(server)
+        } catch {
+            await server.destroy()
+            throw error
+        }
+        await server.destroy()
+    }
+
+    private func exerciseRestart(_ server: PrivatePostgres) async throws {
+        let log = RecordingLogHandler()
+        let metrics = MetricsRegistry()
+        let db = try await DatabaseFactory.open(
+            url: server.url + "?pool_size=3",
+            logger: makeLogger(log),
+            metrics: metrics
+        )
+        try await db.execute("CREATE TABLE events (id BIGINT PRIMARY KEY)", [])
+        try await db.execute("INSERT INTO events (id) VALUES ($1)", [1])
+        // Open every pooled connection.
+        try await concurrentReads(db, count: 12)
+
+        try await server.restart()
+
+        // The first statement after the restart succeeds: the dead connection is noticed before
+        // anything is sent and replaced.
+        #expect(try await db.query("SELECT count(*) AS n FROM events", [])[0].int("n") == 1)
+        try await concurrentReads(db, count: 12)
+        try await db.transaction { tx in
+            try await tx.execute("INSERT INTO events (id) VALUES ($1)", [2])
+        }
+        try await db.ping()
+        #expect((metrics.value("herald_db_reconnects_total", labels: [("driver", "postgres")]) ?? 0) >= 1)
+        #expect(log.all.contains { $0.message.contains("reconnecting") })
+
+        // While the server is down, calls fail with a connection error (no hang, no crash) ...
+        try await server.stop()
+        let down = await expectDatabaseError { try await db.ping() }
+        #expect(down?.isConnectionError == true)
+        let downInTransaction = await expectDatabaseError {
+            _ = try await db.transaction { tx in try await tx.execute("INSERT INTO events (id) VALUES ($1)", [3]) }
+        }
+        #expect(downInTransaction?.isConnectionError == true)
+
+        // ... and once it is back, the next call works.
+        try await server.start()
+        #expect(try await db.query("SELECT count(*) AS n FROM events", [])[0].int("n") == 2)
+        try await concurrentReads(db, count: 12)
+        await db.close()
+    }
+
+    private func concurrentReads(_ db: any Database, count: Int) async throws {
+        try await withThrowingTaskGroup(of: Int64.self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    // pg_sleep keeps connections busy so that every pooled one is used.
+                    try await db.query("SELECT CAST($1 AS BIGINT) AS v, pg_sleep(0.02) AS s", [.integer(Int64(index))])[
+                        0
+                    ]
+                    .int("v")
+                }
+            }
+            var sum: Int64 = 0
+            for try await value in group { sum += value }
+            #expect(sum == Int64(count * (count - 1) / 2))
+        }
+    }
+
+    @Test("a connection killed mid-statement fails that statement clearly; the next call reconnects")
+    func connectionLostInFlight() async throws {
+        try await withDatabase(.postgres, poolSize: 1) { db, test in
+            let pid = try await db.query("SELECT pg_backend_pid() AS pid", [])[0].int("pid")
+            let admin = try await test.open()
+            let sleeping = Task { try await db.execute("SELECT pg_sleep(30)", []) }
+            // Wait until the statement is running, then terminate its backend.
+            var terminated = false
+            for _ in 0..<500 where !terminated {
+                let active = try await admin.query(
+                    "SELECT count(*) AS n FROM pg_stat_activity WHERE pid = $1 AND state = 'active'",
+                    [.integer(pid)]
+                )
+                if try active[0].int("n") == 1 {
+                    terminated = try await admin.query("SELECT pg_terminate_backend($1) AS ok", [.integer(pid)])[0]
+                        .bool("ok")
+                } else {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            #expect(terminated)
+            let lost = await expectDatabaseError { _ = try await sleeping.value }
+            #expect(lost?.code == .connectionLost)
+            #expect(lost?.message.contains("may or may not have been applied") == true)
+            // The next call reconnects.
+            let newPID = try await db.query("SELECT pg_backend_pid() AS pid", [])[0].int("pid")
+            #expect(newPID != pid)
+            await admin.close()
+        }
+    }
+}

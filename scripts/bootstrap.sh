@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what Herald needs to build and test on Debian 12, and only what is missing.
+# Safe to run any number of times. Usage: scripts/bootstrap.sh [--test] [--bench]
+#   (no flag)  build dependencies: pkg-config and the C libraries' -dev packages
+#   --test     also the PostgreSQL server used by `make test`
+#   --bench    also wrk, h2o and h2load (nghttp2-client) for the benchmark scripts
+set -euo pipefail
+
+packages=(pkg-config libssl-dev libnghttp2-dev libmicrohttpd-dev libsqlite3-dev libpq-dev)
+for arg in "$@"; do
+  case "$arg" in
+    --test) packages+=(postgresql curl) ;;
+    --bench) packages+=(wrk h2o nghttp2-client curl) ;;
+    *) echo "bootstrap: unknown argument $arg (use --test or --bench)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$package")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if ! command -v swift >/dev/null 2>&1; then
+  echo "bootstrap: the Swift toolchain (6.x) must be on PATH; Herald installs everything else" >&2
+  exit 1
+fi
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "bootstrap: installing ${missing[*]} needs root (or sudo)" >&2; exit 1; }
+  sudo=(sudo)
+fi
+echo "bootstrap: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
