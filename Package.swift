@@ -28,6 +28,11 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
         .systemLibrary(
+            name: "CNGHTTP2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]
+        ),
+        .systemLibrary(
             name: "CMicroHTTPD",
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
@@ -43,17 +48,25 @@ let package = Package(
             providers: [.apt(["libpq-dev"])]
         ),
 
+        // What Glibc does not expose to Swift (epoll, eventfd, signalfd) and C macros.
+        .target(name: "CHeraldShims", dependencies: ["COpenSSL"]),
+
         // MARK: Swift modules, lowest first
         .target(name: "HeraldCore", swiftSettings: swiftSettings),
         .target(name: "HeraldCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         .target(
             name: "HeraldIO",
-            dependencies: ["HeraldCore"],
+            dependencies: ["HeraldCore", "CHeraldShims", "COpenSSL"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "HTTP2",
+            dependencies: ["HeraldCore", "HeraldIO", "CNGHTTP2"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "APNs",
-            dependencies: ["HeraldCore", "HeraldCrypto"],
+            dependencies: ["HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -81,8 +94,13 @@ let package = Package(
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: swiftSettings),
         .testTarget(name: "HeraldCryptoTests", dependencies: ["HeraldCrypto"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "HTTP2Tests",
+            dependencies: ["HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "APNsTests",
-            dependencies: ["APNs", "HeraldCore", "HeraldCrypto"],
+            dependencies: ["APNs", "HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -47,6 +47,11 @@ struct BlockingExecutorTests {
         #expect(state.value.withLock { $0.order.count } == 50)
     }
 
+    /// How many blocking jobs have reached the rendezvous.
+    final class Arrivals: Sendable {
+        let count = Atomic(0)
+    }
+
     @Test("blocking work runs in parallel on several threads, off the cooperative pool")
     func parallel() async throws {
         let executor = BlockingExecutor(name: "test-parallel", threadCount: 8)
@@ -54,14 +59,14 @@ struct BlockingExecutorTests {
         // A rendezvous: each of eight blocking jobs waits until all eight have arrived. That can
         // only happen when eight threads run them at once; the cooperative pool (two threads
         // here) or a serial executor would leave the waiters to give up after 30 s.
-        let arrived = Atomic(0)
+        let arrived = Arrivals()
         let met = try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<8 {
                 group.addTask {
                     try await executor.run {
-                        arrived.add(1, ordering: .sequentiallyConsistent)
+                        arrived.count.add(1, ordering: .sequentiallyConsistent)
                         for _ in 0..<30_000 {
-                            if arrived.load(ordering: .sequentiallyConsistent) == 8 { return true }
+                            if arrived.count.load(ordering: .sequentiallyConsistent) == 8 { return true }
                             _ = usleep(1000)
                         }
                         return false

@@ -1,0 +1,393 @@
+import CNGHTTP2
+
+/// One request on its way through a ``ClientSession``.
+///
+/// `@unchecked Sendable`: the task calling `send` creates it and sets ``continuation`` before
+/// handing it to the session through the session's `Mutex`; from then on every mutable property
+/// is read and written only on the session's event loop thread, until the loop resumes the
+/// continuation. After that the loop no longer writes the response fields, and the resumed task
+/// reads them to build the ``HTTP2Response`` (off the loop thread, so that String decoding does
+/// not cost the loop time). Likewise the request's header block is encoded by the sending task,
+/// so the loop only hands nghttp2 a ready `nghttp2_nv` array.
+final class ClientStream: @unchecked Sendable {
+    enum Phase {
+        /// Handed to the session, not yet seen by the loop.
+        case submitted
+        /// Waiting in the FIFO queue for a free stream.
+        case queued
+        /// Submitted to nghttp2 with a stream id.
+        case open
+        /// The continuation has been resumed.
+        case done
+    }
+
+    let request: HTTP2Request
+    /// The request's own timeout in nanoseconds, or nil for the connection's default.
+    let timeoutOverride: UInt64?
+    var continuation: UnsafeContinuation<Void, any Error>?
+    var phase = Phase.submitted
+    var cancelRequested = false
+    var streamID: Int32 = 0
+    /// nghttp2 has serialized the HEADERS frame: from here on the server may process the request.
+    var headersSent = false
+    var bodyOffset = 0
+
+    /// The encoded request header block: `fieldCount` `nghttp2_nv` entries followed by the bytes
+    /// they point to. Freed once nghttp2 has copied it (at submit) or with the stream.
+    private(set) var requestFields: UnsafeMutableRawPointer?
+    private(set) var fieldCount = 0
+
+    // Response, filled on the loop, read by the resumed task.
+    var status = 0
+    /// Header fields as `[UInt16 name length][name][UInt32 value length][value]…`.
+    private var headerStorage: UnsafeMutableRawPointer?
+    private var headerCapacity = 0
+    private var headerLength = 0
+    private var headerCount = 0
+    var responseBody: [UInt8] = []
+
+    // Deadline bookkeeping (loop thread): monotonic nanoseconds, 0 for none.
+    var deadline: UInt64 = 0
+    /// Position in the session's deadline heap (custom timeouts), or -1.
+    var heapIndex = -1
+    /// Links in the session's FIFO of default-timeout deadlines.
+    var timeoutNext: ClientStream?
+    unowned(unsafe) var timeoutPrevious: ClientStream?
+    var inTimeoutList = false
+
+    /// Links in the session's list of open streams.
+    var openNext: ClientStream?
+    unowned(unsafe) var openPrevious: ClientStream?
+
+    /// Encodes the header block (on the sending task).
+    init(request: HTTP2Request, timeoutOverride: UInt64?, authority: String, scheme: String) {
+        self.request = request
+        self.timeoutOverride = timeoutOverride
+        encodeRequestFields(authority: request.authority ?? authority, scheme: request.scheme ?? scheme)
+    }
+
+    deinit {
+        requestFields?.deallocate()
+        headerStorage?.deallocate()
+    }
+
+    private func encodeRequestFields(authority: String, scheme: String) {
+        let count = 4 + request.headers.count
+        let pseudoNames = ":method:scheme:authority:path".utf8.count
+        var byteCount =
+            pseudoNames + request.method.utf8.count + scheme.utf8.count + authority.utf8.count + request.path.utf8.count
+        for field in request.headers { byteCount += field.name.utf8.count + field.value.utf8.count }
+        let arrayBytes = count * MemoryLayout<nghttp2_nv>.stride
+        let block = UnsafeMutableRawPointer.allocate(byteCount: arrayBytes + byteCount, alignment: 16)
+        let fields = block.bindMemory(to: nghttp2_nv.self, capacity: count)
+        var cursor = (block + arrayBytes).assumingMemoryBound(to: UInt8.self)
+        var index = 0
+        func add(_ name: String, _ value: String, neverIndex: Bool, lowercase: Bool) {
+            let namePointer = cursor
+            let nameLength = Self.copy(name, to: &cursor)
+            if lowercase {
+                for offset in 0..<nameLength where namePointer[offset] >= 65 && namePointer[offset] <= 90 {
+                    namePointer[offset] |= 0x20
+                }
+            }
+            let valuePointer = cursor
+            let valueLength = Self.copy(value, to: &cursor)
+            fields[index] = nghttp2_nv(
+                name: namePointer,
+                value: valuePointer,
+                namelen: nameLength,
+                valuelen: valueLength,
+                flags: neverIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+            )
+            index += 1
+        }
+        add(":method", request.method, neverIndex: false, lowercase: false)
+        add(":scheme", scheme, neverIndex: false, lowercase: false)
+        add(":authority", authority, neverIndex: false, lowercase: false)
+        add(":path", request.path, neverIndex: request.pathNeverIndexed, lowercase: false)
+        for field in request.headers {
+            add(field.name, field.value, neverIndex: field.neverIndex, lowercase: true)
+        }
+        requestFields = block
+        fieldCount = count
+    }
+
+    private static func copy(_ string: String, to cursor: inout UnsafeMutablePointer<UInt8>) -> Int {
+        var string = string
+        let count = string.withUTF8 { source -> Int in
+            if let base = source.baseAddress, source.count > 0 {
+                cursor.update(from: base, count: source.count)
+            }
+            return source.count
+        }
+        cursor += count
+        return count
+    }
+
+    /// The `nghttp2_nv` array for `nghttp2_submit_request`.
+    var requestFieldArray: UnsafePointer<nghttp2_nv>? {
+        requestFields.map { UnsafePointer($0.assumingMemoryBound(to: nghttp2_nv.self)) }
+    }
+
+    /// Loop thread: nghttp2 has copied the header block.
+    func releaseRequestFields() {
+        requestFields?.deallocate()
+        requestFields = nil
+    }
+
+    /// Loop thread: records a response header field.
+    func appendHeader(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let needed = headerLength + 6 + name.count + value.count
+        if needed > headerCapacity {
+            let capacity = max(needed, headerCapacity * 2, 256)
+            let storage = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+            if let headerStorage {
+                storage.copyMemory(from: headerStorage, byteCount: headerLength)
+                headerStorage.deallocate()
+            }
+            headerStorage = storage
+            headerCapacity = capacity
+        }
+        let base = headerStorage! + headerLength
+        base.storeBytes(of: UInt16(truncatingIfNeeded: name.count).littleEndian, as: UInt16.self)
+        if let source = name.baseAddress { (base + 2).copyMemory(from: source, byteCount: name.count) }
+        (base + 2 + name.count).storeBytes(of: UInt32(truncatingIfNeeded: value.count).littleEndian, as: UInt32.self)
+        if let source = value.baseAddress { (base + 6 + name.count).copyMemory(from: source, byteCount: value.count) }
+        headerLength = needed
+        headerCount += 1
+    }
+
+    /// Loop thread: forgets headers of an informational (1xx) response.
+    func clearHeaders() {
+        headerLength = 0
+        headerCount = 0
+    }
+
+    /// The resumed task: builds the response.
+    func makeResponse() -> HTTP2Response {
+        var headers = HTTP2Headers()
+        headers.reserveCapacity(headerCount)
+        if let headerStorage {
+            let bytes = UnsafeRawBufferPointer(start: headerStorage, count: headerLength)
+            var offset = 0
+            while offset + 2 <= bytes.count {
+                let nameLength = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
+                offset += 2
+                let name = String(
+                    decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + nameLength]),
+                    as: UTF8.self
+                )
+                offset += nameLength
+                let valueLength = Int(
+                    UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+                )
+                offset += 4
+                let value = String(
+                    decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + valueLength]),
+                    as: UTF8.self
+                )
+                offset += valueLength
+                headers.add(name: name, value: value)
+            }
+        }
+        return HTTP2Response(status: status, headers: headers, body: responseBody)
+    }
+}
+
+/// The FIFO of requests waiting for a stream. Entries finished while waiting (cancelled, timed
+/// out) stay until they reach the front and are skipped then.
+struct StreamQueue {
+    private var items: [ClientStream?] = []
+    private var head = 0
+
+    var isEmpty: Bool { head == items.count }
+
+    mutating func append(_ stream: ClientStream) {
+        items.append(stream)
+    }
+
+    mutating func popFirst() -> ClientStream? {
+        guard head < items.count else { return nil }
+        let stream = items[head]
+        items[head] = nil
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: items.count <= 4096)
+            head = 0
+        } else if head >= 1024, head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return stream
+    }
+
+    mutating func removeAll() -> [ClientStream] {
+        let remaining = items[head...].compactMap { $0 }
+        items = []
+        head = 0
+        return remaining
+    }
+}
+
+/// The open streams, as an intrusive doubly linked list: O(1) insert and remove without hashing.
+struct OpenStreamList {
+    private var head: ClientStream?
+    private(set) var count = 0
+
+    var isEmpty: Bool { head == nil }
+
+    mutating func insert(_ stream: ClientStream) {
+        stream.openNext = head
+        stream.openPrevious = nil
+        head?.openPrevious = stream
+        head = stream
+        count += 1
+    }
+
+    mutating func remove(_ stream: ClientStream) {
+        if let previous = stream.openPrevious {
+            previous.openNext = stream.openNext
+        } else {
+            guard head === stream else { return }  // not in the list
+            head = stream.openNext
+        }
+        stream.openNext?.openPrevious = stream.openPrevious
+        stream.openNext = nil
+        stream.openPrevious = nil
+        count -= 1
+    }
+
+    /// The open stream with `streamID`, by walking the list.
+    func first(withID streamID: Int32) -> ClientStream? {
+        var cursor = head
+        while let stream = cursor {
+            if stream.streamID == streamID { return stream }
+            cursor = stream.openNext
+        }
+        return nil
+    }
+
+    /// Empties the list and returns its streams.
+    mutating func removeAll() -> [ClientStream] {
+        var streams: [ClientStream] = []
+        streams.reserveCapacity(count)
+        var cursor = head
+        while let stream = cursor {
+            cursor = stream.openNext
+            stream.openNext = nil
+            stream.openPrevious = nil
+            streams.append(stream)
+        }
+        head = nil
+        count = 0
+        return streams
+    }
+}
+
+/// Deadlines of requests that use the connection's default timeout: they are set on the loop at
+/// enqueue time as now + timeout, so they only grow, and a FIFO list ordered by insertion is
+/// ordered by deadline. Insert at the tail, remove anywhere, O(1).
+struct DeadlineList {
+    private var head: ClientStream?
+    private unowned(unsafe) var tail: ClientStream?
+
+    var first: ClientStream? { head }
+
+    mutating func append(_ stream: ClientStream) {
+        stream.inTimeoutList = true
+        stream.timeoutNext = nil
+        stream.timeoutPrevious = tail
+        if let tail { tail.timeoutNext = stream } else { head = stream }
+        tail = stream
+    }
+
+    mutating func remove(_ stream: ClientStream) {
+        guard stream.inTimeoutList else { return }
+        stream.inTimeoutList = false
+        if let previous = stream.timeoutPrevious {
+            previous.timeoutNext = stream.timeoutNext
+        } else {
+            head = stream.timeoutNext
+        }
+        if let next = stream.timeoutNext {
+            next.timeoutPrevious = stream.timeoutPrevious
+        } else {
+            tail = stream.timeoutPrevious
+        }
+        stream.timeoutNext = nil
+        stream.timeoutPrevious = nil
+    }
+
+    mutating func removeAll() {
+        var cursor = head
+        while let stream = cursor {
+            cursor = stream.timeoutNext
+            stream.timeoutNext = nil
+            stream.timeoutPrevious = nil
+            stream.inTimeoutList = false
+        }
+        head = nil
+        tail = nil
+    }
+}
+
+/// A binary min-heap of streams by deadline, for requests with their own timeout; each stream
+/// records its position, so removal when a stream finishes is O(log n) and needs no search.
+struct DeadlineHeap {
+    private var items: [ClientStream] = []
+
+    var first: ClientStream? { items.first }
+    var isEmpty: Bool { items.isEmpty }
+
+    mutating func insert(_ stream: ClientStream) {
+        stream.heapIndex = items.count
+        items.append(stream)
+        siftUp(items.count - 1)
+    }
+
+    mutating func remove(_ stream: ClientStream) {
+        let index = stream.heapIndex
+        guard index >= 0, index < items.count, items[index] === stream else { return }
+        stream.heapIndex = -1
+        let last = items.removeLast()
+        guard index < items.count else { return }
+        items[index] = last
+        last.heapIndex = index
+        siftDown(index)
+        siftUp(index)
+    }
+
+    mutating func removeAll() {
+        for stream in items { stream.heapIndex = -1 }
+        items.removeAll()
+    }
+
+    private mutating func swapAt(_ first: Int, _ second: Int) {
+        items.swapAt(first, second)
+        items[first].heapIndex = first
+        items[second].heapIndex = second
+    }
+
+    private mutating func siftUp(_ start: Int) {
+        var child = start
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard items[child].deadline < items[parent].deadline else { return }
+            swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1
+            guard left < items.count else { return }
+            var smallest = left
+            if left + 1 < items.count, items[left + 1].deadline < items[left].deadline { smallest = left + 1 }
+            guard items[smallest].deadline < items[parent].deadline else { return }
+            swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+}

@@ -1,0 +1,213 @@
+import Foundation
+import HTTP2
+import HeraldIO
+import Synchronization
+import Testing
+
+/// A test CA and a server certificate it signed (SAN `localhost` and `127.0.0.1`), plus a client
+/// certificate, made with the `openssl` command once per test run.
+struct TestCertificates: Sendable {
+    let directory: String
+    let caFile: String
+    let serverChainPEM: String
+    let serverKeyPEM: String
+    let clientChainPEM: String
+    let clientKeyPEM: String
+
+    static let shared: TestCertificates = {
+        do {
+            return try make()
+        } catch {
+            fatalError("cannot make test certificates: \(error)")
+        }
+    }()
+
+    private static func make() throws -> TestCertificates {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("herald-http2-tests-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        func path(_ name: String) -> String { "\(directory)/\(name)" }
+        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try openssl(
+            ["req", "-x509"] + curve + [
+                "-keyout", path("ca.key"), "-out", path("ca.pem"), "-days", "2", "-subj", "/CN=Herald Test CA",
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            ]
+        )
+        for (name, extensions) in [
+            ("server", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
+            ("client", "extendedKeyUsage=clientAuth\n"),
+        ] {
+            try openssl(
+                ["req"] + curve + ["-keyout", path("\(name).key"), "-out", path("\(name).csr"), "-subj", "/CN=\(name)"]
+            )
+            try ("basicConstraints=CA:FALSE\n" + extensions).write(
+                toFile: path("\(name).ext"),
+                atomically: true,
+                encoding: .utf8
+            )
+            try openssl([
+                "x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
+                "-CAcreateserial", "-out", path("\(name).pem"), "-days", "2", "-extfile", path("\(name).ext"),
+            ])
+        }
+        func read(_ name: String) throws -> String { try String(contentsOfFile: path(name), encoding: .utf8) }
+        return TestCertificates(
+            directory: directory,
+            caFile: path("ca.pem"),
+            serverChainPEM: try read("server.pem"),
+            serverKeyPEM: try read("server.key"),
+            clientChainPEM: try read("client.pem"),
+            clientKeyPEM: try read("client.key")
+        )
+    }
+
+    private static func openssl(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw TestFailure("openssl \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)")
+        }
+    }
+
+    /// A server context presenting the server certificate.
+    func serverContext(applicationProtocols: [String] = ["h2"]) throws -> TLSContext {
+        var configuration = TLSConfiguration.makeServer(
+            certificateChainPEM: serverChainPEM,
+            privateKeyPEM: serverKeyPEM
+        )
+        configuration.applicationProtocols = applicationProtocols
+        return try TLSContext(configuration: configuration)
+    }
+
+    /// A client context that trusts the test CA (in addition to the system roots).
+    func clientContext(trustTestCA: Bool = true, serverNameOverride: String? = nil) throws -> TLSContext {
+        var configuration = TLSConfiguration.makeClient()
+        if trustTestCA { configuration.additionalTrustRootsFile = caFile }
+        configuration.serverNameOverride = serverNameOverride
+        return try TLSContext(configuration: configuration)
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs an ``HTTP2Server`` for the duration of `body`, then cancels it.
+func withServer<T: Sendable>(
+    tls: TLSContext?,
+    configuration: HTTP2Server.Configuration = HTTP2Server.Configuration(),
+    handler: @escaping HTTP2Server.Handler,
+    _ body: (HTTP2Server) async throws -> T
+) async throws -> T {
+    let server = try HTTP2Server(configuration: configuration, tls: tls, handler: handler)
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await server.run() }
+        do {
+            let result = try await body(server)
+            group.cancelAll()
+            return result
+        } catch {
+            group.cancelAll()
+            throw error
+        }
+    }
+}
+
+/// A client configuration for tests: no pings unless asked, a generous request timeout.
+func clientConfiguration(requestTimeout: Duration? = .seconds(20)) -> HTTP2ClientConnection.Configuration {
+    var configuration = HTTP2ClientConnection.Configuration()
+    configuration.pingInterval = nil
+    configuration.requestTimeout = requestTimeout
+    configuration.connectTimeout = .seconds(10)
+    return configuration
+}
+
+/// Counts how many handlers run at once and the most there ever were.
+final class ConcurrencyMeter: Sendable {
+    private let state = Mutex((current: 0, maximum: 0))
+
+    var maximum: Int { state.withLock { $0.maximum } }
+
+    func reset() {
+        state.withLock { $0 = (0, 0) }
+    }
+
+    func measure<T>(_ body: () async throws -> T) async rethrows -> T {
+        state.withLock { state in
+            state.current += 1
+            state.maximum = max(state.maximum, state.current)
+        }
+        defer { state.withLock { $0.current -= 1 } }
+        return try await body()
+    }
+}
+
+/// A shared counter.
+final class Counter: Sendable {
+    private let count = Atomic<Int>(0)
+
+    var value: Int { count.load(ordering: .relaxed) }
+
+    /// Adds one and returns the new value.
+    func increment() -> Int {
+        count.add(1, ordering: .relaxed).newValue
+    }
+}
+
+/// The largest value observed.
+final class Peak: Sendable {
+    private let state = Mutex(0)
+
+    var value: Int { state.withLock { $0 } }
+
+    func observe(_ value: Int) {
+        state.withLock { $0 = max($0, value) }
+    }
+}
+
+/// A thread-safe list for values seen by handlers.
+final class Recorder<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+
+    var all: [Value] { values.withLock { $0 } }
+
+    func append(_ value: Value) {
+        values.withLock { $0.append(value) }
+    }
+}
+
+/// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
+func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
+
+/// Bytes 0, 1, 2, … 250, 0, 1, … (251 is prime, so chunk boundaries do not line up with it).
+func patternBytes(count: Int, seed: Int = 0) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: ($0 + seed) % 251) }
+}
+
+/// Catches the error `body` throws (fails the test when it returns normally).
+func expectError<T>(
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> T
+) async -> (any Error)? {
+    do {
+        _ = try await body()
+        Issue.record("expected an error", sourceLocation: sourceLocation)
+        return nil
+    } catch {
+        return error
+    }
+}
