@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "Storage", targets: ["Storage"]),
         .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
     ],
     targets: [
         // MARK: C libraries from Debian
@@ -80,13 +81,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "APNsSimulator",
+            dependencies: ["HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2", "HTTPServer", "APNs"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "HeraldAPI",
             dependencies: ["HeraldCore", "HTTPServer", "Storage"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "herald",
-            dependencies: ["HeraldCore", "HTTPServer", "Storage", "HeraldAPI"],
+            dependencies: [
+                "HeraldCore", "HeraldCrypto", "HTTPServer", "Storage", "HeraldAPI", "APNs", "APNsSimulator",
+            ],
             swiftSettings: swiftSettings
         ),
 
@@ -111,6 +119,11 @@ let package = Package(
         .testTarget(
             name: "StorageTests",
             dependencies: ["Storage", "HeraldIO", "HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "APNsSimulatorTests",
+            dependencies: ["APNsSimulator", "APNs", "HTTP2", "HTTPServer", "HeraldIO", "HeraldCore", "HeraldCrypto"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

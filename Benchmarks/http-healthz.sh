@@ -19,6 +19,7 @@ cleanup() {
 trap cleanup EXIT
 
 printf '{"status":"ok"}' > "$work/healthz.json"
+chmod 755 "$work"; chmod 644 "$work/healthz.json"   # h2o's workers may run as nobody
 cat > "$work/h2o.conf" <<CONF
 listen:
   port: $h2o_port
@@ -47,6 +48,7 @@ run() { # name url → prints req/s, records errors
   local out
   out=$(wrk -t2 -c64 -d"$duration" "$2")
   local rate errors
+  if grep -q 'Non-2xx' <<<"$out"; then echo "$1: non-2xx answers; see $work" >&2; fi
   rate=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   errors=$(awk '/Socket errors|Non-2xx/ {print}' <<<"$out")
   echo "$1 req/s=$rate ${errors:+errors: $errors}" >&2

@@ -52,4 +52,4 @@ echo "PostgreSQL ready at $HERALD_TEST_POSTGRES_URL"
 
 echo "== swift test"
 swift build --build-tests
-swift test --skip-build "$@"
+swift test --skip-build --verbose "$@"
