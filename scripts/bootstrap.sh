@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(pkg-config libssl-dev libnghttp2-dev libmicrohttpd-dev libsqlite3-dev libpq-dev)
 for arg in "$@"; do
   case "$arg" in
-    --test) packages+=(postgresql curl) ;;
+    --test) packages+=(postgresql curl nghttp2-client) ;;
     --bench) packages+=(wrk h2o nghttp2-client curl) ;;
     *) echo "bootstrap: unknown argument $arg (use --test or --bench)" >&2; exit 2 ;;
   esac
