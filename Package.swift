@@ -86,6 +86,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "Relay",
+            dependencies: ["HeraldCore", "HTTPServer", "APNs"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "HeraldAPI",
             dependencies: ["HeraldCore", "HTTPServer", "Storage"],
             swiftSettings: swiftSettings
@@ -93,7 +98,7 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "HeraldCrypto", "HTTPServer", "Storage", "HeraldAPI", "APNs", "APNsSimulator",
+                "HeraldCore", "HeraldCrypto", "HTTPServer", "Storage", "HeraldAPI", "APNs", "APNsSimulator", "Relay",
             ],
             swiftSettings: swiftSettings
         ),
@@ -124,6 +129,13 @@ let package = Package(
         .testTarget(
             name: "APNsSimulatorTests",
             dependencies: ["APNsSimulator", "APNs", "HTTP2", "HTTPServer", "HeraldIO", "HeraldCore", "HeraldCrypto"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelayTests",
+            dependencies: [
+                "Relay", "APNs", "APNsSimulator", "HTTPServer", "HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

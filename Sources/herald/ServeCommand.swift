@@ -1,28 +1,41 @@
+import APNs
+import APNsSimulator
 import Foundation
 import HTTPServer
 import HeraldAPI
 import HeraldCore
+import HeraldCrypto
+import Relay
 import Storage
 
-/// `herald serve`: the HTTP API on the configured database, until SIGINT/SIGTERM.
+/// `herald serve` (the HTTP API, plus the relay when APNs credentials are configured) and
+/// `herald relay` (the same server, refusing to start without the relay's credentials).
 enum ServeCommand {
     static let spec = CommandSpec(
         name: "herald serve",
         summary: "Run Herald's HTTP API. Settings come from the environment (README.md, Configuration).",
-        usage: "herald serve [--host HOST] [--port PORT] [--database-url URL]",
+        usage: "herald serve [--host HOST] [--port PORT] [--database-url URL] [--simulator]",
         options: [
+            .init(
+                "simulator",
+                help: "Send to an in-process APNs simulator with a generated key instead of Apple (docs/SIMULATOR.md)."
+            ),
             .init("host", value: "HOST", help: "Address to listen on (HOST; default 0.0.0.0)."),
             .init("port", value: "PORT", help: "Port to listen on (PORT; default 3000)."),
             .init("database-url", value: "URL", help: "sqlite:PATH or postgres://… (DATABASE_URL)."),
         ]
     )
 
-    static func run(_ arguments: [String]) async -> Int32 {
+    /// The variables that turn on APNs (and with it the relay).
+    static let credentialVariables = ["APNS_AUTH_KEY", "APNS_AUTH_KEY_FILE", "APNS_KEY_ID", "APPLE_TEAM_ID", "TOPIC"]
+
+    static func run(_ arguments: [String], relayRequired: Bool = false) async -> Int32 {
+        let name = relayRequired ? "herald relay" : "herald serve"
         let parsed: ParsedArguments
         do {
             parsed = try spec.parse(arguments)
         } catch {
-            printError("herald serve: \(error.message)")
+            printError("\(name): \(error.message)")
             return 2
         }
         if parsed.wantsHelp {
@@ -30,19 +43,34 @@ enum ServeCommand {
             return 0
         }
         if let extra = parsed.positionals.first {
-            printError("herald serve: unexpected argument '\(extra)'; see 'herald serve --help'")
+            printError("\(name): unexpected argument '\(extra)'; see '\(name) --help'")
             return 2
         }
-        let configuration: ServerConfiguration
+        let environment = ProcessInfo.processInfo.environment
+        var problems: [String] = []
+        var configuration = ServerConfiguration()
         do {
             var overrides: [String: String] = [:]
-            for name in ["host", "port", "database-url"] { overrides[name] = parsed.value(name) }
-            configuration = try ServerConfiguration.load(
-                environment: ProcessInfo.processInfo.environment,
-                overrides: overrides
-            )
+            for option in ["host", "port", "database-url"] { overrides[option] = parsed.value(option) }
+            configuration = try ServerConfiguration.load(environment: environment, overrides: overrides)
         } catch {
-            for problem in error.problems { printError("herald serve: \(problem)") }
+            problems += error.problems
+        }
+        let useSimulator = parsed.flag("simulator")
+        var apns: APNsSettings?
+        if useSimulator {
+            // The simulator stands in for Apple: no credentials are read.
+        } else if relayRequired || credentialVariables.contains(where: { environment[$0] != nil })
+            || environment["HERALD_APPS_FILE"] != nil
+        {
+            do {
+                apns = try APNsSettings.load(environment: environment, relayRequired: relayRequired)
+            } catch {
+                problems += error.problems
+            }
+        }
+        guard problems.isEmpty else {
+            for problem in problems { printError("\(name): \(problem)") }
             return 2
         }
 
@@ -51,36 +79,56 @@ enum ServeCommand {
             handler: StreamLogHandler(format: configuration.logFormat)
         )
         let logger = Logger(label: "herald")
+        var simulator: DemoSimulator?
+        if useSimulator {
+            do {
+                let demo = try DemoSimulator(topic: environment["TOPIC"], logger: logger)
+                simulator = demo
+                apns = demo.settings
+            } catch {
+                logger.error("cannot start the APNs simulator", metadata: ["error": .string("\(error)")])
+                return 1
+            }
+        }
         do {
-            try await serve(configuration, logger: logger)
+            try await serve(configuration, apns: apns, simulator: simulator, logger: logger)
             logger.notice("stopped")
             return 0
         } catch {
-            logger.error("herald serve failed", metadata: ["error": .string(String(describing: error))])
+            logger.error("\(name) failed", metadata: ["error": .string(String(describing: error))])
             return 1
         }
     }
 
-    static func serve(_ configuration: ServerConfiguration, logger: Logger) async throws {
+    static func serve(
+        _ configuration: ServerConfiguration,
+        apns: APNsSettings?,
+        simulator: DemoSimulator? = nil,
+        logger: Logger
+    ) async throws {
         let database = try await DatabaseFactory.open(url: configuration.databaseURL, logger: logger)
+        let relay = apns.map { RelayWiring(settings: $0, logger: logger) }
         do {
             try await Migrator.migrate(database, HeraldMigrations.all, logger: logger)
 
             var router = Router()
-            SystemRoutes(checks: [DatabaseReadiness(database: database)]).register(on: &router)
+            var checks: [any ReadinessCheck] = [DatabaseReadiness(database: database)]
+            if let relay { checks.append(relay.readiness) }
+            SystemRoutes(checks: checks).register(on: &router)
+            relay?.service.register(on: &router)
+            simulator?.simulator.control.register(on: &router, prefix: "/simulator")
 
             var http = HTTPServer.Configuration()
             http.host = configuration.host
             http.port = configuration.port
             http.maxBodySize = configuration.maxBodySize
             http.shutdownTimeout = configuration.shutdownTimeout
-            let server = HTTPServer(
-                configuration: http,
-                responder: router,
-                logger: Logger(label: "herald.http")
-            )
+            let server = HTTPServer(configuration: http, responder: router, logger: Logger(label: "herald.http"))
+            var services: [any Service] = [server]
+            if let relay { services.append(relay.service) }
+            if let simulator { services.append(simulator.simulator) }
             let group = ServiceGroup(
-                services: [server],
+                services: services,
                 gracePeriod: configuration.shutdownTimeout + .seconds(1),
                 logger: logger
             )
@@ -88,21 +136,171 @@ enum ServeCommand {
                 tasks.addTask { try await group.run() }
                 tasks.addTask {
                     let port = try await server.listeningPort()
-                    logger.notice(
-                        "herald listening",
-                        metadata: [
-                            "address": .string("http://\(configuration.host):\(port)"),
-                            "database": .string(DatabaseFactory.redact(url: configuration.databaseURL)),
-                            "version": .string(Herald.version),
-                        ]
-                    )
+                    var metadata: [String: LogValue] = [
+                        "address": .string("http://\(configuration.host):\(port)"),
+                        "database": .string(DatabaseFactory.redact(url: configuration.databaseURL)),
+                        "version": .string(Herald.version),
+                    ]
+                    if let apns { metadata["relay_topic"] = .string(apns.relayApp.bundleID) }
+                    logger.notice("herald listening", metadata: metadata)
+                    if let simulator { simulator.announce(port: port, host: configuration.host) }
                 }
                 try await tasks.waitForAll()
             }
         } catch {
+            await relay?.shutdown()
             await database.close()
             throw error
         }
+        await relay?.shutdown()
         await database.close()
+    }
+}
+
+/// APNs settings for `herald serve`/`herald relay`: the apps, the endpoints, and the relay's app.
+struct APNsSettings {
+    var apps: [APNSAppConfiguration]
+    var endpoints: APNSEndpoints
+    /// The app the relay pushes to: the one named by `TOPIC`, else the first.
+    var relayApp: APNSAppConfiguration
+
+    static func load(environment: [String: String], relayRequired: Bool) throws(ConfigurationError) -> APNsSettings {
+        var problems: [String] = []
+        if relayRequired {
+            // The relay's contract (RELAY.md, Configuration): exactly the seed service's variables.
+            var reader = EnvironmentReader(environment)
+            if reader.string("APNS_AUTH_KEY") == nil && reader.string("APNS_AUTH_KEY_FILE") == nil {
+                reader.report("APNS_AUTH_KEY is not set: set it to the contents of your .p8 key (PEM, newlines kept)")
+            }
+            _ = reader.require("APNS_KEY_ID", "the 10-character key id of that .p8 key")
+            _ = reader.require("APPLE_TEAM_ID", "your 10-character Apple team id")
+            _ = reader.require("TOPIC", "the iOS app's bundle id, e.g. org.example.app")
+            problems += reader.problems
+        }
+        var apps: [APNSAppConfiguration] = []
+        var endpoints = APNSEndpoints()
+        if problems.isEmpty {
+            do {
+                apps = try APNSAppConfiguration.load(environment: environment)
+            } catch {
+                problems += error.problems
+            }
+        }
+        do {
+            endpoints = try APNSEndpoints.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
+        if !problems.isEmpty { throw ConfigurationError(problems: problems) }
+        let topic = environment["TOPIC"]?.trimmingCharacters(in: .whitespaces)
+        let relayApp = apps.first { $0.bundleID == topic } ?? apps[0]
+        return APNsSettings(apps: apps, endpoints: endpoints, relayApp: relayApp)
+    }
+}
+
+/// The relay's APNs side: one pool and client per environment, opened lazily, sharing one token.
+struct RelayWiring {
+    let service: RelayService
+    let pools: [APNSConnectionPool]
+    let readiness: APNsReadiness
+
+    init(settings: APNsSettings, logger: Logger) {
+        let app = settings.relayApp
+        let tokens = app.credentials.signingKey.map { APNSTokenManager(signingKey: $0, clock: ContinuousClock()) }
+        var routes: [APNSEnvironment: RelayService.Route] = [:]
+        var pools: [APNSConnectionPool] = []
+        for environment in APNSEnvironment.allCases where app.serves(environment) {
+            let pool = APNSConnectionPool(
+                endpoint: settings.endpoints.push(environment),
+                tls: APNSTLSConfiguration(caFile: settings.endpoints.caFile, credentials: app.credentials),
+                logger: Logger(label: "herald.apns")
+            )
+            let client = APNSClient(
+                transport: pool,
+                credentials: app.credentials,
+                tokenProvider: tokens,
+                logger: Logger(label: "herald.apns")
+            )
+            routes[environment] = RelayService.Route(pool: pool, client: client)
+            pools.append(pool)
+        }
+        self.pools = pools
+        self.service = RelayService(
+            configuration: RelayService.Configuration(topic: app.bundleID),
+            routes: routes,
+            logger: Logger(label: "herald.relay")
+        )
+        self.readiness = APNsReadiness(pools: pools)
+    }
+
+    func shutdown() async {
+        for pool in pools { await pool.shutdown() }
+    }
+}
+
+/// `/readyz`'s APNs check: fails while every pool is backing off after failed connects.
+struct APNsReadiness: ReadinessCheck {
+    let name = "apns"
+    let pools: [APNSConnectionPool]
+
+    func check() async throws {
+        let down = pools.filter { !$0.isAvailable }
+        guard down.isEmpty else {
+            throw APNsDown(endpoints: down.map { "\($0.endpoint)" }, reason: down.first?.status.lastConnectError)
+        }
+    }
+
+    struct APNsDown: Error, CustomStringConvertible {
+        var endpoints: [String]
+        var reason: String?
+        var description: String {
+            "cannot connect to \(endpoints.joined(separator: ", "))" + (reason.map { ": \($0)" } ?? "")
+        }
+    }
+}
+
+/// `herald serve --simulator`: an APNs simulator in this process, on a free port, trusting a key
+/// generated at start-up, with Herald's APNs client pointed at it. Nothing reaches Apple.
+struct DemoSimulator {
+    let simulator: APNSSimulator
+    let settings: APNsSettings
+    let logger: Logger
+
+    init(topic: String?, logger: Logger) throws {
+        let key = try APNSSigningKey(keyID: "SIMULATED1", teamID: "SIMTEAM001", privateKey: P256PrivateKey())
+        let bundleID = topic.flatMap { $0.isEmpty ? nil : $0 } ?? "com.example.app"
+        var configuration = APNSSimulator.Configuration()
+        configuration.port = 0
+        configuration.keys = [APNSSimulatorKey(keyID: key.keyID, publicKey: key.privateKey.publicKey)]
+        configuration.teamID = key.teamID
+        configuration.topics = [bundleID]
+        configuration.logger = Logger(label: "herald.simulator")
+        simulator = try APNSSimulator(configuration: configuration)
+        var endpoints = APNSEndpoints()
+        endpoints.production = simulator.endpoint
+        endpoints.sandbox = simulator.endpoint
+        endpoints.managementProduction = simulator.endpoint
+        endpoints.managementSandbox = simulator.endpoint
+        endpoints.caFile = simulator.caFile
+        let app = APNSAppConfiguration(bundleID: bundleID, credentials: .token(key))
+        settings = APNsSettings(apps: [app], endpoints: endpoints, relayApp: app)
+        self.logger = logger
+    }
+
+    /// Tells a newcomer what runs where.
+    func announce(port: Int, host: String) {
+        let base = "http://\(host == "0.0.0.0" ? "localhost" : host):\(port)"
+        logger.notice(
+            "APNs simulator mode: nothing is sent to Apple",
+            metadata: [
+                "simulator": .string(simulator.url),
+                "ca_file": .string(simulator.caFile ?? "-"),
+                "topic": .string(settings.relayApp.bundleID),
+                "deliveries": .string("\(base)/simulator/deliveries"),
+                "try": .string(
+                    "curl -X POST -H 'Content-Encoding: aes128gcm' --data-binary x \(base)/push/\(String(repeating: "ab", count: 32))/1"
+                ),
+            ]
+        )
     }
 }

@@ -16,6 +16,12 @@ enum Herald {
 
         Commands:
           serve      Run the HTTP API (configuration from the environment; see README.md).
+          relay      Run the Mastodon WebPush → APNs relay (APNS_AUTH_KEY, APNS_KEY_ID, APPLE_TEAM_ID, TOPIC).
+          send       Send one push to one device and print APNs' answer.
+          channels   Create, read, list and delete broadcast channels.
+          broadcast  Send a Live Activity update to a broadcast channel.
+          bench      Measure push throughput against an APNs-shaped endpoint.
+          simulator  Run the validating APNs simulator (docs/SIMULATOR.md).
 
         Options:
           --help     Show this help, or a command's help with `herald <command> --help`.
@@ -39,6 +45,18 @@ enum Herald {
             return 0
         case "serve":
             return await ServeCommand.run(arguments)
+        case "relay":
+            return await ServeCommand.run(arguments, relayRequired: true)
+        case "send":
+            return await SendCommand.run(arguments)
+        case "channels":
+            return await ChannelsCommand.run(arguments)
+        case "broadcast":
+            return await ChannelsCommand.broadcast(arguments)
+        case "bench":
+            return await BenchCommand.run(arguments)
+        case "simulator":
+            return await SimulatorCommand.run(arguments)
         default:
             printError("herald: unknown command '\(command)'; see 'herald --help'")
             return 2

@@ -3,6 +3,10 @@ import HeraldCore
 import Storage
 import Testing
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -106,5 +110,48 @@ import Testing
         await database.close()
         try await admin.execute("DROP DATABASE \(name)", [])
         await admin.close()
+    }
+
+    @Test func relayRefusesToStartWithoutItsVariablesAndNamesEach() async throws {
+        let herald = try HeraldProcess(
+            arguments: ["relay"],
+            environment: ["CONNECTION_POOL_SIZE": "5", "WEB_CONCURRENCY": "2", "RACK_ENV": "production"]
+        )
+        #expect(try await herald.waitForExit(timeout: .seconds(10)) == 2)
+        for variable in ["APNS_AUTH_KEY", "APNS_KEY_ID", "APPLE_TEAM_ID", "TOPIC"] {
+            #expect(herald.log.contains("\(variable) is not set"), "log:\n\(herald.log)")
+        }
+        #expect(!herald.log.contains("CONNECTION_POOL_SIZE"))
+    }
+
+    /// `make run` without Apple credentials: the relay goes to the in-process simulator, whose
+    /// deliveries are served under /simulator/.
+    @Test func simulatorModeRelaysToTheInProcessSimulator() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let herald = try HeraldProcess(
+            arguments: ["serve", "--simulator", "--host", "127.0.0.1", "--port", "0"],
+            environment: ["DATABASE_URL": "sqlite:\(directory.path)/herald.sqlite", "TOPIC": "org.example.demo"]
+        )
+        let port = try await herald.listeningPort()
+        let base = "http://127.0.0.1:\(port)"
+        let token = String(repeating: "cd", count: 32)
+        var request = URLRequest(url: URL(string: "\(base)/push/\(token)/7")!)
+        request.httpMethod = "POST"
+        request.setValue("aes128gcm", forHTTPHeaderField: "Content-Encoding")
+        request.httpBody = Data([1, 2, 3])
+        let (_, response) = try await URLSession.shared.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 202)
+        var deliveries = ""
+        for _ in 0..<100 {
+            deliveries = try await fetch("\(base)/simulator/deliveries?token=\(token)").body
+            if deliveries.contains("\"status\":200") { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(deliveries.contains("\"topic\":\"org.example.demo\""))
+        #expect(deliveries.contains("\"status\":200"))
+        #expect(herald.log.contains("nothing is sent to Apple"))
+        herald.signal(SIGTERM)
+        #expect(try await herald.waitForExit(timeout: .seconds(10)) == 0, "log:\n\(herald.log)")
     }
 }

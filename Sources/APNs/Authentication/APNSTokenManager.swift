@@ -1,4 +1,5 @@
 public import Foundation
+import Synchronization
 
 /// Owns the provider token for one signing key, shared by every connection and caller.
 ///
@@ -36,7 +37,20 @@ public actor APNSTokenManager<C: Clock<Duration>>: APNSTokenProvider {
 
     private let clock: C
     private let wallClock: @Sendable () -> Date
-    private var current: Current?
+    private var current: Current? {
+        didSet { publish() }
+    }
+
+    /// The current token while it needs no refresh, readable without hopping onto the actor: the
+    /// send path asks for the token once per push, and an actor hop per push costs more than the
+    /// push itself at tens of thousands per second. Written only by the actor.
+    private nonisolated let fastPath = Mutex<FastPath?>(nil)
+
+    private struct FastPath: Sendable {
+        var value: String
+        var refreshAt: C.Instant
+        var wallRefreshAt: Date
+    }
 
     /// How many tokens this manager has signed; for metrics and tests.
     public private(set) var tokensGenerated = 0
@@ -91,6 +105,28 @@ public actor APNSTokenManager<C: Clock<Duration>>: APNSTokenProvider {
         current = Current(token: token, createdAt: now, rejected: false)
         tokensGenerated += 1
         return token
+    }
+
+    /// The current token when it is valid and not yet due for refresh, without waiting for the
+    /// actor; `nil` when ``token()`` must decide (none yet, due, or rejected).
+    public nonisolated func cachedToken() -> String? {
+        guard let fast = fastPath.withLock({ $0 }) else { return nil }
+        guard clock.now < fast.refreshAt, wallClock() < fast.wallRefreshAt else { return nil }
+        return fast.value
+    }
+
+    private func publish() {
+        let fast = current.flatMap { current -> FastPath? in
+            guard !current.rejected else { return nil }
+            return FastPath(
+                value: current.token.value,
+                refreshAt: current.createdAt.advanced(by: refreshInterval),
+                wallRefreshAt: current.token.issuedAt.addingTimeInterval(
+                    TimeInterval(refreshInterval.components.seconds)
+                )
+            )
+        }
+        fastPath.withLock { $0 = fast }
     }
 
     /// Marks `token` as rejected by APNs (`ExpiredProviderToken`) when it is still the current

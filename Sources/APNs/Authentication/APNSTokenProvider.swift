@@ -5,4 +5,11 @@ public protocol APNSTokenProvider: Sendable {
     func token() async throws -> String
     /// Reports that APNs answered `ExpiredProviderToken` for `token`.
     func invalidate(ifCurrent token: String) async
+    /// The current token when it can be had without waiting (valid, not due for refresh), else
+    /// `nil`; a fast path in front of ``token()``.
+    func cachedToken() -> String?
+}
+
+extension APNSTokenProvider {
+    public func cachedToken() -> String? { nil }
 }

@@ -183,7 +183,12 @@ public struct APNSClient: Sendable {
         var sent = 0
         var rejectedToken: (token: String, response: APNSErrorResponse)?
         while true {
-            let authorization = try await tokenProvider?.token()
+            let authorization: String?
+            if let cached = tokenProvider?.cachedToken() {
+                authorization = cached
+            } else {
+                authorization = try await tokenProvider?.token()
+            }
             if let rejectedToken, authorization == rejectedToken.token {
                 // The token manager cannot refresh yet (20-minute floor): report the refusal.
                 logger.warning(

@@ -20,9 +20,9 @@ public struct APNSDelivery: Sendable, Hashable {
 
     init(_ response: APNSHTTPResponse, attempts: Int) {
         self.init(
-            apnsID: response.headerValue("apns-id").flatMap(UUID.init(uuidString:)),
+            apnsID: response.headerValue("apns-id").flatMap(APNSIdentifier.parse),
             uniqueID: response.headerValue("apns-unique-id"),
-            requestID: response.headerValue("apns-request-id").flatMap(UUID.init(uuidString:)),
+            requestID: response.headerValue("apns-request-id").flatMap(APNSIdentifier.parse),
             attempts: attempts
         )
     }

@@ -35,7 +35,14 @@ public struct APNSHTTPHeader: Sendable, Hashable, CustomStringConvertible, Custo
 extension Array where Element == APNSHTTPHeader {
     /// The value of the first field named `name` (compared case-insensitively), or `nil`.
     public func value(forName name: String) -> String? {
-        let wanted = name.lowercased()
-        return first { $0.name.lowercased() == wanted }?.value
+        first { Self.equalIgnoringASCIICase($0.name, name) }?.value
+    }
+
+    /// Header names are ASCII; comparing bytes avoids allocating lowercased copies per lookup.
+    private static func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
+        a.utf8.count == b.utf8.count
+            && zip(a.utf8, b.utf8).allSatisfy { x, y in
+                x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+            }
     }
 }

@@ -1,10 +1,15 @@
 /// A strict RFC 8259 syntax check. Foundation's parser on Linux accepts trailing commas
 /// (`{"a":1,}`), which APNs need not; this runs first so that only real JSON passes. It checks the
 /// grammar only (Foundation still does the parsing and the UTF-8 decoding) and limits nesting.
-enum APNSJSONSyntax {
-    static let maxDepth = 64
+///
+/// Public for the APNs simulator, which checks every payload without decoding it.
+public enum APNSJSONSyntax {
+    /// The deepest nesting of objects and arrays accepted.
+    public static let maxDepth = 64
 
-    static func isValid(_ bytes: [UInt8]) -> Bool {
+    /// Whether `bytes` is one RFC 8259 JSON value (any type), surrounded only by whitespace, nested
+    /// at most ``maxDepth`` deep.
+    public static func isValid(_ bytes: [UInt8]) -> Bool {
         var scanner = Scanner(bytes: bytes)
         guard scanner.value(depth: 0) else { return false }
         scanner.skipWhitespace()

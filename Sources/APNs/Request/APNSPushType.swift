@@ -57,6 +57,23 @@ public struct APNSPushType: Sendable, Hashable, CustomStringConvertible {
         self.kind = kind
     }
 
+    /// Parses a push type given by a person or an API caller: an `apns-push-type` value, exactly.
+    ///
+    /// - Throws: ``APNSValidationError`` with code ``APNSValidationError/Code/badPushType`` whose
+    ///   message lists the accepted values.
+    public init(validating name: String) throws(APNSValidationError) {
+        guard let type = APNSPushType(headerValue: name) else {
+            let accepted = Self.allCases.map(\.headerValue).joined(separator: ", ")
+            let shown = name.count <= 32 && APNSRequestChecks.isHeaderSafe(name) ? "\"\(name)\"" : "the value"
+            throw APNSValidationError(
+                code: .badPushType,
+                field: "push_type",
+                message: "\(shown) is not an APNs push type: use one of \(accepted)"
+            )
+        }
+        self = type
+    }
+
     /// The `apns-push-type` header value.
     public var headerValue: String { kind.rawValue }
 

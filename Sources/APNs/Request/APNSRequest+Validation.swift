@@ -11,9 +11,17 @@ extension APNSRequest {
     public func validate() throws(APNSValidationError) {
         _ = try APNSDeviceToken.normalized(deviceToken)
         try APNSRequestChecks.topic(resolvedTopic, field: "topic")
-        let object = try APNSRequestChecks.payloadObject(payload, limit: pushType.maxPayloadSize, pushType: pushType)
         if pushType == .background {
+            let object = try APNSRequestChecks.payloadObject(
+                payload,
+                limit: pushType.maxPayloadSize,
+                pushType: pushType
+            )
             try Self.checkBackgroundAPS(object["aps"])
+        } else {
+            // Only the shape matters here: checking it without building the value keeps
+            // validation a small part of a push's cost.
+            try APNSRequestChecks.payloadIsObject(payload, limit: pushType.maxPayloadSize, pushType: pushType)
         }
         if let collapseID {
             try APNSRequestChecks.collapseID(collapseID)
@@ -77,12 +85,34 @@ enum APNSRequestChecks {
         }
     }
 
-    /// A non-empty JSON object within `limit` bytes.
-    static func payloadObject(
+    /// Checks that `payload` is a non-empty JSON object within `limit` bytes, without parsing it
+    /// into values: strict grammar, a `{` at the top, valid UTF-8.
+    static func payloadIsObject(
         _ payload: [UInt8],
         limit: Int,
         pushType: APNSPushType
-    ) throws(APNSValidationError) -> [String: APNSJSONValue] {
+    ) throws(APNSValidationError) {
+        try payloadSize(payload, limit: limit, pushType: pushType)
+        let start = payload.firstIndex { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
+        guard let start, payload[start] == UInt8(ascii: "{"), APNSJSONSyntax.isValid(payload),
+            String(validating: payload, as: UTF8.self) != nil
+        else {
+            throw notAnObject
+        }
+    }
+
+    private static let notAnObject = APNSValidationError(
+        code: .payloadNotJSONObject,
+        field: "payload",
+        message: "the payload is not a JSON object: send UTF-8 JSON whose top level is {…}"
+    )
+
+    /// A non-empty payload within `limit` bytes.
+    private static func payloadSize(
+        _ payload: [UInt8],
+        limit: Int,
+        pushType: APNSPushType
+    ) throws(APNSValidationError) {
         guard !payload.isEmpty else {
             throw APNSValidationError(
                 code: .payloadEmpty,
@@ -97,12 +127,17 @@ enum APNSRequestChecks {
                 message: "the payload is \(payload.count) bytes: \(pushType) pushes allow at most \(limit)"
             )
         }
+    }
+
+    /// A non-empty JSON object within `limit` bytes.
+    static func payloadObject(
+        _ payload: [UInt8],
+        limit: Int,
+        pushType: APNSPushType
+    ) throws(APNSValidationError) -> [String: APNSJSONValue] {
+        try payloadSize(payload, limit: limit, pushType: pushType)
         guard let value = try? APNSJSONValue(parsing: payload), let object = value.objectValue else {
-            throw APNSValidationError(
-                code: .payloadNotJSONObject,
-                field: "payload",
-                message: "the payload is not a JSON object: send UTF-8 JSON whose top level is {…}"
-            )
+            throw notAnObject
         }
         return object
     }

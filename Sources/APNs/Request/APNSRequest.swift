@@ -34,7 +34,7 @@ public struct APNSRequest: Sendable, Hashable {
         pushType: APNSPushType,
         topic: APNSTopic,
         payload: [UInt8],
-        id: UUID = UUID(),
+        id: UUID = APNSIdentifier.next(),
         expiration: APNSExpiration = .omitted,
         priority: APNSPriority? = nil,
         collapseID: String? = nil
@@ -57,7 +57,7 @@ public struct APNSRequest: Sendable, Hashable {
         pushType: APNSPushType,
         topic: APNSTopic,
         payload: some APNSPayload,
-        id: UUID = UUID(),
+        id: UUID = APNSIdentifier.next(),
         expiration: APNSExpiration = .omitted,
         priority: APNSPriority? = nil,
         collapseID: String? = nil
@@ -81,5 +81,5 @@ public struct APNSRequest: Sendable, Hashable {
     public var effectivePriority: APNSPriority { priority ?? pushType.defaultPriority }
 
     /// The `apns-id` header value: the canonical lowercase UUID.
-    public var apnsIDHeaderValue: String { id.uuidString.lowercased() }
+    public var apnsIDHeaderValue: String { APNSIdentifier.lowercaseString(id) }
 }

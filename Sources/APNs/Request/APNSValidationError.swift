@@ -32,6 +32,8 @@ public struct APNSValidationError: Error, Sendable, Hashable, CustomStringConver
         public static let badExpiration = Code("bad_expiration")
         /// The broadcast channel ID is empty or not base64.
         public static let badChannelID = Code("bad_channel_id")
+        /// The push type is not one APNs knows (`apns-push-type`).
+        public static let badPushType = Code("bad_push_type")
 
         public var description: String { name }
     }

@@ -1,0 +1,104 @@
+public import APNs
+public import Foundation
+public import HeraldCore
+public import HeraldIO
+
+extension APNSSimulator {
+    /// Where the simulator listens, what it accepts and how it behaves.
+    ///
+    /// ```swift
+    /// var configuration = APNSSimulator.Configuration()
+    /// configuration.port = 0                               // a free port
+    /// configuration.keys = [APNSSimulatorKey(keyID: "ABC123DEFG", publicKey: key.publicKey)]
+    /// configuration.teamID = "DEF123GHIJ"
+    /// configuration.topics = ["com.example.app"]
+    /// let simulator = try APNSSimulator(configuration: configuration)
+    /// ```
+    public struct Configuration: Sendable {
+        /// Address to bind; default `127.0.0.1`.
+        public var host = "127.0.0.1"
+        /// The HTTP/2-over-TLS port (cleartext when ``tls`` is ``TLS/disabled``); 0 picks a free
+        /// one. Default 8443.
+        public var port = 8443
+        /// An extra cleartext (prior-knowledge `h2c`) listener, for tests and `h2load`; nil: none.
+        public var cleartextPort: Int?
+        /// The HTTP/1.1 control API's port; nil: none (mount ``APNSSimulator/control`` elsewhere).
+        public var controlPort: Int?
+        /// The server certificate.
+        public var tls: TLS = .generated(certificateFile: nil)
+        /// Names a generated certificate is valid for, besides ``host`` when it is specific.
+        public var subjectAlternativeNames = ["localhost", "127.0.0.1", "::1"]
+
+        /// The provider-token keys accepted. None: every provider token is `InvalidProviderToken`.
+        public var keys: [APNSSimulatorKey] = []
+        /// The team (`iss`) of keys that name none; nil: any team (still one per connection).
+        public var teamID: String?
+        /// The apps served, by bundle ID; empty: any well-formed bundle ID.
+        public var topics: [String] = []
+        /// Apps without the Broadcast Capability (`FeatureNotEnabled`).
+        public var broadcastDisabledTopics: Set<String> = []
+
+        /// SETTINGS_MAX_CONCURRENT_STREAMS until a connection's first successful request. APNs: 1.
+        public var initialMaxConcurrentStreams = 1
+        /// SETTINGS_MAX_CONCURRENT_STREAMS after it. APNs has been seen sending 1000.
+        public var maxConcurrentStreams = 1000
+        /// Deliveries kept for `GET /deliveries`; the oldest go first.
+        public var deliveryCapacity = 10_000
+        /// Channels per app. APNs: 10,000 per environment.
+        public var channelLimit = 10_000
+
+        /// `iat` older than this is `ExpiredProviderToken`. APNs: one hour.
+        public var providerTokenLifetime: Duration = .seconds(3600)
+        /// A new token sooner than this after the last one, on one connection, is
+        /// `TooManyProviderTokenUpdates`. APNs: 20 minutes.
+        public var providerTokenUpdateInterval: Duration = .seconds(1200)
+        /// How far ahead of the simulator's clock `iat` may be.
+        public var providerTokenClockSkew: Duration = .seconds(60)
+        /// The reason for a device push whose payload is not a JSON object. Apple documents none;
+        /// the default borrows the broadcast reason for an unparseable body (UNCONFIRMED).
+        public var malformedPayloadReason: APNSErrorReason = .badRequestPayload
+
+        /// Larger bodies are answered 413 without a reason by the HTTP/2 layer. Default 1 MiB.
+        public var maximumRequestBodySize = 1 << 20
+        /// The time for `iat` checks, token updates, 410 timestamps and records.
+        public var wallClock: @Sendable () -> Date = { Date() }
+        /// Waits for latency faults; tests pass one that does not sleep.
+        public var sleep: @Sendable (Duration) async throws -> Void = { duration in
+            try await Task.sleep(for: duration)
+        }
+        /// The loop that runs the listeners and connections.
+        public var eventLoop: EventLoop = .shared
+        /// Start-up and connection problems at notice and above; refusals at debug.
+        public var logger = Logger(label: "herald.simulator")
+
+        public init() {}
+
+        var providerTokenRules: ProviderTokenRules {
+            ProviderTokenRules(
+                lifetime: providerTokenLifetime.seconds,
+                minimumUpdateInterval: providerTokenUpdateInterval.seconds,
+                allowedClockSkew: providerTokenClockSkew.seconds
+            )
+        }
+    }
+
+    /// Where the server certificate comes from.
+    public enum TLS: Sendable {
+        /// A self-signed certificate (its own CA) made at start-up for
+        /// ``Configuration/subjectAlternativeNames``; its PEM is written to `certificateFile`
+        /// (default: `herald-apns-simulator-<port>.pem` in the temporary directory) for clients to
+        /// trust, see ``APNSSimulator/caFile``.
+        case generated(certificateFile: String?)
+        /// A certificate chain and its private key, PEM.
+        case provided(certificateChainPEM: String, privateKeyPEM: String)
+        /// No TLS: the main port speaks cleartext prior-knowledge HTTP/2.
+        case disabled
+    }
+}
+
+extension Duration {
+    fileprivate var seconds: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}

@@ -1,1 +1,0 @@
-// Placeholder until the module's first code lands; delete when adding a real file.

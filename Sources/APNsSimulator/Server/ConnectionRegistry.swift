@@ -1,0 +1,95 @@
+import Foundation
+import HTTP2
+import Synchronization
+
+/// One HTTP/2 connection's simulator state: its provider-token state (bound team and key, token
+/// in use, verified tokens), its request count, and whether its stream limit has been raised.
+final class SimulatorConnection: Sendable {
+    private struct State: Sendable {
+        var authentication = ConnectionAuthentication()
+        var requests = 0
+    }
+
+    /// The connection's id, unique within its listener.
+    let id: Int
+    /// Weak: the simulator must not keep a closed connection's session alive.
+    weak let handle: HTTP2ServerConnection?
+    private let state = Mutex(State())
+    private let streamLimitRaised = Atomic<Bool>(false)
+
+    init(handle: HTTP2ServerConnection) {
+        self.id = handle.id
+        self.handle = handle
+    }
+
+    /// Counts a request and, when `authenticate` is set, checks its provider token.
+    ///
+    /// - Returns: the request's number on this connection (from 1) and the authentication result
+    ///   (`nil` when not authenticated).
+    func beginRequest(
+        authorization: String?,
+        authenticate: Bool,
+        now: Date,
+        rules: ProviderTokenRules,
+        verifier: ProviderTokenVerifier
+    ) -> (streamNumber: Int, authentication: AuthenticationResult?) {
+        state.withLock { state in
+            state.requests += 1
+            guard authenticate else { return (state.requests, nil) }
+            let result = state.authentication.authenticate(
+                authorization: authorization,
+                now: now,
+                rules: rules,
+                verify: verifier.verify
+            )
+            return (state.requests, result)
+        }
+    }
+
+    /// True exactly once: for the first successful request.
+    func claimFirstSuccess() -> Bool {
+        guard !streamLimitRaised.load(ordering: .relaxed) else { return false }
+        return streamLimitRaised.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged
+    }
+
+    /// Distinct provider tokens verified on this connection so far.
+    var tokenVerifications: Int {
+        state.withLock { $0.authentication.verifications }
+    }
+}
+
+/// The live connections of every listener, looked up per request.
+final class ConnectionRegistry: Sendable {
+    private struct Key: Hashable {
+        var listener: Int
+        var id: Int
+    }
+
+    private let connections = Mutex<[Key: SimulatorConnection]>([:])
+
+    /// Notes a new connection (called on the event loop when it is established) and forgets the
+    /// ones that have closed since.
+    func register(_ handle: HTTP2ServerConnection, listener: Int) {
+        let connection = SimulatorConnection(handle: handle)
+        connections.withLock { connections in
+            connections = connections.filter { $0.value.handle != nil }
+            connections[Key(listener: listener, id: handle.id)] = connection
+        }
+    }
+
+    /// The state of the connection `handle`, made on first use.
+    func connection(for handle: HTTP2ServerConnection, listener: Int) -> SimulatorConnection {
+        let key = Key(listener: listener, id: handle.id)
+        return connections.withLock { connections in
+            if let existing = connections[key], existing.handle === handle { return existing }
+            let connection = SimulatorConnection(handle: handle)
+            connections[key] = connection
+            return connection
+        }
+    }
+
+    /// The connections still open.
+    func live() -> [HTTP2ServerConnection] {
+        connections.withLock { connections in connections.values.compactMap(\.handle) }
+    }
+}

@@ -1,0 +1,303 @@
+import APNs
+import Foundation
+import HTTP2
+import HeraldCore
+
+/// Answers the simulator's HTTP/2 requests: routes, validates (pure checks, then the connection's
+/// provider-token state, then the shared store), applies faults, records, and raises the
+/// connection's stream limit after its first success.
+final class SimulatorCore: Sendable {
+    let store: SimulatorStore
+    let connections = ConnectionRegistry()
+    private let devices: DevicePushValidator
+    private let broadcasts: BroadcastValidator
+    private let channelRequests: ChannelRequestValidator
+    private let verifier: ProviderTokenVerifier
+    private let rules: ProviderTokenRules
+    private let maxConcurrentStreams: Int
+    let wallClock: @Sendable () -> Date
+    private let sleep: @Sendable (Duration) async throws -> Void
+    private let logger: Logger
+
+    init(configuration: APNSSimulator.Configuration) {
+        let apps = SimulatorApps(
+            bundleIDs: configuration.topics,
+            broadcastDisabled: configuration.broadcastDisabledTopics
+        )
+        self.store = SimulatorStore(
+            deliveryCapacity: configuration.deliveryCapacity,
+            channelLimit: configuration.channelLimit
+        )
+        self.devices = DevicePushValidator(apps: apps, malformedPayloadReason: configuration.malformedPayloadReason)
+        self.broadcasts = BroadcastValidator(apps: apps)
+        self.channelRequests = ChannelRequestValidator(apps: apps)
+        self.verifier = ProviderTokenVerifier(keys: configuration.keys, teamID: configuration.teamID)
+        self.rules = configuration.providerTokenRules
+        self.maxConcurrentStreams = configuration.maxConcurrentStreams
+        self.wallClock = configuration.wallClock
+        self.sleep = configuration.sleep
+        self.logger = configuration.logger
+    }
+
+    /// The answer to one request on listener `listener`.
+    func respond(to request: HTTP2ServerRequest, listener: Int) async -> HTTP2ServerResponse {
+        let now = wallClock()
+        let connection = connections.connection(for: request.connection, listener: listener)
+        let input = SimulatorRequest(
+            method: request.method,
+            path: request.path,
+            headers: request.headers,
+            body: request.body
+        )
+        let route = SimulatorRoute(path: input.path)
+        let response: HTTP2ServerResponse
+        let effects: FaultEffects
+        switch route {
+        case .device(let token):
+            (response, effects) = device(input, token: token, connection: connection, now: now)
+        case .broadcast(let bundleID):
+            (response, effects) = broadcast(input, bundleID: bundleID, connection: connection, now: now)
+        case .channels, .allChannels:
+            (response, effects) = channel(input, route: route, connection: connection, now: now)
+        case .unknown:
+            let (stream, _) = connection.beginRequest(
+                authorization: nil,
+                authenticate: false,
+                now: now,
+                rules: rules,
+                verifier: verifier
+            )
+            effects = store.effects(streamNumber: stream)
+            response = Self.errorResponse(.badPath, idHeader: nil)
+        }
+        if logger.logLevel <= .debug, response.status >= 300 {
+            logger.debug(
+                "request refused",
+                metadata: [
+                    "connection": .int(connection.id), "status": .int(response.status),
+                    "reason": .string(SimulatorRejection.reason(in: response.body) ?? ""),
+                ]
+            )
+        }
+        if effects.delay > .zero {
+            try? await sleep(effects.delay)
+        }
+        if effects.close {
+            request.connection.closeAbruptly()
+            return .reset(.cancel)
+        }
+        if (200..<300).contains(response.status), connection.claimFirstSuccess() {
+            // Sent before the response: the client sees the higher limit when its request completes.
+            request.connection.setMaxConcurrentStreams(maxConcurrentStreams)
+        }
+        if let goAway = effects.goAway {
+            request.connection.goAway(
+                errorCode: HTTP2ErrorCode(rawValue: goAway.errorCode),
+                debugData: String(decoding: SimulatorRejection(status: 0, reason: goAway.reason).body, as: UTF8.self)
+            )
+        }
+        return response
+    }
+
+    // MARK: Device pushes
+
+    private func device(
+        _ request: SimulatorRequest,
+        token: String,
+        connection: SimulatorConnection,
+        now: Date
+    ) -> (HTTP2ServerResponse, FaultEffects) {
+        let early = devices.checkRequest(request, token: token)
+        let (stream, authentication) = connection.beginRequest(
+            authorization: request.header("authorization"),
+            authenticate: early == nil,
+            now: now,
+            rules: rules,
+            verifier: verifier
+        )
+        var rejection = early ?? authentication?.rejection
+        var push: DevicePush?
+        if rejection == nil {
+            switch devices.checkNotification(request, token: token) {
+            case .success(let checked): push = checked
+            case .failure(let refusal): rejection = refusal
+            }
+        }
+        let apnsID = request.header("apns-id").flatMap { HeaderRules.isUUID($0) ? $0 : nil } ?? Self.makeID()
+        var record = APNSSimulatorDelivery(
+            id: APNSIdentifier.next(),
+            receivedAt: now,
+            kind: .device,
+            connectionID: connection.id,
+            token: token.isEmpty ? nil : token.lowercased(),
+            topic: request.header("apns-topic"),
+            pushType: request.header("apns-push-type"),
+            priority: request.header("apns-priority").flatMap { Int($0) },
+            expiration: request.header("apns-expiration").flatMap { Int64($0) },
+            collapseID: request.header("apns-collapse-id"),
+            apnsID: apnsID,
+            requestID: nil,
+            channelID: nil,
+            status: 0,
+            reason: nil,
+            timestamp: nil,
+            payload: request.body,
+            providerToken: authentication?.claims.map(Self.providerToken)
+        )
+        let effects = store.finishDevice(&record, push: push, rejection: rejection, streamNumber: stream, now: now)
+        if record.status == 200 {
+            var headers = HTTP2Headers()
+            headers.add(name: "apns-id", value: apnsID, neverIndex: true)
+            headers.add(name: "apns-unique-id", value: Self.makeID(), neverIndex: true)
+            return (HTTP2ServerResponse(status: 200, headers: headers), effects)
+        }
+        let refusal = SimulatorRejection(
+            status: record.status,
+            reason: record.reason ?? .internalServerError,
+            timestamp: record.timestamp
+        )
+        return (Self.errorResponse(refusal, idHeader: ("apns-id", apnsID)), effects)
+    }
+
+    // MARK: Broadcasts
+
+    private func broadcast(
+        _ request: SimulatorRequest,
+        bundleID: String,
+        connection: SimulatorConnection,
+        now: Date
+    ) -> (HTTP2ServerResponse, FaultEffects) {
+        let early = broadcasts.checkRequest(request)
+        let (stream, authentication) = connection.beginRequest(
+            authorization: request.header("authorization"),
+            authenticate: early == nil,
+            now: now,
+            rules: rules,
+            verifier: verifier
+        )
+        var rejection = early ?? authentication?.rejection
+        var push: BroadcastPush?
+        if rejection == nil {
+            switch broadcasts.checkBroadcast(request, bundleID: bundleID) {
+            case .success(let checked): push = checked
+            case .failure(let refusal): rejection = refusal
+            }
+        }
+        let requestID = request.header("apns-request-id").flatMap { HeaderRules.isUUID($0) ? $0 : nil } ?? Self.makeID()
+        var record = APNSSimulatorDelivery(
+            id: APNSIdentifier.next(),
+            receivedAt: now,
+            kind: .broadcast,
+            connectionID: connection.id,
+            token: nil,
+            topic: bundleID,
+            pushType: request.header("apns-push-type"),
+            priority: request.header("apns-priority").flatMap { Int($0) },
+            expiration: request.header("apns-expiration").flatMap { Int64($0) },
+            collapseID: nil,
+            apnsID: nil,
+            requestID: requestID,
+            channelID: request.header("apns-channel-id"),
+            status: 0,
+            reason: nil,
+            timestamp: nil,
+            payload: request.body,
+            providerToken: authentication?.claims.map(Self.providerToken)
+        )
+        let effects = store.finishBroadcast(&record, push: push, rejection: rejection, streamNumber: stream, now: now)
+        if record.status == 200 {
+            var headers = HTTP2Headers()
+            headers.add(name: "apns-request-id", value: requestID, neverIndex: true)
+            headers.add(name: "apns-unique-id", value: Self.makeID(), neverIndex: true)
+            return (HTTP2ServerResponse(status: 200, headers: headers), effects)
+        }
+        let refusal = SimulatorRejection(
+            status: record.status,
+            reason: record.reason ?? .internalServerError,
+            timestamp: record.timestamp
+        )
+        return (Self.errorResponse(refusal, idHeader: ("apns-request-id", requestID)), effects)
+    }
+
+    // MARK: Channel management
+
+    private func channel(
+        _ request: SimulatorRequest,
+        route: SimulatorRoute,
+        connection: SimulatorConnection,
+        now: Date
+    ) -> (HTTP2ServerResponse, FaultEffects) {
+        let early = channelRequests.checkRequest(request, route: route)
+        let (stream, authentication) = connection.beginRequest(
+            authorization: request.header("authorization"),
+            authenticate: early == nil,
+            now: now,
+            rules: rules,
+            verifier: verifier
+        )
+        var rejection = early ?? authentication?.rejection
+        var checked: ChannelRequest?
+        if rejection == nil {
+            switch channelRequests.checkOperation(request, route: route) {
+            case .success(let operation): checked = operation
+            case .failure(let refusal): rejection = refusal
+            }
+        }
+        let requestID = request.header("apns-request-id").flatMap { HeaderRules.isUUID($0) ? $0 : nil } ?? Self.makeID()
+        let (result, effects) = store.finishChannelRequest(
+            checked,
+            rejection: rejection,
+            streamNumber: stream,
+            now: now
+        )
+        var headers = HTTP2Headers()
+        headers.add(name: "apns-request-id", value: requestID, neverIndex: true)
+        switch result {
+        case .created(let channel):
+            headers.add(name: "apns-channel-id", value: channel.channelID)
+            return (HTTP2ServerResponse(status: 201, headers: headers), effects)
+        case .read(let channel):
+            headers.add(name: "content-type", value: "application/json")
+            let body = #"{"message-storage-policy":\#(channel.storagePolicy.rawValue),"push-type":"LiveActivity"}"#
+            return (HTTP2ServerResponse(status: 200, headers: headers, body: Array(body.utf8)), effects)
+        case .deleted:
+            return (HTTP2ServerResponse(status: 204, headers: headers), effects)
+        case .list(let ids):
+            headers.add(name: "content-type", value: "application/json")
+            let body = #"{"channels":["# + ids.map(JSONText.quote).joined(separator: ",") + "]}"
+            return (HTTP2ServerResponse(status: 200, headers: headers, body: Array(body.utf8)), effects)
+        case .rejected(let refusal):
+            return (Self.errorResponse(refusal, idHeader: ("apns-request-id", requestID)), effects)
+        }
+    }
+
+    // MARK: Helpers
+
+    private static func errorResponse(
+        _ rejection: SimulatorRejection,
+        idHeader: (name: String, value: String)?
+    ) -> HTTP2ServerResponse {
+        var headers = HTTP2Headers()
+        if let idHeader { headers.add(name: idHeader.name, value: idHeader.value, neverIndex: true) }
+        headers.add(name: "content-type", value: "application/json")
+        return HTTP2ServerResponse(status: rejection.status, headers: headers, body: rejection.body)
+    }
+
+    private static func providerToken(_ claims: ProviderTokenClaims) -> APNSSimulatorDelivery.ProviderToken {
+        APNSSimulatorDelivery.ProviderToken(keyID: claims.keyID, teamID: claims.teamID, issuedAt: claims.issuedAt)
+    }
+
+    /// A lowercase UUID, as APNs generates for `apns-id` and `apns-unique-id`. Not Foundation's
+    /// `UUID()`: it reads the kernel's random source and formats with `sprintf`, which measured a
+    /// sixth of the simulator's time per request.
+    static func makeID() -> String {
+        APNSIdentifier.lowercaseString(APNSIdentifier.next())
+    }
+}
+
+extension SimulatorRejection {
+    /// The `reason` of a body the simulator produced (for logs).
+    static func reason(in body: [UInt8]) -> String? {
+        APNSErrorBody(parsing: body).reason?.rawValue
+    }
+}

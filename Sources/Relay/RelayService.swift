@@ -1,0 +1,201 @@
+public import APNs
+public import Foundation
+public import HTTPServer
+public import HeraldCore
+import Synchronization
+
+/// The Mastodon WebPush → APNs relay (RELAY.md): the `/push/{device_token}/{id}` route, and the
+/// service that delivers accepted pushes in the background.
+///
+/// A push is answered 202 as soon as it is handed to a live APNs connection; APNs' answer is only
+/// logged and counted. When no connection can be had for the environment, the answer is 503 with
+/// `Retry-After`, so Mastodon retries instead of believing the push was delivered.
+public final class RelayService: Service {
+    public struct Configuration: Sendable {
+        /// The app's bundle id (`TOPIC`).
+        public var topic: String
+        /// Pushes accepted but not yet answered by APNs; beyond it new ones get 503.
+        public var maxInFlight = 10_000
+        /// `Retry-After` seconds on 503.
+        public var retryAfterSeconds = 10
+
+        public init(topic: String) {
+            self.topic = topic
+        }
+    }
+
+    /// One environment's way to APNs.
+    public struct Route: Sendable {
+        public var pool: APNSConnectionPool
+        public var client: APNSClient
+
+        public init(pool: APNSConnectionPool, client: APNSClient) {
+            self.pool = pool
+            self.client = client
+        }
+    }
+
+    public let configuration: Configuration
+    private let routes: [APNSEnvironment: Route]
+    private let translation: WebPushTranslation
+    private let logger: Logger
+    private let now: @Sendable () -> Date
+    private let deliveries: AsyncStream<RelayedPush>
+    private let deliveriesInput: AsyncStream<RelayedPush>.Continuation
+    private let inFlight = Atomic(0)
+
+    private let relayRequests: Counter
+    private let apnsResponses: Counter
+    private let oversize: Counter
+    private let pending: Gauge
+
+    public init(
+        configuration: Configuration,
+        routes: [APNSEnvironment: Route],
+        logger: Logger = Logger(label: "herald.relay"),
+        metrics: MetricsRegistry = .shared,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.configuration = configuration
+        self.routes = routes
+        self.translation = WebPushTranslation(topic: configuration.topic)
+        self.logger = logger
+        self.now = now
+        (deliveries, deliveriesInput) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        relayRequests = metrics.counter(
+            "herald_relay_requests_total",
+            help: "Relay requests answered, by content encoding and HTTP status."
+        )
+        apnsResponses = metrics.counter(
+            "herald_relay_apns_responses_total",
+            help: "APNs answers to relayed pushes, by reason (success for 200)."
+        )
+        oversize = metrics.counter(
+            "herald_relay_oversize_total",
+            help: "Relayed bodies accepted with 202 but not sent: the APNs payload would exceed 4096 bytes."
+        )
+        pending = metrics.gauge("herald_relay_in_flight", help: "Relayed pushes waiting for APNs' answer.")
+    }
+
+    /// Adds `POST /push/{device_token}/{id}`; other methods on it answer 404 (RELAY.md, Routes).
+    public func register(on router: inout Router) {
+        router.post("/push/{token}/{id}") { [self] request in
+            await relay(request)
+        }
+        for method in ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"] {
+            router.on(method, "/push/{token}/{id}") { _ in
+                .error(status: 404, code: "not_found", message: "the relay accepts only POST /push/{device_token}/{id}")
+            }
+        }
+    }
+
+    /// Answers one relay request.
+    func relay(_ request: HTTPRequest) async -> HTTPResponse {
+        let segments = request.rawPath.split(separator: "/", omittingEmptySubsequences: false)
+        // ["", "push", token, id]: the router matched exactly four segments.
+        let rawToken = segments.count == 4 ? String(segments[2]) : ""
+        let rawID = segments.count == 4 ? String(segments[3]) : ""
+        let push: RelayedPush
+        do {
+            push = try translation.translate(rawToken: rawToken, rawID: rawID, request: request, now: now())
+        } catch {
+            count(error.encoding, status: error.status)
+            return .error(status: error.status, code: error.code, message: error.message)
+        }
+        if push.request.payload.count > push.request.pushType.maxPayloadSize {
+            // A 4xx would make Mastodon delete the subscription over one long message (RELAY.md).
+            oversize.increment()
+            logger.warning(
+                "relay body too large for APNs: not sent",
+                metadata: [
+                    "token": .string(APNSDeviceToken.shortened(push.request.deviceToken)),
+                    "apns_payload_bytes": .int(push.request.payload.count),
+                ]
+            )
+            count(push.encoding, status: 202)
+            return HTTPResponse(status: 202)
+        }
+        guard let route = routes[push.environment] else {
+            count(push.encoding, status: 503)
+            return unavailable("no APNs credentials for the \(push.environment) environment")
+        }
+        do {
+            try await route.pool.warmUp()
+        } catch {
+            count(push.encoding, status: 503)
+            logger.warning(
+                "relay answered 503: APNs unreachable",
+                metadata: ["environment": .string("\(push.environment)"), "error": .string("\(error)")]
+            )
+            return unavailable("APNs (\(push.environment)) cannot be reached right now")
+        }
+        let admitted = inFlight.wrappingAdd(1, ordering: .relaxed).newValue <= configuration.maxInFlight
+        guard admitted, case .enqueued = deliveriesInput.yield(push) else {
+            inFlight.subtract(1, ordering: .relaxed)
+            count(push.encoding, status: 503)
+            return unavailable("too many pushes are waiting for APNs")
+        }
+        pending.add(1)
+        count(push.encoding, status: 202)
+        return HTTPResponse(status: 202)
+    }
+
+    private func unavailable(_ message: String) -> HTTPResponse {
+        var response = HTTPResponse.error(status: 503, code: "apns_unavailable", message: message + "; retry later")
+        response.headers.replaceOrAdd(name: "Retry-After", value: String(configuration.retryAfterSeconds))
+        return response
+    }
+
+    private func count(_ encoding: String, status: Int) {
+        relayRequests.increment(labels: [("encoding", encoding), ("status", String(status))])
+    }
+
+    // MARK: Service
+
+    /// Delivers accepted pushes until graceful shutdown, then finishes those already accepted.
+    public func run() async throws {
+        await withDiscardingTaskGroup { group in
+            for await push in deliveries {
+                group.addTask { await self.deliver(push) }
+            }
+        }
+    }
+
+    /// Stops taking pushes; `run()` returns once the accepted ones have APNs' answer.
+    public func triggerGracefulShutdown() {
+        deliveriesInput.finish()
+    }
+
+    private func deliver(_ push: RelayedPush) async {
+        defer {
+            inFlight.subtract(1, ordering: .relaxed)
+            pending.add(-1)
+        }
+        guard let route = routes[push.environment] else { return }
+        let token = APNSDeviceToken.shortened(push.request.deviceToken)
+        do {
+            switch try await route.client.send(push.request) {
+            case .delivered:
+                apnsResponses.increment(labels: [("reason", "success")])
+            case .rejected(let rejection):
+                apnsResponses.increment(labels: [("reason", rejection.reason.metricLabel)])
+                var metadata: [String: LogValue] = [
+                    "reason": .string("\(rejection.reason)"),
+                    "status": .int(rejection.status),
+                    "token": .string(token),
+                    "environment": .string("\(push.environment)"),
+                ]
+                if let since = rejection.deviceTokenInvalidSince {
+                    metadata["unregistered_at"] = .string(RFC3339.string(from: since))
+                }
+                logger.warning("APNs refused a relayed push", metadata: metadata)
+            }
+        } catch {
+            apnsResponses.increment(labels: [("reason", "transport_error")])
+            logger.warning(
+                "relayed push not delivered",
+                metadata: ["token": .string(token), "error": .string("\(error)")]
+            )
+        }
+    }
+}

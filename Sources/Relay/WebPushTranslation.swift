@@ -1,0 +1,183 @@
+public import APNs
+public import Foundation
+public import HTTPServer
+
+/// A WebPush delivery turned into the APNs push the iOS notification service extension expects
+/// (RELAY.md, "The APNs request"), or the answer to give when that is impossible.
+public struct RelayedPush: Sendable, Equatable {
+    public var request: APNSRequest
+    public var environment: APNSEnvironment
+    /// `aes128gcm` or `aesgcm`, for metrics labels.
+    public var encoding: String
+}
+
+/// Why a relay request cannot be relayed: the HTTP status and JSON error to answer with.
+public struct RelayRejection: Error, Sendable, Equatable, CustomStringConvertible {
+    public var status: Int
+    public var code: String
+    public var message: String
+    /// For metrics: the encoding when it was known.
+    public var encoding: String
+
+    public var description: String { "\(status) \(code): \(message)" }
+
+    public var httpError: HTTPError {
+        HTTPError(status: status, code: code, message: message)
+    }
+}
+
+/// The pure part of the relay: WebPush request in, APNs request out. No I/O, no clock of its own.
+public struct WebPushTranslation: Sendable {
+    /// RFC 8030 forbids 413 for bodies of 4096 bytes or less.
+    public static let maxBodySize = 4096
+    /// Longest `Topic` copied into `apns-collapse-id` (APNs' limit).
+    public static let maxCollapseIDBytes = 64
+
+    /// The app's bundle id (`TOPIC`).
+    public var topic: String
+
+    public init(topic: String) {
+        self.topic = topic
+    }
+
+    /// Translates `POST /push/{device_token}/{id}`.
+    ///
+    /// - Parameters:
+    ///   - rawToken: the `device_token` path segment as received.
+    ///   - rawID: the `id` path segment as received (percent-encoded).
+    ///   - request: the HTTP request (query, headers, body).
+    ///   - now: the time `TTL` counts from.
+    public func translate(
+        rawToken: String,
+        rawID: String,
+        request: HTTPRequest,
+        now: Date
+    ) throws(RelayRejection) -> RelayedPush {
+        let encoding = try Self.contentEncoding(request.headers)
+        func reject(_ status: Int, _ code: String, _ message: String) -> RelayRejection {
+            RelayRejection(status: status, code: code, message: message, encoding: encoding)
+        }
+        let token: String
+        do {
+            token = try APNSDeviceToken.normalized(rawToken)
+        } catch {
+            throw reject(
+                400,
+                "invalid_device_token",
+                "the device token must be 64 to 200 hexadecimal characters (an even number)"
+            )
+        }
+        guard let id = rawID.removingPercentEncoding else {
+            throw reject(400, "invalid_id", "the subscription id is not valid percent-encoded UTF-8")
+        }
+        guard request.body.count <= Self.maxBodySize else {
+            throw reject(
+                413,
+                "payload_too_large",
+                "the encrypted body is \(request.body.count) bytes; WebPush allows at most \(Self.maxBodySize)"
+            )
+        }
+
+        var payload = RelayPayload(e: encoding, i: id, m: Self.urlSafeBase64(request.body))
+        if encoding == "aesgcm" {
+            guard let encryption = request.headers["Encryption"],
+                let salt = Self.parameter("salt", in: encryption)
+            else {
+                throw reject(400, "missing_salt", "aesgcm needs an Encryption header with a salt parameter")
+            }
+            guard let cryptoKey = request.headers["Crypto-Key"], let dh = Self.parameter("dh", in: cryptoKey) else {
+                throw reject(400, "missing_dh", "aesgcm needs a Crypto-Key header with a dh parameter")
+            }
+            payload.s = salt
+            payload.k = dh
+        }
+        let body: [UInt8]
+        do {
+            body = Array(try Self.encoder.encode(payload))
+        } catch {
+            throw reject(400, "invalid_id", "the subscription id cannot be sent as JSON")
+        }
+
+        var apns = APNSRequest(deviceToken: token, pushType: .alert, topic: .explicit(topic), payload: body)
+        if let ttl = request.headers["TTL"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), ttl >= 0 {
+            apns.expiration = ttl == 0 ? .immediately : .at(now.addingTimeInterval(TimeInterval(ttl)))
+        }
+        switch request.headers["Urgency"]?.trimmingCharacters(in: .whitespaces).lowercased() {
+        case "very-low", "low": apns.priority = .consideringDevicePower
+        case "normal", "high": apns.priority = .immediately
+        default: break
+        }
+        if let collapse = request.headers["Topic"]?.trimmingCharacters(in: .whitespaces), !collapse.isEmpty,
+            collapse.utf8.count <= Self.maxCollapseIDBytes
+        {
+            apns.collapseID = collapse
+        }
+        let sandbox = request.query.last { $0.name == "sandbox" }?.value == "true"
+        return RelayedPush(request: apns, environment: sandbox ? .sandbox : .production, encoding: encoding)
+    }
+
+    /// The JSON the Feditext/Metatext notification service extensions decode.
+    struct RelayPayload: Encodable {
+        struct APS: Encodable {
+            struct Alert: Encodable {
+                var locKey = "apns-default-message"
+                enum CodingKeys: String, CodingKey { case locKey = "loc-key" }
+            }
+            var alert = Alert()
+            var mutableContent = 1
+            enum CodingKeys: String, CodingKey {
+                case alert
+                case mutableContent = "mutable-content"
+            }
+        }
+        var aps = APS()
+        var e: String
+        var i: String
+        var m: String
+        var s: String?
+        var k: String?
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    /// `Content-Encoding`, lowercased: `aes128gcm` or `aesgcm`; anything else is 415.
+    static func contentEncoding(_ headers: HTTPHeaders) throws(RelayRejection) -> String {
+        let values = headers.values(for: "Content-Encoding")
+        let value = values.count == 1 ? values[0].trimmingCharacters(in: .whitespaces).lowercased() : ""
+        guard value == "aes128gcm" || value == "aesgcm" else {
+            throw RelayRejection(
+                status: 415,
+                code: "unsupported_encoding",
+                message: "Content-Encoding must be exactly one of aes128gcm or aesgcm",
+                encoding: "unknown"
+            )
+        }
+        return value
+    }
+
+    /// The bare value of `name` in a `k=v; k2="v2", …` header (separators `;` or `,`, optional
+    /// spaces, optional quotes), or `nil` when absent or empty.
+    static func parameter(_ name: String, in header: String) -> String? {
+        for item in header.split(whereSeparator: { $0 == ";" || $0 == "," }) {
+            let pair = item.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == name else { continue }
+            var value = pair[1].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                value = String(value.dropFirst().dropLast())
+            }
+            return value.isEmpty ? nil : value
+        }
+        return nil
+    }
+
+    /// Base64 with the URL-safe alphabet and `=` padding, as the iOS extensions decode `m`.
+    static func urlSafeBase64(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+    }
+}

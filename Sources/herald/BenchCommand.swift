@@ -1,0 +1,192 @@
+import APNs
+import Foundation
+import HeraldCore
+import HeraldCrypto
+import Synchronization
+
+/// `herald bench`: pushes N alerts as fast as the client allows and reports throughput, latency
+/// and memory, for comparison with h2load against the same endpoint (Benchmarks/apns-client.sh).
+enum BenchCommand {
+    static let spec = CommandSpec(
+        name: "herald bench",
+        summary: "Send N alert pushes to an APNs-shaped endpoint and report rate, latency and RSS.",
+        usage: "herald bench --url URL [--count N] [--connections C] [--concurrency M] [--topic BUNDLE]",
+        options: [
+            .init("url", value: "URL", help: "The endpoint, e.g. https://127.0.0.1:8443 (trust it with APNS_CA_FILE)."),
+            .init("count", value: "N", help: "How many pushes to send (default 100000)."),
+            .init("connections", value: "C", help: "HTTP/2 connections to open (default 1)."),
+            .init("concurrency", value: "M", help: "Requests in flight in total (default 1000)."),
+            .init("topic", value: "BUNDLE", help: "apns-topic (default: TOPIC, or com.example.bench)."),
+        ]
+    )
+
+    static func run(_ arguments: [String]) async -> Int32 {
+        let parsed: ParsedArguments
+        let endpoint: APNSEndpoint
+        let count: Int
+        let connections: Int
+        let concurrency: Int
+        do throws(UsageError) {
+            parsed = try spec.parse(arguments)
+            if parsed.wantsHelp {
+                print(spec.help, terminator: "")
+                return 0
+            }
+            guard let url = parsed.value("url") else { throw UsageError("--url URL is required") }
+            guard let parsedEndpoint = APNSEndpoint(url: url) else {
+                throw UsageError("--url \(url) is not valid: use https://HOST[:PORT]")
+            }
+            endpoint = parsedEndpoint
+            count = try positive(parsed, "count", default: 100_000, maximum: 100_000_000)
+            connections = try positive(parsed, "connections", default: 1, maximum: 64)
+            concurrency = try positive(parsed, "concurrency", default: 1000, maximum: 100_000)
+        } catch {
+            printError("herald bench: \(error.message)")
+            return 2
+        }
+
+        let logger = Logger(label: "herald.bench", level: .warning)
+        let environment = ProcessInfo.processInfo.environment
+        let endpoints: APNSEndpoints
+        do {
+            endpoints = try APNSEndpoints.load(environment: environment)
+        } catch {
+            for problem in error.problems { printError("herald bench: \(problem)") }
+            return 2
+        }
+        let credentialVariables = ["APNS_AUTH_KEY", "APNS_AUTH_KEY_FILE", "HERALD_APPS_FILE"]
+        let app: APNSAppConfiguration
+        if credentialVariables.contains(where: { environment[$0] != nil }) {
+            do {
+                app = try APNSAppConfiguration.load(environment: environment)[0]
+            } catch {
+                for problem in error.problems { printError("herald bench: \(problem)") }
+                return 2
+            }
+        } else {
+            // No Apple credentials: sign with a throwaway key; endpoints like apns-sink accept any.
+            do {
+                let key = try APNSSigningKey(keyID: "BENCH00001", teamID: "BENCH00001", privateKey: P256PrivateKey())
+                app = APNSAppConfiguration(bundleID: "com.example.bench", credentials: .token(key))
+            } catch {
+                printError("herald bench: \(error)")
+                return 1
+            }
+            printError("herald bench: no APNs credentials configured; signing with a throwaway key")
+        }
+        let topic = parsed.value("topic") ?? app.bundleID
+
+        var configuration = APNSConnectionPool.Configuration()
+        configuration.maxConnections = connections
+        configuration.minConnections = connections
+        let pool = APNSConnectionPool(
+            endpoint: endpoint,
+            tls: APNSTLSConfiguration(caFile: endpoints.caFile, credentials: app.credentials),
+            configuration: configuration,
+            logger: logger
+        )
+        let client = APNSClient(transport: pool, credentials: app.credentials, logger: logger)
+        do {
+            try await pool.warmUp()
+        } catch {
+            printError("herald bench: cannot connect to \(endpoint): \(error)")
+            await pool.shutdown()
+            return 1
+        }
+
+        let payload = Array(#"{"aps":{"alert":{"title":"Herald","body":"Benchmark push"},"sound":"default"}}"#.utf8)
+        let deviceToken = String(repeating: "ab", count: 32)
+        let next = Ticket()
+        let clock = ContinuousClock()
+        let start = clock.now
+        let results = await withTaskGroup(of: Tally.self) { group in
+            for _ in 0..<min(concurrency, count) {
+                group.addTask {
+                    var tally = Tally()
+                    while next.value.add(1, ordering: .relaxed).oldValue < count {
+                        let request = APNSRequest(
+                            deviceToken: deviceToken,
+                            pushType: .alert,
+                            topic: .explicit(topic),
+                            payload: payload
+                        )
+                        let sent = clock.now
+                        let ok = (try? await client.send(request))?.isDelivered ?? false
+                        tally.record(ok: ok, latency: clock.now - sent)
+                    }
+                    return tally
+                }
+            }
+            var total = Tally()
+            for await tally in group { total.merge(tally) }
+            return total
+        }
+        let elapsed = clock.now - start
+        await pool.shutdown()
+
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let latencies = results.latencies.sorted()
+        func percentile(_ p: Double) -> Double {
+            guard !latencies.isEmpty else { return 0 }
+            return latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000
+        }
+        let sent = results.ok + results.failed
+        print(
+            "bench: sent=\(sent) ok=\(results.ok) failed=\(results.failed) seconds=\(format(seconds, 3)) "
+                + "rate=\(format(Double(sent) / seconds, 0))/s p50_ms=\(format(percentile(0.5), 2)) "
+                + "p99_ms=\(format(percentile(0.99), 2)) rss_mb=\(format(peakResidentMegabytes(), 1))"
+        )
+        return results.failed == 0 ? 0 : 1
+    }
+
+    /// Hands out push numbers to the workers.
+    final class Ticket: Sendable {
+        let value = Atomic(0)
+    }
+
+    struct Tally: Sendable {
+        var ok = 0
+        var failed = 0
+        var latencies: [Double] = []
+
+        mutating func record(ok: Bool, latency: Duration) {
+            if ok { self.ok += 1 } else { failed += 1 }
+            latencies.append(Double(latency.components.seconds) + Double(latency.components.attoseconds) / 1e18)
+        }
+
+        mutating func merge(_ other: Tally) {
+            ok += other.ok
+            failed += other.failed
+            latencies += other.latencies
+        }
+    }
+
+    private static func positive(
+        _ parsed: ParsedArguments,
+        _ name: String,
+        default fallback: Int,
+        maximum: Int
+    )
+        throws(UsageError) -> Int
+    {
+        guard let text = parsed.value(name) else { return fallback }
+        guard let value = Int(text), (1...maximum).contains(value) else {
+            throw UsageError("--\(name) \(text) is not valid: use a whole number from 1 to \(maximum)")
+        }
+        return value
+    }
+
+    private static func format(_ value: Double, _ digits: Int) -> String {
+        String(format: "%.\(digits)f", value)
+    }
+
+    /// The process's peak resident set (VmHWM), in MB.
+    static func peakResidentMegabytes() -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            let kilobytes = line.split(separator: " ").compactMap { Double($0) }.first ?? 0
+            return kilobytes / 1024
+        }
+        return 0
+    }
+}

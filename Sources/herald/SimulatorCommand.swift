@@ -1,0 +1,119 @@
+import APNs
+import APNsSimulator
+import Foundation
+import HeraldCore
+import HeraldCrypto
+
+/// `herald simulator`: a validating APNs-compatible server with a JSON control API, until
+/// SIGINT/SIGTERM. See docs/SIMULATOR.md.
+enum SimulatorCommand {
+    static func run(_ arguments: [String]) async -> Int32 {
+        let spec = APNSSimulatorCommandLine.spec
+        let options: APNSSimulatorCommandLine.Options
+        do throws(UsageError) {
+            let parsed = try spec.parse(arguments)
+            if parsed.wantsHelp {
+                print(spec.help, terminator: "")
+                return 0
+            }
+            options = try APNSSimulatorCommandLine.options(parsed)
+        } catch {
+            printError("herald simulator: \(error.message)")
+            return 2
+        }
+
+        let environment = ProcessInfo.processInfo.environment
+        let level = environment["LOG_LEVEL"].flatMap(LogLevel.init(name:)) ?? .info
+        let format = environment["LOG_FORMAT"].flatMap(StreamLogHandler.Format.init(rawValue:)) ?? .text
+        LoggingSystem.bootstrap(level: level, handler: StreamLogHandler(format: format))
+        let logger = Logger(label: "herald.simulator")
+        var configuration = options.configuration
+        configuration.logger = logger
+
+        let simulator: APNSSimulator
+        do {
+            simulator = try APNSSimulator(configuration: configuration)
+        } catch {
+            printError("herald simulator: \(error)")
+            return 1
+        }
+        var writtenKeyFile: String?
+        if let key = options.generatedKey {
+            let path = FileManager.default.temporaryDirectory
+                .appendingPathComponent("herald-apns-simulator-\(simulator.port)-AuthKey_\(key.keyID).p8").path
+            do {
+                try key.privateKey.pemRepresentation.write(toFile: path, atomically: true, encoding: .utf8)
+                writtenKeyFile = path
+            } catch {
+                printError("herald simulator: cannot write the generated key to \(path): \(error)")
+                return 1
+            }
+        }
+
+        let keyFile = writtenKeyFile
+        // The generated key is good for this run only.
+        defer { if let keyFile { try? FileManager.default.removeItem(atPath: keyFile) } }
+        let group = ServiceGroup(services: [simulator], gracePeriod: .seconds(5), logger: logger)
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { try await group.run() }
+                tasks.addTask {
+                    let controlURL = try await simulator.controlURL()
+                    // Written at once (not buffered like print) so that a pipe or a log sees it now.
+                    let text = banner(simulator, options: options, keyFile: keyFile, controlURL: controlURL)
+                    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+                }
+                try await tasks.waitForAll()
+            }
+        } catch {
+            logger.error("herald simulator failed", metadata: ["error": .string(String(describing: error))])
+            return 1
+        }
+        return 0
+    }
+
+    /// What a newcomer needs: where to send, what to trust, which key signs, how to look.
+    static func banner(
+        _ simulator: APNSSimulator,
+        options: APNSSimulatorCommandLine.Options,
+        keyFile: String?,
+        controlURL: String?
+    ) -> String {
+        let configuration = simulator.configuration
+        var lines = ["Herald APNs simulator", ""]
+        lines.append(
+            "  APNs URL      \(simulator.url)   (APNS_SANDBOX_URL, APNS_PRODUCTION_URL, APNS_MANAGEMENT_*_URL)"
+        )
+        if let cleartext = simulator.cleartextURL {
+            lines.append("  h2c URL       \(cleartext)   (prior knowledge, no TLS)")
+        }
+        if let caFile = simulator.caFile { lines.append("  Trust         \(caFile)   (APNS_CA_FILE; curl --cacert)") }
+        if let controlURL { lines.append("  Control API   \(controlURL)/deliveries") }
+        let topics = configuration.topics.isEmpty ? "any bundle ID" : configuration.topics.joined(separator: ", ")
+        lines.append("  Topics        \(topics)")
+        if let key = options.generatedKey, let keyFile {
+            lines.append("  Signing key   \(keyFile)")
+            lines.append(
+                "                APNS_AUTH_KEY_FILE=\(keyFile) APNS_KEY_ID=\(key.keyID) APPLE_TEAM_ID=\(key.teamID)"
+            )
+        } else {
+            for key in configuration.keys {
+                lines.append("  Key           \(key.keyID), team \(key.teamID ?? configuration.teamID ?? "any")")
+            }
+        }
+        if let key = options.generatedKey, let token = try? APNSProviderToken(signingKey: key, issuedAt: Date()) {
+            let topic = configuration.topics.first ?? "com.example.app"
+            let cacert = simulator.caFile.map { " --cacert \($0)" } ?? ""
+            lines.append("")
+            lines.append("  Try it (the token is valid for an hour):")
+            lines.append(
+                "  curl --http2\(cacert) -H 'authorization: bearer \(token.value)' -H 'apns-topic: \(topic)' "
+                    + "-H 'apns-push-type: alert' -d '{\"aps\":{\"alert\":\"Hello\"}}' "
+                    + "\(simulator.url)/3/device/\(String(repeating: "ab", count: 32))"
+            )
+        }
+        lines.append("")
+        lines.append("  Docs: docs/SIMULATOR.md. Stop with Ctrl-C.")
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,71 @@
+import APNs
+import APNsSimulator
+import Foundation
+import HTTP2
+import Testing
+
+/// APNs' stream behaviour: one stream until a connection's first authenticated success, then
+/// many; streams above the limit refused.
+@Suite struct StreamLimitTests {
+    @Test func oneStreamUntilTheFirstSuccessThenTheConfiguredLimit() async throws {
+        try await withSimulator(configure: { $0.maxConcurrentStreams = 250 }) { fixture in
+            let connection = try await fixture.connect()
+            #expect(connection.status.maxConcurrentStreams == 1)
+            let refused = try await connection.send(fixture.devicePush(jwt: nil))
+            #expect(refused.reason == "MissingProviderToken")
+            #expect(connection.status.maxConcurrentStreams == 1)
+            let jwt = try fixture.jwt()
+            let invalid = try await connection.send(fixture.devicePush(jwt: jwt, payload: ""))
+            #expect(invalid.reason == "PayloadEmpty")
+            #expect(connection.status.maxConcurrentStreams == 1)
+            let accepted = try await connection.send(fixture.devicePush(jwt: jwt))
+            #expect(accepted.status == 200)
+            #expect(connection.status.maxConcurrentStreams == 250)
+            // Each connection starts over.
+            let second = try await fixture.connect()
+            #expect(second.status.maxConcurrentStreams == 1)
+            await connection.close()
+            await second.close()
+        }
+    }
+
+    @Test func aStreamAboveTheLimitIsRefused() async throws {
+        try await withSimulator { fixture in
+            let raw = try await RawFrameConnection.connect(port: try #require(fixture.simulator.cleartextPort))
+            let path = "/3/device/\(SimulatorFixture.token)"
+            let fields = [(":method", "POST"), (":scheme", "http"), (":authority", "127.0.0.1"), (":path", path)]
+            // Stream 1 stays open (no END_STREAM: its body is still to come); stream 3 is one too many.
+            raw.write(
+                RawFrameConnection.preface
+                    + RawFrameConnection.frame(type: 0x4, flags: 0, streamID: 0, payload: [])
+                    + RawFrameConnection.headers(streamID: 1, endStream: false, fields)
+                    + RawFrameConnection.headers(streamID: 3, endStream: true, fields)
+            )
+            // The deadline bounds the wait (should the server never answer, the test fails instead
+            // of hanging); it asserts nothing about timing.
+            let (limit, reset) = await withTaskGroup(of: (UInt32?, RawFrameConnection.Frame?)?.self) { group in
+                group.addTask {
+                    var limit: UInt32?
+                    for await frame in raw.frames {
+                        if frame.type == 0x4, frame.flags & 0x1 == 0 {
+                            limit = frame.settings.first { $0.0 == 0x3 }?.1 ?? limit
+                        }
+                        if frame.type == 0x3 { return (limit, frame) }
+                    }
+                    return (limit, nil)
+                }
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(30))
+                    return nil
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first ?? (nil, nil)
+            }
+            #expect(limit == 1)
+            #expect(reset?.streamID == 3)
+            #expect(reset?.errorCode == 0x7)  // REFUSED_STREAM
+            raw.close()
+        }
+    }
+}
