@@ -2,7 +2,7 @@
 # Installs what Herald needs to build and test on Debian 12, and only what is missing.
 # Safe to run any number of times. Usage: scripts/bootstrap.sh [--test] [--bench]
 #   (no flag)  build dependencies: pkg-config and the C libraries' -dev packages
-#   --test     also the PostgreSQL server used by `make test`
+#   --test     also what `make test` uses: the PostgreSQL server, curl and h2load (nghttp2-client)
 #   --bench    also wrk, h2o and h2load (nghttp2-client) for the benchmark scripts
 set -euo pipefail
 

@@ -257,7 +257,7 @@ func clientReadRequestBody(
         return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
     }
     let stream = Unmanaged<ClientStream>.fromOpaque(pointer).takeUnretainedValue()
-    let count = stream.request.body.withUnsafeBytes { body -> Int in
+    let count = stream.body.withUnsafeBytes { body -> Int in
         let count = min(length, body.count - stream.bodyOffset)
         if count > 0 {
             UnsafeMutableRawPointer(buffer).copyMemory(from: body.baseAddress! + stream.bodyOffset, byteCount: count)
@@ -265,7 +265,7 @@ func clientReadRequestBody(
         return count
     }
     stream.bodyOffset += count
-    if stream.bodyOffset >= stream.request.body.count {
+    if stream.bodyOffset >= stream.body.count {
         flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
     }
     return count

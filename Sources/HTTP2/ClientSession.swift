@@ -354,7 +354,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
     func open(_ stream: ClientStream, in nghttp2: NGHTTP2Session) {
         let streamPointer = Unmanaged.passUnretained(stream).toOpaque()
         let streamID: Int32
-        if stream.request.body.isEmpty {
+        if stream.body.isEmpty {
             streamID = nghttp2_submit_request(
                 nghttp2.pointer,
                 nil,

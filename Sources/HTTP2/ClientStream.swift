@@ -21,7 +21,8 @@ final class ClientStream: @unchecked Sendable {
         case done
     }
 
-    let request: HTTP2Request
+    /// The request body (the header fields live only in ``requestFields``).
+    let body: [UInt8]
     /// The request's own timeout in nanoseconds, or nil for the connection's default.
     let timeoutOverride: UInt64?
     var continuation: UnsafeContinuation<Void, any Error>?
@@ -61,9 +62,9 @@ final class ClientStream: @unchecked Sendable {
 
     /// Encodes the header block (on the sending task).
     init(request: HTTP2Request, timeoutOverride: UInt64?, authority: String, scheme: String) {
-        self.request = request
+        self.body = request.body
         self.timeoutOverride = timeoutOverride
-        encodeRequestFields(authority: request.authority ?? authority, scheme: request.scheme ?? scheme)
+        encodeRequestFields(request, authority: request.authority ?? authority, scheme: request.scheme ?? scheme)
     }
 
     deinit {
@@ -71,7 +72,7 @@ final class ClientStream: @unchecked Sendable {
         headerStorage?.deallocate()
     }
 
-    private func encodeRequestFields(authority: String, scheme: String) {
+    private func encodeRequestFields(_ request: HTTP2Request, authority: String, scheme: String) {
         let count = 4 + request.headers.count
         let pseudoNames = ":method:scheme:authority:path".utf8.count
         var byteCount =

@@ -1,4 +1,5 @@
 public import Foundation
+public import HeraldCore
 
 /// One HTTP request, fully received (the body is buffered, bounded by
 /// ``HTTPServer/Configuration/maxBodySize``).
@@ -35,7 +36,7 @@ public struct HTTPRequest: Sendable {
         headers: HTTPHeaders = HTTPHeaders(),
         body: [UInt8] = [],
         remoteAddress: String = "127.0.0.1",
-        requestID: String = UUID().uuidString.lowercased()
+        requestID: String = RequestIdentifier.next()
     ) {
         let target = RequestTarget(path)
         self.method = method.uppercased()
@@ -47,6 +48,27 @@ public struct HTTPRequest: Sendable {
         self.parameters = [:]
         self.remoteAddress = remoteAddress
         self.requestID = requestID
+    }
+
+    /// A request as the server received it, its target already split and decoded.
+    init(
+        method: String,
+        rawPath: String,
+        path: String,
+        query: [(name: String, value: String)],
+        headers: HTTPHeaders,
+        body: [UInt8],
+        remoteAddress: String
+    ) {
+        self.method = method
+        self.rawPath = rawPath
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.parameters = [:]
+        self.remoteAddress = remoteAddress
+        self.requestID = RequestIdentifier.next()
     }
 
     /// The value of the last query item called `name` (exact, case-sensitive), or `nil`.

@@ -10,14 +10,17 @@ struct RequestTarget: Sendable {
     /// their path, as RFC 9112 section 3.2.2 asks of a server.
     init(_ target: String) {
         var target = Substring(target)
-        for scheme in ["http://", "https://"] where target.lowercased().hasPrefix(scheme) {
+        // An absolute-form target (`http://host/path`) never starts with `/`, the usual form.
+        let absolute = target.utf8.first != UInt8(ascii: "/")
+        for scheme in ["http://", "https://"] where absolute && target.lowercased().hasPrefix(scheme) {
             let afterScheme = target.dropFirst(scheme.count)
             let pathStart = afterScheme.firstIndex { $0 == "/" || $0 == "?" } ?? afterScheme.endIndex
             target = afterScheme[pathStart...]
             if target.first != "/" { target = "/" + target }
             break
         }
-        if let question = target.firstIndex(of: "?") {
+        // `?` is ASCII: its UTF-8 index is a character boundary.
+        if let question = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
             rawPath = String(target[..<question])
             rawQuery = String(target[target.index(after: question)...])
         } else {

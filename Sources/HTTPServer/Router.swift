@@ -71,10 +71,8 @@ public struct Router: HTTPResponder {
 
     public func respond(to request: HTTPRequest) async throws -> HTTPResponse {
         let segments = Self.split(request.rawPath)
-        var candidates: [(route: Route, parameters: [String: String])] = []
-        for route in routes {
-            if let parameters = Self.match(route.segments, segments) { candidates.append((route, parameters)) }
-        }
+        // Parameters are decoded only for the chosen route; matching itself allocates nothing.
+        let candidates = routes.filter { Self.matches($0.segments, segments) }
         guard !candidates.isEmpty else {
             return .error(
                 status: 404,
@@ -84,14 +82,14 @@ public struct Router: HTTPResponder {
         }
 
         let method = request.method
-        var chosen = Self.mostSpecific(candidates.filter { $0.route.method == method })
+        var chosen = Self.mostSpecific(candidates.filter { $0.method == method })
         var headFallback = false
         if chosen == nil, method == "HEAD" {
-            chosen = Self.mostSpecific(candidates.filter { $0.route.method == "GET" })
+            chosen = Self.mostSpecific(candidates.filter { $0.method == "GET" })
             headFallback = chosen != nil
         }
-        guard let (route, parameters) = chosen else {
-            var allowed = Set(candidates.map(\.route.method))
+        guard let route = chosen else {
+            var allowed = Set(candidates.map(\.method))
             if allowed.contains("GET") { allowed.insert("HEAD") }
             let allow = allowed.sorted().joined(separator: ", ")
             var response = HTTPResponse.error(
@@ -105,7 +103,7 @@ public struct Router: HTTPResponder {
 
         RouteRecorder.current?.record(route.pattern)
         var routed = request
-        routed.parameters = parameters
+        routed.parameters = Self.parameters(route.segments, segments)
         var response = try await route.handler(routed)
         response.route = route.pattern
         if headFallback {
@@ -119,33 +117,55 @@ public struct Router: HTTPResponder {
 
     /// Path segments after the leading `/`: `/a/b/` → `a`, `b`, `` (the trailing slash counts).
     private static func split(_ path: String) -> [Substring] {
-        var segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        if segments.first == "" { segments.removeFirst() }
+        // `/` is ASCII, so every UTF-8 index next to one is also a character boundary.
+        var segments: [Substring] = []
+        let utf8 = path.utf8
+        var start = utf8.startIndex
+        if utf8.first == UInt8(ascii: "/") { start = utf8.index(after: start) }
+        var index = start
+        while index != utf8.endIndex {
+            if utf8[index] == UInt8(ascii: "/") {
+                segments.append(path[start..<index])
+                start = utf8.index(after: index)
+            }
+            index = utf8.index(after: index)
+        }
+        if start != utf8.startIndex || !path.isEmpty { segments.append(path[start..<utf8.endIndex]) }
         return segments
     }
 
-    private static func match(_ pattern: [Segment], _ segments: [Substring]) -> [String: String]? {
-        guard pattern.count == segments.count else { return nil }
-        var parameters: [String: String] = [:]
+    private static func matches(_ pattern: [Segment], _ segments: [Substring]) -> Bool {
+        guard pattern.count == segments.count else { return false }
         for (expected, actual) in zip(pattern, segments) {
-            let decoded = RequestTarget.percentDecode(actual) ?? String(actual)
             switch expected {
             case .literal(let literal):
-                guard literal == decoded else { return nil }
-            case .parameter(let name):
-                guard !actual.isEmpty else { return nil }
-                parameters[name] = decoded
+                if actual.utf8.contains(UInt8(ascii: "%")) {
+                    guard literal == RequestTarget.percentDecode(actual) ?? String(actual) else { return false }
+                } else {
+                    guard literal.utf8.elementsEqual(actual.utf8) else { return false }
+                }
+            case .parameter:
+                guard !actual.isEmpty else { return false }
+            }
+        }
+        return true
+    }
+
+    /// The decoded parameters of a route that ``matches(_:_:)``.
+    private static func parameters(_ pattern: [Segment], _ segments: [Substring]) -> [String: String] {
+        var parameters: [String: String] = [:]
+        for (expected, actual) in zip(pattern, segments) {
+            if case .parameter(let name) = expected {
+                parameters[name] = RequestTarget.percentDecode(actual) ?? String(actual)
             }
         }
         return parameters
     }
 
     /// The candidate whose first segment that differs from the others' is a literal.
-    private static func mostSpecific(
-        _ candidates: [(route: Route, parameters: [String: String])]
-    ) -> (route: Route, parameters: [String: String])? {
+    private static func mostSpecific(_ candidates: [Route]) -> Route? {
         candidates.max { lhs, rhs in
-            for (left, right) in zip(lhs.route.segments, rhs.route.segments) {
+            for (left, right) in zip(lhs.segments, rhs.segments) {
                 switch (left, right) {
                 case (.parameter, .literal): return true
                 case (.literal, .parameter): return false

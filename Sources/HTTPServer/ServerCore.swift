@@ -260,7 +260,7 @@ final class ServerCore: Sendable {
 
         var expectedLength = 0
         if let declared = headers["Content-Length"] {
-            let length = UInt64(declared.trimmingCharacters(in: .whitespaces)) ?? UInt64.max
+            let length = UInt64(declared.trimmingSpaces()) ?? UInt64.max
             guard length <= UInt64(limits.maxBodySize) else {
                 // libmicrohttpd refuses the upload and closes once this is sent.
                 return reject(Self.bodyTooLarge(limit: limits.maxBodySize), context: context)
@@ -269,7 +269,7 @@ final class ServerCore: Sendable {
         }
 
         let head = RequestContext.Head(
-            method: methodName.uppercased(),
+            method: methodName.utf8.contains(where: { $0 >= UInt8(ascii: "a") }) ? methodName.uppercased() : methodName,
             target: target,
             path: path,
             headers: headers,
@@ -311,13 +311,15 @@ final class ServerCore: Sendable {
         let request = context.state.withLock { state -> HTTPRequest? in
             guard let head = state.head else { return nil }
             state.phase = .suspended
-            var request = HTTPRequest(method: head.method, path: "/")
-            request.rawPath = head.target.rawPath
-            request.path = head.path
-            request.query = head.target.queryItems
-            request.headers = head.headers
-            request.body = state.body
-            request.remoteAddress = head.remoteAddress
+            let request = HTTPRequest(
+                method: head.method,
+                rawPath: head.target.rawPath,
+                path: head.path,
+                query: head.target.queryItems,
+                headers: head.headers,
+                body: state.body,
+                remoteAddress: head.remoteAddress
+            )
             state.body = []
             state.head = nil
             return request

@@ -6,7 +6,8 @@ public typealias MetricLabels = [(String, String)]
 /// An in-process metrics registry rendered in the Prometheus text format (version 0.0.4).
 ///
 /// Families are declared once with their help text; samples are keyed by their label values.
-/// All operations take one short lock, so recording is safe from any thread.
+/// Each family has its own short lock, so recording is safe from any thread and metrics do not
+/// contend with each other.
 ///
 /// ```swift
 /// let requests = registry.counter("herald_http_requests_total", help: "HTTP requests answered.")
@@ -16,91 +17,60 @@ public final class MetricsRegistry: Sendable {
     /// The registry `/metrics` serves unless a test builds its own.
     public static let shared = MetricsRegistry()
 
-    fileprivate struct Family {
-        var name: String
-        var help: String
-        var type: String
-        var buckets: [Double]
-        var samples: [String: Sample] = [:]
-        var order: [String] = []
-    }
-
-    fileprivate struct Sample {
-        var labels: MetricLabels
-        var value: Double = 0
-        var bucketCounts: [UInt64] = []
-        var count: UInt64 = 0
-    }
-
-    private let families = Mutex<[String: Family]>([:])
-    private let familyOrder = Mutex<[String]>([])
+    /// Families by name, and their declaration order for rendering. Only declaring and
+    /// rendering take this lock: a ``Counter``, ``Gauge`` or ``Histogram`` holds its family and
+    /// records through the family's own lock.
+    private let families = Mutex<(byName: [String: MetricFamily], order: [MetricFamily])>(([:], []))
 
     public init() {}
 
     public func counter(_ name: String, help: String) -> Counter {
-        declare(name, help: help, type: "counter", buckets: [])
-        return Counter(registry: self, name: name)
+        Counter(family: declare(name, help: help, type: "counter", buckets: []))
     }
 
     public func gauge(_ name: String, help: String) -> Gauge {
-        declare(name, help: help, type: "gauge", buckets: [])
-        return Gauge(registry: self, name: name)
+        Gauge(family: declare(name, help: help, type: "gauge", buckets: []))
     }
 
     /// A histogram with the given upper bounds (seconds for latencies); `+Inf` is implied.
     public func histogram(_ name: String, help: String, buckets: [Double] = Histogram.latencyBuckets) -> Histogram {
-        declare(name, help: help, type: "histogram", buckets: buckets.sorted())
-        return Histogram(registry: self, name: name)
+        Histogram(family: declare(name, help: help, type: "histogram", buckets: buckets.sorted()))
     }
 
-    private func declare(_ name: String, help: String, type: String, buckets: [Double]) {
-        let isNew = families.withLock { families -> Bool in
-            if let existing = families[name] {
-                precondition(existing.type == type, "metric \(name) declared as \(existing.type) and \(type)")
-                return false
-            }
-            families[name] = Family(name: name, help: help, type: type, buckets: buckets)
-            return true
-        }
-        if isNew { familyOrder.withLock { $0.append(name) } }
-    }
-
-    fileprivate func update(_ name: String, labels: MetricLabels, _ body: (inout Sample, [Double]) -> Void) {
-        let key = labels.map { "\($0.0)=\($0.1)" }.joined(separator: "\u{1}")
+    /// The family called `name`, created on first declaration; later declarations get the first
+    /// one (its help and buckets).
+    private func declare(_ name: String, help: String, type: String, buckets: [Double]) -> MetricFamily {
         families.withLock { families in
-            guard var family = families[name] else { return }
-            families[name] = nil  // keep the value uniquely referenced while it is mutated
-            if family.samples[key] == nil {
-                family.samples[key] = Sample(
-                    labels: labels,
-                    bucketCounts: Array(repeating: 0, count: family.buckets.count)
-                )
-                family.order.append(key)
+            if let existing = families.byName[name] {
+                precondition(existing.type == type, "metric \(name) declared as \(existing.type) and \(type)")
+                return existing
             }
-            body(&family.samples[key]!, family.buckets)
-            families[name] = family
+            let family = MetricFamily(name: name, help: help, type: type, buckets: buckets)
+            families.byName[name] = family
+            families.order.append(family)
+            return family
         }
     }
 
     /// The current value of one sample (a counter or gauge value, or a histogram's count); for tests.
     public func value(_ name: String, labels: MetricLabels = []) -> Double? {
-        let key = labels.map { "\($0.0)=\($0.1)" }.joined(separator: "\u{1}")
-        return families.withLock { families in
-            guard let family = families[name], let sample = family.samples[key] else { return nil }
+        guard let family = families.withLock({ $0.byName[name] }) else { return nil }
+        return family.samples.withLock { samples in
+            guard let index = samples.index[MetricLabelKey(labels)] else { return nil }
+            let sample = samples.list[index]
             return family.type == "histogram" ? Double(sample.count) : sample.value
         }
     }
 
     /// Every family in the Prometheus text exposition format.
     public func render() -> String {
-        let order = familyOrder.withLock { $0 }
-        let snapshot = families.withLock { $0 }
+        let order = families.withLock { $0.order }
         var out = ""
-        for name in order {
-            guard let family = snapshot[name] else { continue }
+        for family in order {
+            let name = family.name
+            let samples = family.samples.withLock { $0.list }
             out += "# HELP \(name) \(family.help)\n# TYPE \(name) \(family.type)\n"
-            for key in family.order {
-                guard let sample = family.samples[key] else { continue }
+            for sample in samples {
                 if family.type == "histogram" {
                     var cumulative: UInt64 = 0
                     for (index, bound) in family.buckets.enumerated() {
@@ -142,27 +112,93 @@ public final class MetricsRegistry: Sendable {
     }
 }
 
+/// One declared family: its description, and its samples behind their own lock.
+final class MetricFamily: Sendable {
+    struct Sample {
+        var labels: MetricLabels
+        var value: Double = 0
+        var bucketCounts: [UInt64] = []
+        var count: UInt64 = 0
+    }
+
+    /// Samples in first-recorded order, and where each label set's sample is.
+    struct Samples {
+        var list: [Sample] = []
+        var index: [MetricLabelKey: Int] = [:]
+    }
+
+    let name: String
+    let help: String
+    let type: String
+    let buckets: [Double]
+    let samples = Mutex(Samples())
+
+    init(name: String, help: String, type: String, buckets: [Double]) {
+        self.name = name
+        self.help = help
+        self.type = type
+        self.buckets = buckets
+    }
+
+    /// Runs `body` on the sample for `labels`, created at zero on first use.
+    func update(labels: MetricLabels, _ body: (inout Sample, [Double]) -> Void) {
+        let buckets = self.buckets
+        samples.withLock { samples in
+            let key = MetricLabelKey(labels)
+            let index: Int
+            if let existing = samples.index[key] {
+                index = existing
+            } else {
+                index = samples.list.count
+                samples.list.append(Sample(labels: labels, bucketCounts: Array(repeating: 0, count: buckets.count)))
+                samples.index[key] = index
+            }
+            body(&samples.list[index], buckets)
+        }
+    }
+}
+
+/// A label set as a dictionary key: the pairs in order, hashed without building a string.
+struct MetricLabelKey: Hashable {
+    let labels: MetricLabels
+
+    init(_ labels: MetricLabels) {
+        self.labels = labels
+    }
+
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.labels.count == rhs.labels.count
+            && zip(lhs.labels, rhs.labels).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(labels.count)
+        for (name, value) in labels {
+            hasher.combine(name)
+            hasher.combine(value)
+        }
+    }
+}
+
 /// A monotonically increasing count.
 public struct Counter: Sendable {
-    let registry: MetricsRegistry
-    let name: String
+    let family: MetricFamily
 
     public func increment(by amount: Double = 1, labels: MetricLabels = []) {
-        registry.update(name, labels: labels) { sample, _ in sample.value += amount }
+        family.update(labels: labels) { sample, _ in sample.value += amount }
     }
 }
 
 /// A value that goes up and down.
 public struct Gauge: Sendable {
-    let registry: MetricsRegistry
-    let name: String
+    let family: MetricFamily
 
     public func set(_ value: Double, labels: MetricLabels = []) {
-        registry.update(name, labels: labels) { sample, _ in sample.value = value }
+        family.update(labels: labels) { sample, _ in sample.value = value }
     }
 
     public func add(_ amount: Double, labels: MetricLabels = []) {
-        registry.update(name, labels: labels) { sample, _ in sample.value += amount }
+        family.update(labels: labels) { sample, _ in sample.value += amount }
     }
 }
 
@@ -173,11 +209,10 @@ public struct Histogram: Sendable {
         0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
     ]
 
-    let registry: MetricsRegistry
-    let name: String
+    let family: MetricFamily
 
     public func observe(_ value: Double, labels: MetricLabels = []) {
-        registry.update(name, labels: labels) { sample, buckets in
+        family.update(labels: labels) { sample, buckets in
             sample.value += value
             sample.count += 1
             if let index = buckets.firstIndex(where: { value <= $0 }) { sample.bucketCounts[index] += 1 }

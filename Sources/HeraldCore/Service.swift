@@ -7,9 +7,8 @@ public protocol Service: Sendable {
 
     /// Asks a running `run()` to finish gracefully. Must be safe to call from any thread, at any
     /// time, more than once, and before `run()` has started (then `run()` returns promptly).
+    ///
+    /// There is deliberately no default: a no-op default is what a caller gets, silently, when
+    /// the conforming type's own method is not visible from its module.
     func triggerGracefulShutdown()
-}
-
-extension Service {
-    public func triggerGracefulShutdown() {}
 }

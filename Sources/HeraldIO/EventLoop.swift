@@ -38,9 +38,15 @@ public final class EventLoop: @unchecked Sendable {
     private var running = true
     private var currentTasks: [@Sendable () -> Void] = []
     private var cachedNow: UInt64 = 0
+    /// `Inbox.mayBeSleeping` was set for the coming `epoll_wait`.
+    private var sleepArmed = false
 
     private struct Inbox {
         var tasks: [@Sendable () -> Void] = []
+        /// The loop found no tasks and may be blocked in `epoll_wait`: a new task must signal the
+        /// eventfd. While the loop is awake it checks the inbox before sleeping again, so tasks
+        /// queued then need no syscall.
+        var mayBeSleeping = false
         var wakePending = false
         var stopped = false
     }
@@ -85,7 +91,7 @@ public final class EventLoop: @unchecked Sendable {
         let fromLoop = inEventLoop
         let wake = inbox.withLock { inbox -> Bool in
             inbox.tasks.append(task)
-            if fromLoop || inbox.wakePending { return false }
+            if fromLoop || !inbox.mayBeSleeping || inbox.wakePending { return false }
             inbox.wakePending = true
             return true
         }
@@ -183,6 +189,13 @@ public final class EventLoop: @unchecked Sendable {
         while running {
             let timeout = pollTimeout()
             let count = cherald_epoll_wait(epollFD, events, Int32(capacity), timeout)
+            if sleepArmed {
+                sleepArmed = false
+                inbox.withLock { inbox in
+                    inbox.mayBeSleeping = false
+                    inbox.wakePending = false
+                }
+            }
             cachedNow = Self.monotonicNanoseconds()
             if count > 0 {
                 for index in 0..<Int(count) {
@@ -212,10 +225,16 @@ public final class EventLoop: @unchecked Sendable {
         close(wakeFD)
     }
 
-    /// Milliseconds to wait in epoll: 0 when tasks are queued, until the next timer otherwise.
+    /// Milliseconds to wait in epoll: 0 when tasks are queued, until the next timer otherwise
+    /// (and then tasks queued from now on signal the eventfd).
     private func pollTimeout() -> Int32 {
-        let hasTasks = inbox.withLock { !$0.tasks.isEmpty }
+        let hasTasks = inbox.withLock { inbox -> Bool in
+            if !inbox.tasks.isEmpty { return true }
+            inbox.mayBeSleeping = true
+            return false
+        }
         if hasTasks { return 0 }
+        sleepArmed = true
         guard let next = timers.nextDeadline else { return -1 }
         let now = Self.monotonicNanoseconds()
         if next <= now { return 0 }
@@ -234,7 +253,6 @@ public final class EventLoop: @unchecked Sendable {
     private func runTasks() {
         inbox.withLock { inbox in
             swap(&inbox.tasks, &currentTasks)
-            inbox.wakePending = false
         }
         for task in currentTasks {
             task()

@@ -18,6 +18,10 @@ public final class RelayService: Service {
         public var maxInFlight = 10_000
         /// `Retry-After` seconds on 503.
         public var retryAfterSeconds = 10
+        /// Pushes waiting for APNs beyond which a relay request waits for one of them to finish
+        /// before it is accepted (202). Each waiting push holds about 10 KB, so this bounds memory
+        /// when senders outpace APNs, by slowing them down rather than refusing them.
+        public var maxQueuedBeforeWaiting = 1_024
 
         public init(topic: String) {
             self.topic = topic
@@ -43,6 +47,8 @@ public final class RelayService: Service {
     private let deliveries: AsyncStream<RelayedPush>
     private let deliveriesInput: AsyncStream<RelayedPush>.Continuation
     private let inFlight = Atomic(0)
+    /// Relay requests waiting for room (``Configuration/maxQueuedBeforeWaiting``).
+    private let waiters = Mutex(Waiters())
 
     private let relayRequests: Counter
     private let apnsResponses: Counter
@@ -91,10 +97,10 @@ public final class RelayService: Service {
 
     /// Answers one relay request.
     func relay(_ request: HTTPRequest) async -> HTTPResponse {
-        let segments = request.rawPath.split(separator: "/", omittingEmptySubsequences: false)
+        let segments = request.rawPath.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         // ["", "push", token, id]: the router matched exactly four segments.
-        let rawToken = segments.count == 4 ? String(segments[2]) : ""
-        let rawID = segments.count == 4 ? String(segments[3]) : ""
+        let rawToken = segments.count == 4 ? String(Substring(segments[2])) : ""
+        let rawID = segments.count == 4 ? String(Substring(segments[3])) : ""
         let push: RelayedPush
         do {
             push = try translation.translate(rawToken: rawToken, rawID: rawID, request: request, now: now())
@@ -129,15 +135,39 @@ public final class RelayService: Service {
             )
             return unavailable("APNs (\(push.environment)) cannot be reached right now")
         }
+        await waitForRoom()
         let admitted = inFlight.wrappingAdd(1, ordering: .relaxed).newValue <= configuration.maxInFlight
         guard admitted, case .enqueued = deliveriesInput.yield(push) else {
             inFlight.subtract(1, ordering: .relaxed)
+            // This request took a waiter's turn without delivering anything: pass the turn on.
+            waiters.withLock { $0.next() }?.resume()
             count(push.encoding, status: 503)
             return unavailable("too many pushes are waiting for APNs")
         }
         pending.add(1)
         count(push.encoding, status: 202)
         return HTTPResponse(status: 202)
+    }
+
+    /// Returns once fewer than ``Configuration/maxQueuedBeforeWaiting`` pushes wait for APNs,
+    /// at graceful shutdown, or on cancellation; each finished delivery lets one waiter through.
+    private func waitForRoom() async {
+        let limit = configuration.maxQueuedBeforeWaiting
+        guard inFlight.load(ordering: .relaxed) >= limit else { return }
+        let id = waiters.withLock { $0.makeID() }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let waiting = waiters.withLock { waiters in
+                    // Checked under the lock that deliveries take after finishing: no lost wake-up.
+                    guard inFlight.load(ordering: .relaxed) >= limit else { return false }
+                    return waiters.add(id, continuation)
+                }
+                if !waiting { continuation.resume() }
+            }
+        } onCancel: {
+            waiters.withLock { $0.cancel(id) }?.resume()
+        }
+        waiters.withLock { $0.forget(id) }
     }
 
     private func unavailable(_ message: String) -> HTTPResponse {
@@ -164,12 +194,15 @@ public final class RelayService: Service {
     /// Stops taking pushes; `run()` returns once the accepted ones have APNs' answer.
     public func triggerGracefulShutdown() {
         deliveriesInput.finish()
+        // Waiting requests go on to find the stream finished and answer 503.
+        for waiter in waiters.withLock({ $0.removeAll() }) { waiter.resume() }
     }
 
     private func deliver(_ push: RelayedPush) async {
         defer {
             inFlight.subtract(1, ordering: .relaxed)
             pending.add(-1)
+            waiters.withLock { $0.next() }?.resume()
         }
         guard let route = routes[push.environment] else { return }
         let token = APNSDeviceToken.shortened(push.request.deviceToken)
@@ -197,5 +230,50 @@ public final class RelayService: Service {
                 metadata: ["token": .string(token), "error": .string("\(error)")]
             )
         }
+    }
+}
+
+/// Relay requests waiting for room, first come first served. Ids let a cancelled request take
+/// its continuation back; a cancellation that arrives before its request starts waiting is
+/// remembered so that the request does not wait at all.
+private struct Waiters {
+    private var lastID = 0
+    private var waiting: [(id: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var cancelledEarly: Set<Int> = []
+    private var stopped = false
+
+    mutating func makeID() -> Int {
+        lastID += 1
+        return lastID
+    }
+
+    /// `false` when the caller must not wait (cancelled already, or shutting down).
+    mutating func add(_ id: Int, _ continuation: CheckedContinuation<Void, Never>) -> Bool {
+        if cancelledEarly.remove(id) != nil || stopped { return false }
+        waiting.append((id, continuation))
+        return true
+    }
+
+    mutating func cancel(_ id: Int) -> CheckedContinuation<Void, Never>? {
+        guard let index = waiting.firstIndex(where: { $0.id == id }) else {
+            cancelledEarly.insert(id)
+            return nil
+        }
+        return waiting.remove(at: index).continuation
+    }
+
+    /// Drops what a cancellation that came after the wait ended left behind.
+    mutating func forget(_ id: Int) {
+        cancelledEarly.remove(id)
+    }
+
+    mutating func next() -> CheckedContinuation<Void, Never>? {
+        waiting.isEmpty ? nil : waiting.removeFirst().continuation
+    }
+
+    mutating func removeAll() -> [CheckedContinuation<Void, Never>] {
+        stopped = true
+        defer { waiting = [] }
+        return waiting.map(\.continuation)
     }
 }

@@ -1,6 +1,7 @@
 public import APNs
 public import Foundation
 public import HTTPServer
+import HeraldCore
 
 /// A WebPush delivery turned into the APNs push the iOS notification service extension expects
 /// (RELAY.md, "The APNs request"), or the answer to give when that is impossible.
@@ -67,7 +68,7 @@ public struct WebPushTranslation: Sendable {
                 "the device token must be 64 to 200 hexadecimal characters (an even number)"
             )
         }
-        guard let id = rawID.removingPercentEncoding else {
+        guard let id = rawID.utf8.contains(UInt8(ascii: "%")) ? rawID.removingPercentEncoding : rawID else {
             throw reject(400, "invalid_id", "the subscription id is not valid percent-encoded UTF-8")
         }
         guard request.body.count <= Self.maxBodySize else {
@@ -78,36 +79,30 @@ public struct WebPushTranslation: Sendable {
             )
         }
 
-        var payload = RelayPayload(e: encoding, i: id, m: Self.urlSafeBase64(request.body))
+        var salt: String?
+        var dh: String?
         if encoding == "aesgcm" {
-            guard let encryption = request.headers["Encryption"],
-                let salt = Self.parameter("salt", in: encryption)
-            else {
+            salt = request.headers["Encryption"].flatMap { Self.parameter("salt", in: $0) }
+            guard salt != nil else {
                 throw reject(400, "missing_salt", "aesgcm needs an Encryption header with a salt parameter")
             }
-            guard let cryptoKey = request.headers["Crypto-Key"], let dh = Self.parameter("dh", in: cryptoKey) else {
+            dh = request.headers["Crypto-Key"].flatMap { Self.parameter("dh", in: $0) }
+            guard dh != nil else {
                 throw reject(400, "missing_dh", "aesgcm needs a Crypto-Key header with a dh parameter")
             }
-            payload.s = salt
-            payload.k = dh
         }
-        let body: [UInt8]
-        do {
-            body = Array(try Self.encoder.encode(payload))
-        } catch {
-            throw reject(400, "invalid_id", "the subscription id cannot be sent as JSON")
-        }
+        let body = Self.payload(encoding: encoding, id: id, body: request.body, salt: salt, dh: dh)
 
         var apns = APNSRequest(deviceToken: token, pushType: .alert, topic: .explicit(topic), payload: body)
-        if let ttl = request.headers["TTL"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), ttl >= 0 {
+        if let ttl = request.headers["TTL"].flatMap({ Int($0.trimmingSpaces()) }), ttl >= 0 {
             apns.expiration = ttl == 0 ? .immediately : .at(now.addingTimeInterval(TimeInterval(ttl)))
         }
-        switch request.headers["Urgency"]?.trimmingCharacters(in: .whitespaces).lowercased() {
+        switch request.headers["Urgency"].map({ $0.trimmingSpaces().lowercased() }) {
         case "very-low", "low": apns.priority = .consideringDevicePower
         case "normal", "high": apns.priority = .immediately
         default: break
         }
-        if let collapse = request.headers["Topic"]?.trimmingCharacters(in: .whitespaces), !collapse.isEmpty,
+        if let collapse = request.headers["Topic"]?.trimmingSpaces(), !collapse.isEmpty,
             collapse.utf8.count <= Self.maxCollapseIDBytes
         {
             apns.collapseID = collapse
@@ -116,38 +111,10 @@ public struct WebPushTranslation: Sendable {
         return RelayedPush(request: apns, environment: sandbox ? .sandbox : .production, encoding: encoding)
     }
 
-    /// The JSON the Feditext/Metatext notification service extensions decode.
-    struct RelayPayload: Encodable {
-        struct APS: Encodable {
-            struct Alert: Encodable {
-                var locKey = "apns-default-message"
-                enum CodingKeys: String, CodingKey { case locKey = "loc-key" }
-            }
-            var alert = Alert()
-            var mutableContent = 1
-            enum CodingKeys: String, CodingKey {
-                case alert
-                case mutableContent = "mutable-content"
-            }
-        }
-        var aps = APS()
-        var e: String
-        var i: String
-        var m: String
-        var s: String?
-        var k: String?
-    }
-
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
-
     /// `Content-Encoding`, lowercased: `aes128gcm` or `aesgcm`; anything else is 415.
     static func contentEncoding(_ headers: HTTPHeaders) throws(RelayRejection) -> String {
         let values = headers.values(for: "Content-Encoding")
-        let value = values.count == 1 ? values[0].trimmingCharacters(in: .whitespaces).lowercased() : ""
+        let value = values.count == 1 ? values[0].trimmingSpaces().lowercased() : ""
         guard value == "aes128gcm" || value == "aesgcm" else {
             throw RelayRejection(
                 status: 415,
@@ -176,8 +143,33 @@ public struct WebPushTranslation: Sendable {
 
     /// Base64 with the URL-safe alphabet and `=` padding, as the iOS extensions decode `m`.
     static func urlSafeBase64(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
+        var out: [UInt8] = []
+        appendURLSafeBase64(bytes, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func appendURLSafeBase64(_ bytes: [UInt8], to out: inout [UInt8]) {
+        let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+        out.reserveCapacity(out.count + (bytes.count + 2) / 3 * 4)
+        alphabet.withUTF8Buffer { table in
+            bytes.withUnsafeBufferPointer { input in
+                var index = 0
+                while index + 3 <= input.count {
+                    let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+                    out.append(table[Int(chunk >> 18)])
+                    out.append(table[Int(chunk >> 12 & 0x3F)])
+                    out.append(table[Int(chunk >> 6 & 0x3F)])
+                    out.append(table[Int(chunk & 0x3F)])
+                    index += 3
+                }
+                let rest = input.count - index
+                guard rest > 0 else { return }
+                let chunk = UInt32(input[index]) << 16 | (rest == 2 ? UInt32(input[index + 1]) << 8 : 0)
+                out.append(table[Int(chunk >> 18)])
+                out.append(table[Int(chunk >> 12 & 0x3F)])
+                out.append(rest == 2 ? table[Int(chunk >> 6 & 0x3F)] : UInt8(ascii: "="))
+                out.append(UInt8(ascii: "="))
+            }
+        }
     }
 }

@@ -137,6 +137,27 @@ import Testing
         #expect(decoded.issuedAt == clock.epoch.addingTimeInterval(50 * 60))
     }
 
+    @Test func cachedAuthorizationFollowsTheManagerClockAndRejection() async throws {
+        let clock = ManualClock()
+        let manager = try manager(clock)
+        #expect(manager.cachedAuthorization() == nil)
+        let first = try await manager.token()
+        let cached = try #require(manager.cachedAuthorization())
+        #expect(cached.token == first)
+        #expect(cached.headerValue == "bearer " + first)
+        #expect(manager.cachedToken() == first)
+        #expect(!"\(cached)".contains(first))
+        clock.advance(by: .seconds(49 * 60 + 59))
+        #expect(manager.cachedAuthorization()?.token == first)
+        clock.advance(by: .seconds(1))
+        #expect(manager.cachedAuthorization() == nil)
+        let second = try await manager.token()
+        #expect(manager.cachedToken() == second)
+        clock.advance(by: .seconds(25 * 60))
+        await manager.invalidate(ifCurrent: second)
+        #expect(manager.cachedAuthorization() == nil)
+    }
+
     @Test func aThousandConcurrentCallersCauseOneSignature() async throws {
         let clock = ManualClock()
         let manager = try manager(clock)

@@ -26,6 +26,7 @@ struct RelayHarness {
     static func with(
         apnsPort: Int? = nil,
         metrics: MetricsRegistry = MetricsRegistry(),
+        maxQueuedBeforeWaiting: Int = 1_024,
         _ body: (RelayHarness) async throws -> Void
     ) async throws {
         let key = try APNSSigningKey(keyID: "RELAYKEY01", teamID: "RELAYTEAM1", privateKey: P256PrivateKey())
@@ -75,8 +76,10 @@ struct RelayHarness {
             routes[environment] = RelayService.Route(pool: pool, client: client)
             pools.append(pool)
         }
+        var relayConfiguration = RelayService.Configuration(topic: topic)
+        relayConfiguration.maxQueuedBeforeWaiting = maxQueuedBeforeWaiting
         let service = RelayService(
-            configuration: RelayService.Configuration(topic: topic),
+            configuration: relayConfiguration,
             routes: routes,
             logger: Logger(label: "test.relay", level: .error),
             metrics: metrics

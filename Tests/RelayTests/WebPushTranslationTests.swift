@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import HTTPServer
+import HeraldCore
 import Testing
 
 @testable import Relay
@@ -187,5 +188,57 @@ struct WebPushTranslationTests {
         #expect(Data(base64Encoded: standard).map(Array.init) == body)
         #expect(try translate(request(body: [1])).request.payload.count > 0)
         #expect(try json(try translate(request(body: [1])))["m"] as? String == "AQ==")
+    }
+
+    /// What the payload was before it was built by hand; the hand-built bytes must stay identical.
+    struct EncoderPayload: Encodable {
+        struct APS: Encodable {
+            struct Alert: Encodable {
+                var locKey = "apns-default-message"
+                enum CodingKeys: String, CodingKey { case locKey = "loc-key" }
+            }
+            var alert = Alert()
+            var mutableContent = 1
+            enum CodingKeys: String, CodingKey {
+                case alert
+                case mutableContent = "mutable-content"
+            }
+        }
+        var aps = APS()
+        var e: String
+        var i: String
+        var m: String
+        var s: String?
+        var k: String?
+    }
+
+    @Test(arguments: [
+        "0FE8C1A6-4B7E-4F7A-9E2A-0D3C1B6A9F10", "", "a b/cé", "quote\"back\\slash",
+        String((0..<0x20).map { Character(Unicode.Scalar(UInt8($0))) }) + "\u{7F}\u{2028}😀<&>'",
+    ])
+    func payloadBytesMatchJSONEncoder(_ id: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for length in [0, 1, 2, 3, 4, 5, 300] {
+            let body = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 251) }
+            let m = Data(body).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            #expect(WebPushTranslation.urlSafeBase64(body) == m)
+            let plain = EncoderPayload(e: "aes128gcm", i: id, m: m)
+            #expect(
+                WebPushTranslation.payload(encoding: "aes128gcm", id: id, body: body, salt: nil, dh: nil)
+                    == Array(try encoder.encode(plain))
+            )
+            let withKeys = EncoderPayload(e: "aesgcm", i: id, m: m, s: "sa\"lt", k: "d/h")
+            #expect(
+                WebPushTranslation.payload(encoding: "aesgcm", id: id, body: body, salt: "sa\"lt", dh: "d/h")
+                    == Array(try encoder.encode(withKeys))
+            )
+        }
+    }
+
+    @Test(arguments: ["aes128gcm", " aes128gcm", "aes128gcm\t", "\u{A0}aes128gcm\u{3000}", "", " ", "é "])
+    func trimmingMatchesFoundation(_ value: String) {
+        #expect(value.trimmingSpaces() == value.trimmingCharacters(in: .whitespaces))
     }
 }

@@ -44,13 +44,10 @@ public actor APNSTokenManager<C: Clock<Duration>>: APNSTokenProvider {
     /// The current token while it needs no refresh, readable without hopping onto the actor: the
     /// send path asks for the token once per push, and an actor hop per push costs more than the
     /// push itself at tens of thousands per second. Written only by the actor.
-    private nonisolated let fastPath = Mutex<FastPath?>(nil)
-
-    private struct FastPath: Sendable {
-        var value: String
-        var refreshAt: C.Instant
-        var wallRefreshAt: Date
-    }
+    private nonisolated let fastPath = Mutex<APNSTokenFastPath?>(nil)
+    /// The origin of ``APNSTokenFastPath/refreshAfter``: a fast path of a fixed layout (no
+    /// `C.Instant`) is read without generic value-witness calls.
+    private nonisolated let epoch: C.Instant
 
     /// How many tokens this manager has signed; for metrics and tests.
     public private(set) var tokensGenerated = 0
@@ -77,6 +74,7 @@ public actor APNSTokenManager<C: Clock<Duration>>: APNSTokenProvider {
         let refresh = min(max(refreshInterval, .seconds(20 * 60)), .seconds(60 * 60))
         self.signingKey = signingKey
         self.clock = clock
+        self.epoch = clock.now
         self.wallClock = wallClock
         self.refreshInterval = refresh
         self.minimumRefreshInterval = min(max(minimumRefreshInterval, .seconds(20 * 60)), refresh)
@@ -110,17 +108,22 @@ public actor APNSTokenManager<C: Clock<Duration>>: APNSTokenProvider {
     /// The current token when it is valid and not yet due for refresh, without waiting for the
     /// actor; `nil` when ``token()`` must decide (none yet, due, or rejected).
     public nonisolated func cachedToken() -> String? {
+        cachedAuthorization()?.token
+    }
+
+    /// ``cachedToken()`` with its header value, made once per token.
+    public nonisolated func cachedAuthorization() -> APNSAuthorization? {
         guard let fast = fastPath.withLock({ $0 }) else { return nil }
-        guard clock.now < fast.refreshAt, wallClock() < fast.wallRefreshAt else { return nil }
-        return fast.value
+        guard epoch.duration(to: clock.now) < fast.refreshAfter, wallClock() < fast.wallRefreshAt else { return nil }
+        return fast.authorization
     }
 
     private func publish() {
-        let fast = current.flatMap { current -> FastPath? in
+        let fast = current.flatMap { current -> APNSTokenFastPath? in
             guard !current.rejected else { return nil }
-            return FastPath(
-                value: current.token.value,
-                refreshAt: current.createdAt.advanced(by: refreshInterval),
+            return APNSTokenFastPath(
+                authorization: APNSAuthorization(token: current.token.value),
+                refreshAfter: epoch.duration(to: current.createdAt) + refreshInterval,
                 wallRefreshAt: current.token.issuedAt.addingTimeInterval(
                     TimeInterval(refreshInterval.components.seconds)
                 )
@@ -139,4 +142,12 @@ public actor APNSTokenManager<C: Clock<Duration>>: APNSTokenProvider {
 
     /// Whether APNs rejected the current token and it cannot be replaced yet.
     public var isCurrentTokenRejected: Bool { current?.rejected ?? false }
+}
+
+/// What ``APNSTokenManager/cachedToken()`` reads: the token and when it is due.
+private struct APNSTokenFastPath: Sendable {
+    var authorization: APNSAuthorization
+    /// Due once the manager's clock is this far past its epoch.
+    var refreshAfter: Duration
+    var wallRefreshAt: Date
 }

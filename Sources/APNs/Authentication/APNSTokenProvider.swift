@@ -1,6 +1,8 @@
 /// Supplies the provider token for each request. ``APNSTokenManager`` is the implementation;
-/// the protocol lets the client take one without knowing its clock type.
-public protocol APNSTokenProvider: Sendable {
+/// the protocol lets the client take one without knowing its clock type. Providers are shared
+/// objects (one per signing key), so the client holds a reference rather than an existential
+/// value it would copy on every send.
+public protocol APNSTokenProvider: AnyObject, Sendable {
     /// The current provider token (JWT), made or refreshed as needed.
     func token() async throws -> String
     /// Reports that APNs answered `ExpiredProviderToken` for `token`.
@@ -8,8 +10,33 @@ public protocol APNSTokenProvider: Sendable {
     /// The current token when it can be had without waiting (valid, not due for refresh), else
     /// `nil`; a fast path in front of ``token()``.
     func cachedToken() -> String?
+    /// ``cachedToken()`` with its `authorization` header value (`bearer <token>`), which a
+    /// provider can keep so that sends do not build the string each time.
+    func cachedAuthorization() -> APNSAuthorization?
 }
 
 extension APNSTokenProvider {
     public func cachedToken() -> String? { nil }
+
+    public func cachedAuthorization() -> APNSAuthorization? {
+        cachedToken().map(APNSAuthorization.init(token:))
+    }
+}
+
+/// A provider token and the `authorization` header value that carries it. ``description`` hides
+/// both.
+public struct APNSAuthorization: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
+    /// The JWT.
+    public var token: String
+    /// `bearer <token>`.
+    public var headerValue: String
+
+    public init(token: String) {
+        self.token = token
+        self.headerValue = "bearer " + token
+    }
+
+    public var description: String { "APNSAuthorization(<redacted>)" }
+
+    public var customMirror: Mirror { Mirror(self, children: ["token": "<redacted>"]) }
 }

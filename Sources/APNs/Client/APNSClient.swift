@@ -79,7 +79,9 @@ public struct APNSClient: Sendable {
     public func send(_ request: APNSRequest) async throws -> APNSSendResult {
         try request.validate()
         return try await result(
-            perform(label: request.pushType.headerValue, policy: retryPolicy) { request.httpRequest(authorization: $0) }
+            perform(label: request.pushType.headerValue, policy: retryPolicy) {
+                request.httpRequest(authorizationHeaderValue: $0?.headerValue)
+            }
         )
     }
 
@@ -87,7 +89,7 @@ public struct APNSClient: Sendable {
     public func send(_ request: APNSBroadcastRequest) async throws -> APNSSendResult {
         try request.validate()
         return try await result(
-            perform(label: "broadcast", policy: retryPolicy) { request.httpRequest(authorization: $0) }
+            perform(label: "broadcast", policy: retryPolicy) { request.httpRequest(authorization: $0?.token) }
         )
     }
 
@@ -160,7 +162,7 @@ public struct APNSClient: Sendable {
         switch try await perform(
             label: "channel",
             policy: policy ?? retryPolicy,
-            { request.httpRequest(authorization: $0) }
+            { request.httpRequest(authorization: $0?.token) }
         ) {
         case .success(let response, _): return response
         case .failure(let response, let attempts): throw APNSRejection(response: response, attempts: attempts)
@@ -177,19 +179,21 @@ public struct APNSClient: Sendable {
     private func perform(
         label: String,
         policy: APNSRetryPolicy,
-        _ build: (String?) -> APNSHTTPRequest
+        _ build: (APNSAuthorization?) -> APNSHTTPRequest
     ) async throws -> Outcome {
         var attempt = 1
         var sent = 0
         var rejectedToken: (token: String, response: APNSErrorResponse)?
         while true {
-            let authorization: String?
-            if let cached = tokenProvider?.cachedToken() {
+            let authorization: APNSAuthorization?
+            if let cached = tokenProvider?.cachedAuthorization() {
                 authorization = cached
+            } else if let token = try await tokenProvider?.token() {
+                authorization = APNSAuthorization(token: token)
             } else {
-                authorization = try await tokenProvider?.token()
+                authorization = nil
             }
-            if let rejectedToken, authorization == rejectedToken.token {
+            if let rejectedToken, authorization?.token == rejectedToken.token {
                 // The token manager cannot refresh yet (20-minute floor): report the refusal.
                 logger.warning(
                     "apns provider token rejected as expired and too young to replace; check the system clock",
@@ -225,8 +229,8 @@ public struct APNSClient: Sendable {
                 let tokenProvider
             {
                 logger.notice("apns provider token expired, refreshing", metadata: ["kind": .string(label)])
-                await tokenProvider.invalidate(ifCurrent: authorization)
-                rejectedToken = (authorization, failure)
+                await tokenProvider.invalidate(ifCurrent: authorization.token)
+                rejectedToken = (authorization.token, failure)
                 continue
             }
             switch random.use({ policy.decision(after: failure, attempt: attempt, using: &$0) }) {

@@ -40,8 +40,9 @@ extension Array where Element == APNSHTTPHeader {
 
     /// Header names are ASCII; comparing bytes avoids allocating lowercased copies per lookup.
     private static func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
-        a.utf8.count == b.utf8.count
-            && zip(a.utf8, b.utf8).allSatisfy { x, y in
+        guard a.utf8.count == b.utf8.count else { return false }
+        return a == b
+            || zip(a.utf8, b.utf8).allSatisfy { x, y in
                 x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
             }
     }

@@ -25,14 +25,25 @@ public enum APNSDeviceToken {
                 message: "the device token has an odd number of characters: use the complete hexadecimal token"
             )
         }
-        guard utf8.allSatisfy(isHexDigit) else {
+        let scan = utf8.withContiguousStorageIfAvailable(Self.scan) ?? Self.scan(Array(utf8))
+        guard scan.isHex else {
             throw APNSValidationError(
                 code: .badDeviceToken,
                 field: "device_token",
                 message: "the device token contains characters other than 0-9 and a-f: send it hex-encoded"
             )
         }
-        return token.lowercased()
+        // Tokens almost always arrive in lowercase already: keep the string rather than copy it.
+        return scan.hasUppercase ? token.lowercased() : token
+    }
+
+    private static func scan(_ bytes: some Collection<UInt8>) -> (isHex: Bool, hasUppercase: Bool) {
+        var hasUppercase = false
+        for byte in bytes {
+            guard isHexDigit(byte) else { return (false, false) }
+            if byte <= UInt8(ascii: "F"), byte >= UInt8(ascii: "A") { hasUppercase = true }
+        }
+        return (true, hasUppercase)
     }
 
     /// The first eight characters and an ellipsis: enough to correlate log lines, not enough to

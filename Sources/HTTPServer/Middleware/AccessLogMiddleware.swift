@@ -18,6 +18,8 @@ public struct AccessLogMiddleware: HTTPMiddleware {
         _ request: HTTPRequest,
         next: @Sendable (HTTPRequest) async throws -> HTTPResponse
     ) async throws -> HTTPResponse {
+        // The metadata below is built eagerly; skip it all when the line would be dropped.
+        guard logger.logLevel <= .info else { return try await next(request) }
         let clock = ContinuousClock()
         let start = clock.now
         var response: HTTPResponse?

@@ -1,4 +1,4 @@
-import Foundation
+import HeraldCore
 
 /// Gives each request a correlation id and echoes it in the response's `X-Request-Id`.
 ///
@@ -18,7 +18,7 @@ public struct RequestIDMiddleware: HTTPMiddleware {
         if let incoming = request.headers[Self.headerName], Self.isSane(incoming) {
             request.requestID = incoming
         } else if request.requestID.isEmpty {
-            request.requestID = UUID().uuidString.lowercased()
+            request.requestID = RequestIdentifier.next()
         }
         var response = try await next(request)
         response.headers.replaceOrAdd(name: Self.headerName, value: request.requestID)

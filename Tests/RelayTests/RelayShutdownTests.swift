@@ -1,0 +1,36 @@
+import APNs
+import APNsSimulator
+import Foundation
+import HeraldCore
+import Relay
+import Testing
+
+/// SIGINT/SIGTERM: the relay stops taking pushes and finishes those already accepted (RELAY.md).
+@Suite("Relay graceful shutdown", .serialized)
+struct RelayShutdownTests {
+    @Test func acceptedPushesFinishAfterShutdownBeginsAndNewOnesAre503() async throws {
+        let metrics = MetricsRegistry()
+        try await RelayHarness.with(metrics: metrics) { relay in
+            let token = randomToken()
+            // Open the connection first, then make APNs slow to answer.
+            #expect(try await relay.post("/push/\(token)/warm").status == 202)
+            _ = try await relay.deliveries(token: token)
+            _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.milliseconds(400)), token: token))
+
+            #expect(try await relay.post("/push/\(token)/in-flight").status == 202)
+            relay.service.triggerGracefulShutdown()
+            let refused = try await relay.post("/push/\(token)/late")
+            #expect(refused.status == 503)
+            #expect(refused.headers["retry-after"] != nil)
+
+            // The push accepted before shutdown still reaches APNs and gets its answer.
+            let delivered = try await relay.deliveries(token: token, count: 2)
+            #expect(delivered.filter { $0.status == 200 }.count == 2)
+            for _ in 0..<200
+            where metrics.value("herald_relay_apns_responses_total", labels: [("reason", "success")]) != 2 {
+                try await Task.sleep(for: .milliseconds(25))
+            }
+            #expect(metrics.value("herald_relay_apns_responses_total", labels: [("reason", "success")]) == 2)
+        }
+    }
+}
