@@ -145,18 +145,23 @@ final class SimulatorCore: Sendable {
             providerToken: authentication?.claims.map(Self.providerToken)
         )
         let effects = store.finishDevice(&record, push: push, rejection: rejection, streamNumber: stream, now: now)
+        return (Self.answer(record, idHeader: ("apns-id", apnsID)), effects)
+    }
+
+    /// 200 with the id header and an `apns-unique-id`, or the recorded refusal.
+    private static func answer(_ record: APNSSimulatorDelivery, idHeader: (String, String)) -> HTTP2ServerResponse {
         if record.status == 200 {
             var headers = HTTP2Headers()
-            headers.add(name: "apns-id", value: apnsID, neverIndex: true)
-            headers.add(name: "apns-unique-id", value: Self.makeID(), neverIndex: true)
-            return (HTTP2ServerResponse(status: 200, headers: headers), effects)
+            headers.add(name: idHeader.0, value: idHeader.1, neverIndex: true)
+            headers.add(name: "apns-unique-id", value: makeID(), neverIndex: true)
+            return HTTP2ServerResponse(status: 200, headers: headers)
         }
         let refusal = SimulatorRejection(
             status: record.status,
             reason: record.reason ?? .internalServerError,
             timestamp: record.timestamp
         )
-        return (Self.errorResponse(refusal, idHeader: ("apns-id", apnsID)), effects)
+        return errorResponse(refusal, idHeader: idHeader)
     }
 
     // MARK: Broadcasts
@@ -205,18 +210,7 @@ final class SimulatorCore: Sendable {
             providerToken: authentication?.claims.map(Self.providerToken)
         )
         let effects = store.finishBroadcast(&record, push: push, rejection: rejection, streamNumber: stream, now: now)
-        if record.status == 200 {
-            var headers = HTTP2Headers()
-            headers.add(name: "apns-request-id", value: requestID, neverIndex: true)
-            headers.add(name: "apns-unique-id", value: Self.makeID(), neverIndex: true)
-            return (HTTP2ServerResponse(status: 200, headers: headers), effects)
-        }
-        let refusal = SimulatorRejection(
-            status: record.status,
-            reason: record.reason ?? .internalServerError,
-            timestamp: record.timestamp
-        )
-        return (Self.errorResponse(refusal, idHeader: ("apns-request-id", requestID)), effects)
+        return (Self.answer(record, idHeader: ("apns-request-id", requestID)), effects)
     }
 
     // MARK: Channel management
