@@ -99,6 +99,36 @@ final class SimulatorCore: Sendable {
         return response
     }
 
+    /// The steps every route shares: the route's early header checks, then the provider token
+    /// (only when those passed), then the route's own checks (only when both passed).
+    private func admit<Checked>(
+        _ request: SimulatorRequest,
+        connection: SimulatorConnection,
+        now: Date,
+        early: SimulatorRejection?,
+        then check: () -> Result<Checked, SimulatorRejection>
+    ) -> (stream: Int, authentication: AuthenticationResult?, checked: Checked?, rejection: SimulatorRejection?) {
+        let (stream, authentication) = connection.beginRequest(
+            authorization: request.header("authorization"),
+            authenticate: early == nil,
+            now: now,
+            rules: rules,
+            verifier: verifier
+        )
+        guard let rejection = early ?? authentication?.rejection else {
+            switch check() {
+            case .success(let checked): return (stream, authentication, checked, nil)
+            case .failure(let refusal): return (stream, authentication, nil, refusal)
+            }
+        }
+        return (stream, authentication, nil, rejection)
+    }
+
+    /// The request's id header when it is a UUID (APNs echoes it), else a fresh one.
+    private static func echoedID(_ request: SimulatorRequest, header: String) -> String {
+        request.header(header).flatMap { HeaderRules.isUUID($0) ? $0 : nil } ?? makeID()
+    }
+
     // MARK: Device pushes
 
     private func device(
@@ -107,23 +137,13 @@ final class SimulatorCore: Sendable {
         connection: SimulatorConnection,
         now: Date
     ) -> (HTTP2ServerResponse, FaultEffects) {
-        let early = devices.checkRequest(request, token: token)
-        let (stream, authentication) = connection.beginRequest(
-            authorization: request.header("authorization"),
-            authenticate: early == nil,
+        let (stream, authentication, push, rejection) = admit(
+            request,
+            connection: connection,
             now: now,
-            rules: rules,
-            verifier: verifier
-        )
-        var rejection = early ?? authentication?.rejection
-        var push: DevicePush?
-        if rejection == nil {
-            switch devices.checkNotification(request, token: token) {
-            case .success(let checked): push = checked
-            case .failure(let refusal): rejection = refusal
-            }
-        }
-        let apnsID = request.header("apns-id").flatMap { HeaderRules.isUUID($0) ? $0 : nil } ?? Self.makeID()
+            early: devices.checkRequest(request, token: token)
+        ) { devices.checkNotification(request, token: token) }
+        let apnsID = Self.echoedID(request, header: "apns-id")
         var record = APNSSimulatorDelivery(
             id: APNSIdentifier.next(),
             receivedAt: now,
@@ -172,23 +192,13 @@ final class SimulatorCore: Sendable {
         connection: SimulatorConnection,
         now: Date
     ) -> (HTTP2ServerResponse, FaultEffects) {
-        let early = broadcasts.checkRequest(request)
-        let (stream, authentication) = connection.beginRequest(
-            authorization: request.header("authorization"),
-            authenticate: early == nil,
+        let (stream, authentication, push, rejection) = admit(
+            request,
+            connection: connection,
             now: now,
-            rules: rules,
-            verifier: verifier
-        )
-        var rejection = early ?? authentication?.rejection
-        var push: BroadcastPush?
-        if rejection == nil {
-            switch broadcasts.checkBroadcast(request, bundleID: bundleID) {
-            case .success(let checked): push = checked
-            case .failure(let refusal): rejection = refusal
-            }
-        }
-        let requestID = request.header("apns-request-id").flatMap { HeaderRules.isUUID($0) ? $0 : nil } ?? Self.makeID()
+            early: broadcasts.checkRequest(request)
+        ) { broadcasts.checkBroadcast(request, bundleID: bundleID) }
+        let requestID = Self.echoedID(request, header: "apns-request-id")
         var record = APNSSimulatorDelivery(
             id: APNSIdentifier.next(),
             receivedAt: now,
@@ -221,23 +231,13 @@ final class SimulatorCore: Sendable {
         connection: SimulatorConnection,
         now: Date
     ) -> (HTTP2ServerResponse, FaultEffects) {
-        let early = channelRequests.checkRequest(request, route: route)
-        let (stream, authentication) = connection.beginRequest(
-            authorization: request.header("authorization"),
-            authenticate: early == nil,
+        let (stream, _, checked, rejection) = admit(
+            request,
+            connection: connection,
             now: now,
-            rules: rules,
-            verifier: verifier
-        )
-        var rejection = early ?? authentication?.rejection
-        var checked: ChannelRequest?
-        if rejection == nil {
-            switch channelRequests.checkOperation(request, route: route) {
-            case .success(let operation): checked = operation
-            case .failure(let refusal): rejection = refusal
-            }
-        }
-        let requestID = request.header("apns-request-id").flatMap { HeaderRules.isUUID($0) ? $0 : nil } ?? Self.makeID()
+            early: channelRequests.checkRequest(request, route: route)
+        ) { channelRequests.checkOperation(request, route: route) }
+        let requestID = Self.echoedID(request, header: "apns-request-id")
         let (result, effects) = store.finishChannelRequest(
             checked,
             rejection: rejection,
