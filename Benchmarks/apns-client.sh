@@ -3,7 +3,11 @@
 # (../shared/bench/apns-sink, h2o over TLS), alternating ROUNDS times each, medians and ratio.
 # Loopback only; every run is bounded by its request count.
 # Usage: Benchmarks/apns-client.sh [CONNECTIONS] [STREAMS]     (defaults 1 and 1000)
-#   COUNT=200000 ROUNDS=3 SINK_PORT=8443 (environment)
+#   COUNT=200000 ROUNDS=3 SINK_PORT=8443 HERALD=.build/release/herald (environment)
+# Both sides send the same header fields with values of the same length: h2load gets an
+# ES256-JWT-shaped `authorization` as long as the one herald signs (key and team id BENCH00001),
+# and the same `apns-id`, `apns-push-type`, `apns-priority` and `apns-topic`. (h2load's constant
+# `apns-id` may enter the HPACK table, herald's per-push one never does: herald sends ~40 bytes more.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 connections=${1:-1}
@@ -12,6 +16,7 @@ count=${COUNT:-200000}
 rounds=${ROUNDS:-3}
 port=${SINK_PORT:-8443}
 sink=${APNS_SINK:-../shared/bench/apns-sink}
+herald=${HERALD:-.build/release/herald}
 work=$(mktemp -d /tmp/herald-apns-bench.XXXXXX)
 cleanup() {
   [ -n "${sink_pid:-}" ] && kill "$sink_pid" 2>/dev/null && wait "$sink_pid" 2>/dev/null
@@ -28,17 +33,20 @@ done
 export APNS_CA_FILE="$work/sink/cert.pem"
 token=$(printf 'ab%.0s' $(seq 32))
 printf '{"aps":{"alert":{"title":"Herald","body":"Benchmark push"},"sound":"default"}}' >"$work/body.json"
+b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
+jwt="$(printf '{"alg":"ES256","kid":"BENCH00001"}' | b64url).$(printf '{"iss":"BENCH00001","iat":%s}' "$(date +%s)" | b64url).$(head -c 64 /dev/urandom | b64url)"
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 h2load_rates=(); herald_rates=(); lines=()
 for i in $(seq "$rounds"); do
   out=$(h2load -n "$count" -c "$connections" -m "$streams" -d "$work/body.json" \
-    -H 'apns-topic: com.example.bench' -H 'apns-push-type: alert' -H 'authorization: bearer x.y.z' \
+    -H "authorization: bearer $jwt" -H 'apns-id: 0f6a3c1e-3b7d-4c8e-9a51-2d4e6f708192' \
+    -H 'apns-push-type: alert' -H 'apns-priority: 10' -H 'apns-topic: com.example.bench' \
     "https://127.0.0.1:$port/3/device/$token")
   rate=$(grep -E 'finished in' <<<"$out" | sed -E 's/.* ([0-9.]+) req\/s.*/\1/')
   h2load_rates+=("$rate")
   echo "h2load#$i req/s=$rate $(grep -E '^requests:' <<<"$out")" >&2
-  line=$(.build/release/herald bench --url "https://127.0.0.1:$port" --count "$count" \
+  line=$("$herald" bench --url "https://127.0.0.1:$port" --count "$count" \
     --connections "$connections" --concurrency "$((connections * streams))" 2>/dev/null | tail -n 1)
   echo "herald#$i $line" >&2
   lines+=("$line")
@@ -46,4 +54,6 @@ for i in $(seq "$rounds"); do
 done
 h2=$(printf '%s\n' "${h2load_rates[@]}" | median)
 he=$(printf '%s\n' "${herald_rates[@]}" | median)
-echo "apns-client: connections=$connections streams=$streams h2load_median=$h2 herald_median=$he ratio=$(awk -v a="$he" -v b="$h2" 'BEGIN {printf "%.2f", a/b}')"
+rss=$(printf '%s\n' "${lines[@]}" | sed -E 's/.* rss_mb=([0-9.]+).*/\1/' | median)
+failed=$(printf '%s\n' "${lines[@]}" | sed -E 's/.* failed=([0-9]+).*/\1/' | awk '{s+=$1} END {print s}')
+echo "apns-client: connections=$connections streams=$streams h2load_median=$h2 herald_median=$he ratio=$(awk -v a="$he" -v b="$h2" 'BEGIN {printf "%.2f", a/b}') herald_failed=$failed herald_rss_mb_median=$rss"

@@ -61,68 +61,61 @@ final class ClientStream: @unchecked Sendable {
     unowned(unsafe) var openPrevious: ClientStream?
 
     /// Encodes the header block (on the sending task).
-    init(request: HTTP2Request, timeoutOverride: UInt64?, authority: String, scheme: String) {
-        self.body = request.body
+    convenience init(request: HTTP2Request, timeoutOverride: UInt64?, authority: String, scheme: String) {
+        var byteCount = ":path".utf8.count + request.path.utf8.count
+        for field in request.headers { byteCount += field.name.utf8.count + field.value.utf8.count }
+        self.init(
+            method: request.method,
+            authority: request.authority ?? authority,
+            scheme: request.scheme ?? scheme,
+            fieldCount: 1 + request.headers.count,
+            byteCount: byteCount,
+            body: request.body,
+            timeoutOverride: timeoutOverride
+        ) { writer in
+            writer.append(name: ":path", value: request.path, neverIndex: request.pathNeverIndexed)
+            for field in request.headers {
+                writer.append(name: field.name, value: field.value, neverIndex: field.neverIndex, lowercaseName: true)
+            }
+        }
+    }
+
+    /// Encodes the header block (on the sending task): `:method`, `:scheme`, `:authority`, then
+    /// what `writeFields` writes — `:path` first, then the regular fields — which must be at most
+    /// `fieldCount` fields of `byteCount` name and value bytes.
+    init(
+        method: String,
+        authority: String,
+        scheme: String,
+        fieldCount: Int,
+        byteCount: Int,
+        body: [UInt8],
+        timeoutOverride: UInt64?,
+        writeFields: (inout HTTP2HeaderBlockWriter) -> Void
+    ) {
+        self.body = body
         self.timeoutOverride = timeoutOverride
-        encodeRequestFields(request, authority: request.authority ?? authority, scheme: request.scheme ?? scheme)
+        let pseudoBytes =
+            ":method:scheme:authority".utf8.count + method.utf8.count + scheme.utf8.count
+            + authority.utf8.count
+        let count = 3 + fieldCount
+        let bytes = pseudoBytes + byteCount
+        let block = UnsafeMutableRawPointer.allocate(
+            byteCount: HTTP2HeaderBlockWriter.blockSize(fieldCount: count, byteCount: bytes),
+            alignment: 16
+        )
+        var writer = HTTP2HeaderBlockWriter(block: block, fieldCount: count, byteCount: bytes)
+        writer.append(name: ":method", value: method)
+        writer.append(name: ":scheme", value: scheme)
+        writer.append(name: ":authority", value: authority)
+        writeFields(&writer)
+        requestFields = block
+        self.fieldCount = writer.count
     }
 
     deinit {
         requestFields?.deallocate()
         headerStorage?.deallocate()
-    }
-
-    private func encodeRequestFields(_ request: HTTP2Request, authority: String, scheme: String) {
-        let count = 4 + request.headers.count
-        let pseudoNames = ":method:scheme:authority:path".utf8.count
-        var byteCount =
-            pseudoNames + request.method.utf8.count + scheme.utf8.count + authority.utf8.count + request.path.utf8.count
-        for field in request.headers { byteCount += field.name.utf8.count + field.value.utf8.count }
-        let arrayBytes = count * MemoryLayout<nghttp2_nv>.stride
-        let block = UnsafeMutableRawPointer.allocate(byteCount: arrayBytes + byteCount, alignment: 16)
-        let fields = block.bindMemory(to: nghttp2_nv.self, capacity: count)
-        var cursor = (block + arrayBytes).assumingMemoryBound(to: UInt8.self)
-        var index = 0
-        func add(_ name: String, _ value: String, neverIndex: Bool, lowercase: Bool) {
-            let namePointer = cursor
-            let nameLength = Self.copy(name, to: &cursor)
-            if lowercase {
-                for offset in 0..<nameLength where namePointer[offset] >= 65 && namePointer[offset] <= 90 {
-                    namePointer[offset] |= 0x20
-                }
-            }
-            let valuePointer = cursor
-            let valueLength = Self.copy(value, to: &cursor)
-            fields[index] = nghttp2_nv(
-                name: namePointer,
-                value: valuePointer,
-                namelen: nameLength,
-                valuelen: valueLength,
-                flags: neverIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
-            )
-            index += 1
-        }
-        add(":method", request.method, neverIndex: false, lowercase: false)
-        add(":scheme", scheme, neverIndex: false, lowercase: false)
-        add(":authority", authority, neverIndex: false, lowercase: false)
-        add(":path", request.path, neverIndex: request.pathNeverIndexed, lowercase: false)
-        for field in request.headers {
-            add(field.name, field.value, neverIndex: field.neverIndex, lowercase: true)
-        }
-        requestFields = block
-        fieldCount = count
-    }
-
-    private static func copy(_ string: String, to cursor: inout UnsafeMutablePointer<UInt8>) -> Int {
-        var string = string
-        let count = string.withUTF8 { source -> Int in
-            if let base = source.baseAddress, source.count > 0 {
-                cursor.update(from: base, count: source.count)
-            }
-            return source.count
-        }
-        cursor += count
-        return count
     }
 
     /// The `nghttp2_nv` array for `nghttp2_submit_request`.
@@ -163,6 +156,26 @@ final class ClientStream: @unchecked Sendable {
         headerLength = 0
         headerCount = 0
     }
+
+    /// The resumed task: calls `body` with each response header field's name and value bytes, in
+    /// order (valid during the call only).
+    func forEachHeader(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) {
+        guard let headerStorage else { return }
+        let bytes = UnsafeRawBufferPointer(start: headerStorage, count: headerLength)
+        var offset = 0
+        while offset + 2 <= bytes.count {
+            let nameLength = Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
+            let name = UnsafeRawBufferPointer(rebasing: bytes[offset + 2..<offset + 2 + nameLength])
+            offset += 2 + nameLength
+            let valueLength = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+            let value = UnsafeRawBufferPointer(rebasing: bytes[offset + 4..<offset + 4 + valueLength])
+            offset += 4 + valueLength
+            body(name, value)
+        }
+    }
+
+    /// The number of response header fields.
+    var responseHeaderCount: Int { headerCount }
 
     /// The resumed task: builds the response.
     func makeResponse() -> HTTP2Response {

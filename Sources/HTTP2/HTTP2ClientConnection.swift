@@ -130,6 +130,42 @@ public final class HTTP2ClientConnection: Sendable {
             authority: session.defaultAuthority,
             scheme: session.defaultScheme
         )
+        try await exchange(stream)
+        return stream.makeResponse()
+    }
+
+    /// Sends a request whose header fields `writeFields` writes straight into the block nghttp2
+    /// reads (no ``HTTP2Request`` or ``HTTP2Headers`` in between), and waits for the response.
+    ///
+    /// The connection writes `:method`, `:scheme` and `:authority`; `writeFields` writes `:path`
+    /// first, then the regular fields with lowercase names — at most `fieldCount` fields with
+    /// `byteCount` name and value bytes in all. It runs once, before this suspends.
+    ///
+    /// - Throws: as ``send(_:)``.
+    package func send(
+        method: String,
+        fieldCount: Int,
+        byteCount: Int,
+        body: [UInt8],
+        timeout: Duration? = nil,
+        writeFields: (inout HTTP2HeaderBlockWriter) -> Void
+    ) async throws -> HTTP2ClientResponse {
+        try Task.checkCancellation()
+        let stream = ClientStream(
+            method: method,
+            authority: session.defaultAuthority,
+            scheme: session.defaultScheme,
+            fieldCount: fieldCount,
+            byteCount: byteCount,
+            body: body,
+            timeoutOverride: timeout?.nanosecondCount,
+            writeFields: writeFields
+        )
+        try await exchange(stream)
+        return HTTP2ClientResponse(stream: stream)
+    }
+
+    private func exchange(_ stream: ClientStream) async throws {
         let session = self.session
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
@@ -139,7 +175,6 @@ public final class HTTP2ClientConnection: Sendable {
         } onCancel: {
             session.cancel(stream)
         }
-        return stream.makeResponse()
     }
 
     /// Stops taking requests (new ones fail with ``HTTP2Error/Code/connectionClosed``, safe to

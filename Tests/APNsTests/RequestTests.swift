@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HTTP2
 import Testing
 
 @Suite struct RequestValidationTests {
@@ -242,6 +243,48 @@ import Testing
             ]
         )
         #expect(list.count == 9)
+    }
+
+    /// The pool's direct path writes the header block itself; it must match ``httpRequest``
+    /// field for field (names, values, order, never-indexed flags), whatever the request holds.
+    @Test(
+        arguments: [
+            (APNSPushType.liveActivity, APNSExpiration.at(Date(timeIntervalSince1970: 1_700_000_123.9)), "score", "T"),
+            (.alert, .omitted, nil, nil),
+            (.background, .immediately, nil, "HEADER.CLAIMS.SIG"),
+            (.voip, .at(Date(timeIntervalSince1970: 1_800_000_000)), "x", nil),
+        ] as [(APNSPushType, APNSExpiration, String?, String?)]
+    )
+    func directHeaderBlockMatchesHTTPRequest(
+        pushType: APNSPushType,
+        expiration: APNSExpiration,
+        collapseID: String?,
+        token: String?
+    ) {
+        let request = APNSRequest(
+            deviceToken: Fixtures.token.uppercased(),
+            pushType: pushType,
+            topic: .bundleID("com.example.app"),
+            payload: Array(#"{"aps":{}}"#.utf8),
+            expiration: expiration,
+            collapseID: collapseID
+        )
+        let authorization = token.map { "bearer " + $0 }
+        let http = request.httpRequest(authorization: token)
+        let expected =
+            [(":path", http.path, http.pathNeverIndexed)] + http.headers.map { ($0.name, $0.value, $0.neverIndex) }
+        let block = APNSRequestHeaderBlock(request, authorizationHeaderValue: authorization)
+        let written = HTTP2HeaderBlockWriter.withScratch(fieldCount: block.fieldCount, byteCount: block.byteCount) {
+            writer in
+            block.write(into: &writer)
+            return writer.writtenFields
+        }
+        #expect(written.count == block.fieldCount)
+        #expect(written.map(\.name) == expected.map(\.0))
+        #expect(written.map(\.value) == expected.map(\.1))
+        #expect(written.map(\.neverIndex) == expected.map(\.2))
+        let byteCount = expected.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count }
+        #expect(block.byteCount == byteCount)
     }
 
     @Test func authorizationIsRedactedInDescriptions() {

@@ -1,4 +1,5 @@
 public import Foundation
+import HTTP2
 public import HeraldCore
 import Synchronization
 
@@ -33,6 +34,10 @@ public struct APNSClient: Sendable {
 
     private let sleep: @Sendable (Duration) async throws -> Void
     private let random: RandomSource
+    /// The transport when it is the real pool: device pushes then take its direct path, which
+    /// writes the header fields straight into the HTTP/2 header block and reads the answer in
+    /// place (the same bytes on the wire, a fraction of the work per push).
+    private let pool: APNSConnectionPool?
 
     /// - Parameters:
     ///   - transport: sends to the host this client is for.
@@ -55,6 +60,7 @@ public struct APNSClient: Sendable {
         logger: Logger = Logger(label: "herald.apns")
     ) {
         self.transport = transport
+        self.pool = transport as? APNSConnectionPool
         switch credentials {
         case .token(let key):
             self.tokenProvider =
@@ -78,9 +84,17 @@ public struct APNSClient: Sendable {
     ///   ``APNSCredentialError`` when signing fails, `CancellationError`.
     public func send(_ request: APNSRequest) async throws -> APNSSendResult {
         try request.validate()
+        if let pool {
+            return try await result(
+                perform(label: request.pushType.headerValue, policy: retryPolicy) {
+                    try await pool.send(request, authorizationHeaderValue: $0?.headerValue)
+                }
+            )
+        }
+        let transport = self.transport
         return try await result(
             perform(label: request.pushType.headerValue, policy: retryPolicy) {
-                request.httpRequest(authorizationHeaderValue: $0?.headerValue)
+                try await transport.send(request.httpRequest(authorizationHeaderValue: $0?.headerValue))
             }
         )
     }
@@ -88,14 +102,17 @@ public struct APNSClient: Sendable {
     /// Sends a broadcast to a channel's subscribers (to the push host, not the management host).
     public func send(_ request: APNSBroadcastRequest) async throws -> APNSSendResult {
         try request.validate()
+        let transport = self.transport
         return try await result(
-            perform(label: "broadcast", policy: retryPolicy) { request.httpRequest(authorization: $0?.token) }
+            perform(label: "broadcast", policy: retryPolicy) {
+                try await transport.send(request.httpRequest(authorization: $0?.token))
+            }
         )
     }
 
-    private func result(_ outcome: Outcome) -> APNSSendResult {
+    private func result<Answer: APNSAnswer>(_ outcome: Outcome<Answer>) -> APNSSendResult {
         switch outcome {
-        case .success(let response, let attempts): .delivered(APNSDelivery(response, attempts: attempts))
+        case .success(let response, let attempts): .delivered(response.delivery(attempts: attempts))
         case .failure(let response, let attempts): .rejected(APNSRejection(response: response, attempts: attempts))
         }
     }
@@ -159,10 +176,11 @@ public struct APNSClient: Sendable {
         policy: APNSRetryPolicy? = nil
     ) async throws -> APNSHTTPResponse {
         try request.validate()
+        let transport = self.transport
         switch try await perform(
             label: "channel",
             policy: policy ?? retryPolicy,
-            { request.httpRequest(authorization: $0?.token) }
+            { try await transport.send(request.httpRequest(authorization: $0?.token)) }
         ) {
         case .success(let response, _): return response
         case .failure(let response, let attempts): throw APNSRejection(response: response, attempts: attempts)
@@ -171,16 +189,18 @@ public struct APNSClient: Sendable {
 
     // MARK: The loop
 
-    private enum Outcome {
-        case success(APNSHTTPResponse, attempts: Int)
+    private enum Outcome<Answer> {
+        case success(Answer, attempts: Int)
         case failure(APNSErrorResponse, attempts: Int)
     }
 
-    private func perform(
+    /// Sends with `send` until a success, a refusal not worth retrying, or a transport error the
+    /// policy gives up on.
+    private func perform<Answer: APNSAnswer>(
         label: String,
         policy: APNSRetryPolicy,
-        _ build: (APNSAuthorization?) -> APNSHTTPRequest
-    ) async throws -> Outcome {
+        _ send: (APNSAuthorization?) async throws -> Answer
+    ) async throws -> Outcome<Answer> {
         var attempt = 1
         var sent = 0
         var rejectedToken: (token: String, response: APNSErrorResponse)?
@@ -201,10 +221,10 @@ public struct APNSClient: Sendable {
                 )
                 return .failure(rejectedToken.response, attempts: sent)
             }
-            let response: APNSHTTPResponse
+            let response: Answer
             do {
                 sent += 1
-                response = try await transport.send(build(authorization))
+                response = try await send(authorization)
             } catch {
                 switch random.use({ policy.decision(afterTransportError: error, attempt: attempt, using: &$0) }) {
                 case .retry(let delay):
@@ -224,7 +244,7 @@ public struct APNSClient: Sendable {
             if (200..<300).contains(response.status) {
                 return .success(response, attempts: sent)
             }
-            let failure = APNSErrorResponse(response)
+            let failure = APNSErrorResponse(response.httpResponse)
             if failure.reason == .expiredProviderToken, let authorization, rejectedToken == nil,
                 let tokenProvider
             {
@@ -249,6 +269,41 @@ public struct APNSClient: Sendable {
                 return .failure(failure, attempts: sent)
             }
         }
+    }
+}
+
+/// A response as the send loop reads it: the status first, the whole response only when needed.
+private protocol APNSAnswer {
+    var status: Int { get }
+    var httpResponse: APNSHTTPResponse { get }
+    func delivery(attempts: Int) -> APNSDelivery
+}
+
+extension APNSHTTPResponse: APNSAnswer {
+    fileprivate var httpResponse: APNSHTTPResponse { self }
+
+    fileprivate func delivery(attempts: Int) -> APNSDelivery {
+        APNSDelivery(self, attempts: attempts)
+    }
+}
+
+extension HTTP2ClientResponse: APNSAnswer {
+    fileprivate var httpResponse: APNSHTTPResponse { APNSHTTPResponse(self) }
+
+    /// Reads the ids from the header bytes: no `String` per field on the success path.
+    fileprivate func delivery(attempts: Int) -> APNSDelivery {
+        var delivery = APNSDelivery(attempts: attempts)
+        forEachHeader { name, value in
+            guard name.count >= 7, name.starts(with: "apns-".utf8) else { return }
+            if name.elementsEqual("apns-id".utf8) {
+                delivery.apnsID = APNSIdentifier.parse(bytes: value)
+            } else if name.elementsEqual("apns-unique-id".utf8) {
+                delivery.uniqueID = String(decoding: value, as: UTF8.self)
+            } else if name.elementsEqual("apns-request-id".utf8) {
+                delivery.requestID = APNSIdentifier.parse(bytes: value)
+            }
+        }
+        return delivery
     }
 }
 

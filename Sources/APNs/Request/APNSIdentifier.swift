@@ -18,27 +18,30 @@ public enum APNSIdentifier {
     /// Parses a canonical UUID string in either case; `nil` for anything else.
     public static func parse(_ text: String) -> UUID? {
         var text = text
-        return text.withUTF8 { utf8 -> UUID? in
-            guard utf8.count == 36 else { return nil }
-            var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-            let parsed = withUnsafeMutableBytes(of: &uuid) { bytes -> Bool in
-                var out = 0
-                var index = 0
-                while index < 36 {
-                    if index == 8 || index == 13 || index == 18 || index == 23 {
-                        guard utf8[index] == UInt8(ascii: "-") else { return false }
-                        index += 1
-                        continue
-                    }
-                    guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else { return false }
-                    bytes[out] = high << 4 | low
-                    out += 1
-                    index += 2
+        return text.withUTF8 { parse(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// ``parse(_:)`` from UTF-8 bytes (a response header value read in place).
+    static func parse(bytes utf8: UnsafeRawBufferPointer) -> UUID? {
+        guard utf8.count == 36 else { return nil }
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let parsed = withUnsafeMutableBytes(of: &uuid) { bytes -> Bool in
+            var out = 0
+            var index = 0
+            while index < 36 {
+                if index == 8 || index == 13 || index == 18 || index == 23 {
+                    guard utf8[index] == UInt8(ascii: "-") else { return false }
+                    index += 1
+                    continue
                 }
-                return true
+                guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else { return false }
+                bytes[out] = high << 4 | low
+                out += 1
+                index += 2
             }
-            return parsed ? UUID(uuid: uuid) : nil
+            return true
         }
+        return parsed ? UUID(uuid: uuid) : nil
     }
 
     private static func nibble(_ character: UInt8) -> UInt8? {

@@ -116,9 +116,39 @@ public final class APNSConnectionPool: APNSTransport {
     ///   pool backs off after a failed connect); ``HTTP2/HTTP2Error`` when the request failed on
     ///   its connection (check ``APNSRetryableError/isSafeToRetry``); `CancellationError`.
     public func send(_ request: APNSHTTPRequest) async throws -> APNSHTTPResponse {
+        let size = request.headerBlockSize
+        let response = try await exchange(
+            method: request.method,
+            fieldCount: size.fields,
+            byteCount: size.bytes,
+            body: request.body
+        ) { request.writeHeaderBlock(into: &$0) }
+        return APNSHTTPResponse(response)
+    }
+
+    /// Sends a device push with its header fields written straight into the HTTP/2 header block
+    /// (the APNs client's fast path; the same bytes as ``send(_:)`` with
+    /// ``APNSRequest/httpRequest(authorization:)``), and returns the response unparsed.
+    package func send(_ request: APNSRequest, authorizationHeaderValue: String?) async throws -> HTTP2ClientResponse {
+        let block = APNSRequestHeaderBlock(request, authorizationHeaderValue: authorizationHeaderValue)
+        return try await exchange(
+            method: "POST",
+            fieldCount: block.fieldCount,
+            byteCount: block.byteCount,
+            body: request.payload
+        ) { block.write(into: &$0) }
+    }
+
+    /// Sends one request on a pooled connection (another one when APNs did not process it).
+    private func exchange(
+        method: String,
+        fieldCount: Int,
+        byteCount: Int,
+        body: [UInt8],
+        writeFields: (inout HTTP2HeaderBlockWriter) -> Void
+    ) async throws -> HTTP2ClientResponse {
         try enter()
         defer { leave() }
-        let outgoing = request.http2Request
         // A send starts or waits for at most a few connects, and none after one failed: then it
         // fails (or queues on a connection it can still use) rather than wait again.
         var connects = 0
@@ -135,9 +165,15 @@ public final class APNSConnectionPool: APNSTransport {
             if !effects.isEmpty { await perform(effects) }
             switch acquisition {
             case .use(let id, let connection):
-                let response: HTTP2Response
+                let response: HTTP2ClientResponse
                 do {
-                    response = try await connection.send(outgoing)
+                    response = try await connection.send(
+                        method: method,
+                        fieldCount: fieldCount,
+                        byteCount: byteCount,
+                        body: body,
+                        writeFields: writeFields
+                    )
                 } catch {
                     let resend =
                         resends < Self.maximumResends && (error as? HTTP2Error).map(Self.isResendable) == true
@@ -159,7 +195,7 @@ public final class APNSConnectionPool: APNSTransport {
                 )
                 let (_, effects) = locked { state, effects in state.release(id, outcome: outcome, effects: &effects) }
                 if !effects.isEmpty { await perform(effects) }
-                return APNSHTTPResponse(response)
+                return response
             case .connect(let attempt), .wait(let attempt):
                 if case .connect = acquisition { await connect(attempt) }
                 switch try await attempt.wait() {

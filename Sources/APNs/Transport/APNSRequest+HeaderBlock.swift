@@ -1,0 +1,129 @@
+import Foundation
+package import HTTP2
+
+/// A device push's HTTP/2 header fields, written straight into the block nghttp2 reads: the same
+/// fields, order and indexing as ``APNSRequest/httpRequest(authorization:)``, without building the
+/// path, the `apns-id` string, an ``APNSHTTPRequest`` or ``HTTP2/HTTP2Headers`` on the way.
+package struct APNSRequestHeaderBlock {
+    /// Fields written (after `:method`, `:scheme`, `:authority`, which the connection adds).
+    package let fieldCount: Int
+    /// Name and value bytes written.
+    package let byteCount: Int
+
+    private let deviceToken: String
+    private let authorization: String?
+    private let id: UUID
+    private let pushType: String
+    private let expiration: String?
+    private let expirationNeverIndexed: Bool
+    private let priority: StaticString
+    private let topic: String
+    private let collapseID: String?
+
+    /// The fields of `request` with `authorization: <authorizationHeaderValue>` when given.
+    package init(_ request: APNSRequest, authorizationHeaderValue: String?) {
+        deviceToken = request.deviceToken
+        authorization = authorizationHeaderValue
+        id = request.id
+        pushType = request.pushType.headerValue
+        expiration = request.expiration.headerValue
+        expirationNeverIndexed = request.expiration != .immediately
+        priority =
+            switch request.effectivePriority {
+            case .immediately: "10"
+            case .consideringDevicePower: "5"
+            case .prioritizingPower: "1"
+            }
+        topic = request.resolvedTopic
+        collapseID = request.collapseID
+
+        var fields = 4  // :path, apns-id, apns-push-type, apns-priority, apns-topic (below)
+        var bytes = ":path/3/device/".utf8.count + deviceToken.utf8.count
+        bytes += "apns-id".utf8.count + 36
+        bytes += "apns-push-type".utf8.count + pushType.utf8.count
+        bytes += "apns-priority".utf8.count + priority.utf8CodeUnitCount
+        bytes += "apns-topic".utf8.count + topic.utf8.count
+        fields += 1
+        if let authorization {
+            fields += 1
+            bytes += "authorization".utf8.count + authorization.utf8.count
+        }
+        if let expiration {
+            fields += 1
+            bytes += "apns-expiration".utf8.count + expiration.utf8.count
+        }
+        if let collapseID {
+            fields += 1
+            bytes += "apns-collapse-id".utf8.count + collapseID.utf8.count
+        }
+        fieldCount = fields
+        byteCount = bytes
+    }
+
+    /// Writes `:path` (never indexed) and the regular fields.
+    package func write(into writer: inout HTTP2HeaderBlockWriter) {
+        let token = deviceToken.utf8
+        writer.append(name: ":path", valueLength: 10 + token.count, neverIndex: true) { out in
+            let prefix: StaticString = "/3/device/"
+            out.baseAddress!.update(from: prefix.utf8Start, count: 10)
+            var index = 10
+            for byte in token {
+                out[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+                index += 1
+            }
+        }
+        if let authorization {
+            writer.append(name: "authorization", value: authorization)
+        }
+        writer.append(name: "apns-id", valueLength: 36, neverIndex: true) { out in
+            Self.formatLowercase(id, into: out)
+        }
+        writer.append(name: "apns-push-type", value: pushType)
+        if let expiration {
+            writer.append(name: "apns-expiration", value: expiration, neverIndex: expirationNeverIndexed)
+        }
+        writer.append(name: "apns-priority", valueLength: priority.utf8CodeUnitCount) { out in
+            out.baseAddress!.update(from: priority.utf8Start, count: priority.utf8CodeUnitCount)
+        }
+        writer.append(name: "apns-topic", value: topic)
+        if let collapseID {
+            writer.append(name: "apns-collapse-id", value: collapseID)
+        }
+    }
+
+    /// `uuid` as 36 lowercase characters (8-4-4-4-12), as ``APNSIdentifier/lowercaseString(_:)``.
+    private static func formatLowercase(_ uuid: UUID, into out: UnsafeMutableBufferPointer<UInt8>) {
+        let digits: StaticString = "0123456789abcdef"
+        let hex = digits.utf8Start
+        withUnsafeBytes(of: uuid.uuid) { bytes in
+            var index = 0
+            for position in 0..<16 {
+                if position == 4 || position == 6 || position == 8 || position == 10 {
+                    out[index] = UInt8(ascii: "-")
+                    index += 1
+                }
+                let byte = bytes[position]
+                out[index] = hex[Int(byte >> 4)]
+                out[index + 1] = hex[Int(byte & 0x0F)]
+                index += 2
+            }
+        }
+    }
+}
+
+extension APNSHTTPRequest {
+    /// The fields' size for ``HTTP2/HTTP2ClientConnection``'s direct send: `:path` and the headers.
+    var headerBlockSize: (fields: Int, bytes: Int) {
+        var bytes = ":path".utf8.count + path.utf8.count
+        for header in headers { bytes += header.name.utf8.count + header.value.utf8.count }
+        return (1 + headers.count, bytes)
+    }
+
+    /// Writes `:path` and the headers (names lowercased), as ``http2Request`` would send them.
+    func writeHeaderBlock(into writer: inout HTTP2HeaderBlockWriter) {
+        writer.append(name: ":path", value: path, neverIndex: pathNeverIndexed)
+        for header in headers {
+            writer.append(name: header.name, value: header.value, neverIndex: header.neverIndex, lowercaseName: true)
+        }
+    }
+}
