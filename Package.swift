@@ -81,6 +81,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "Jobs",
+            dependencies: ["HeraldCore", "Storage"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "Notifications",
+            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "APNsSimulator",
             dependencies: ["HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2", "HTTPServer", "APNs"],
             swiftSettings: swiftSettings
@@ -92,18 +102,26 @@ let package = Package(
         ),
         .target(
             name: "HeraldAPI",
-            dependencies: ["HeraldCore", "HTTPServer", "Storage"],
+            dependencies: ["HeraldCore", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "HeraldCrypto", "HTTPServer", "Storage", "HeraldAPI", "APNs", "APNsSimulator", "Relay",
+                "HeraldCore", "HeraldCrypto", "HTTPServer", "Storage", "Jobs", "Notifications", "HeraldAPI", "APNs",
+                "APNsSimulator", "Relay",
             ],
             swiftSettings: swiftSettings
         ),
 
         // MARK: Tests
+        // A fresh database on each backend (SQLite memory/file, the throwaway PostgreSQL).
+        .target(
+            name: "DatabaseTestSupport",
+            dependencies: ["Storage", "HeraldCore"],
+            path: "Tests/DatabaseTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: swiftSettings),
         .testTarget(name: "HeraldCryptoTests", dependencies: ["HeraldCrypto"], swiftSettings: swiftSettings),
         .testTarget(
@@ -123,7 +141,20 @@ let package = Package(
         ),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "HeraldIO", "HeraldCore"],
+            dependencies: ["Storage", "HeraldIO", "HeraldCore", "DatabaseTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "JobsTests",
+            dependencies: ["Jobs", "Storage", "HeraldCore", "DatabaseTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "NotificationsTests",
+            dependencies: [
+                "Notifications", "Jobs", "Storage", "APNs", "APNsSimulator", "HeraldCore", "HeraldCrypto",
+                "DatabaseTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -140,7 +171,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldAPITests",
-            dependencies: ["HeraldAPI", "HTTPServer", "Storage", "HeraldCore"],
+            dependencies: [
+                "HeraldAPI", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator", "HeraldCore",
+                "HeraldCrypto", "DatabaseTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -75,9 +75,46 @@ public protocol Database: DatabaseExecutor {
     @discardableResult
     func transaction<T: Sendable>(_ body: @Sendable (any DatabaseExecutor) async throws -> T) async throws -> T
 
+    /// Calls `onNotification` with the payload of every `NOTIFY` on `channel` (from any connection,
+    /// any process) until the subscription is cancelled, and with `nil` when notifications may have
+    /// been missed (the listening connection was re-established). SQLite has no notifications
+    /// between processes: its subscription never calls back.
+    func subscribe(
+        channel: String,
+        _ onNotification: @escaping @Sendable (String?) -> Void
+    ) async throws -> DatabaseSubscription
+
     /// Checks that the database answers (`SELECT 1`), reconnecting if needed; for `/readyz`.
     func ping() async throws
 
     /// Closes every connection after work in flight. Later calls throw ``DatabaseError/Code/closed``.
     func close() async
+}
+
+/// A running ``Database/subscribe(channel:_:)``; ``cancel()`` stops it and waits until no more
+/// callbacks come.
+public final class DatabaseSubscription: Sendable {
+    private let stop: @Sendable () async -> Void
+
+    public init(stop: @escaping @Sendable () async -> Void) {
+        self.stop = stop
+    }
+
+    /// Stops listening; returns when the last callback has returned.
+    public func cancel() async {
+        await stop()
+    }
+
+    /// Channel names are SQL identifiers written into `LISTEN`: lowercase letters, digits and `_`.
+    static func validate(channel: String) throws {
+        let valid =
+            !channel.isEmpty && channel.utf8.count <= 63
+            && channel.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 95 }
+        guard valid else {
+            throw DatabaseError(
+                code: .queryFailed,
+                message: "notification channel \"\(channel)\" must be 1-63 lowercase letters, digits or _"
+            )
+        }
+    }
 }

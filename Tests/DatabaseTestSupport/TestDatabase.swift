@@ -1,54 +1,62 @@
 import Foundation
-import HeraldCore
-import Storage
+public import HeraldCore
+public import Storage
 import Synchronization
-import Testing
+
+// Shared by every test target that needs a fresh database on each backend (Storage, Jobs,
+// Notifications): one definition of the backends and of how a throwaway database is made.
 
 /// The backends every conformance test runs against. None is optional: PostgreSQL fails loudly
 /// when `HERALD_TEST_POSTGRES_URL` is missing.
-enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
     case sqliteMemory = "sqlite-memory"
     case sqliteFile = "sqlite-file"
     case postgres
 
-    var testDescription: String { rawValue }
+    public var description: String { rawValue }
 }
 
-struct TestSetupError: Error, CustomStringConvertible {
-    let description: String
+public struct TestSetupError: Error, CustomStringConvertible {
+    public let description: String
+
+    public init(description: String) {
+        self.description = description
+    }
 }
 
 /// A logger whose records a test can inspect.
-final class RecordingLogHandler: LogHandler {
+public final class RecordingLogHandler: LogHandler {
     private let records = Mutex<[LogRecord]>([])
 
-    func log(_ record: LogRecord) {
+    public init() {}
+
+    public func log(_ record: LogRecord) {
         records.withLock { $0.append(record) }
     }
 
-    var all: [LogRecord] { records.withLock { $0 } }
+    public var all: [LogRecord] { records.withLock { $0 } }
 
-    func messages(at level: LogLevel) -> [LogRecord] {
+    public func messages(at level: LogLevel) -> [LogRecord] {
         all.filter { $0.level == level }
     }
 }
 
-func makeLogger(_ handler: RecordingLogHandler = RecordingLogHandler(), level: LogLevel = .debug) -> Logger {
+public func makeLogger(_ handler: RecordingLogHandler = RecordingLogHandler(), level: LogLevel = .debug) -> Logger {
     Logger(label: "herald.storage.test", level: level, handler: handler)
 }
 
 /// A fresh, empty database for one test: a memory database, a file in a new temporary directory,
 /// or a new PostgreSQL database created on the server at `HERALD_TEST_POSTGRES_URL`.
-struct TestDatabase: Sendable {
-    let backend: Backend
+public struct TestDatabase: Sendable {
+    public let backend: Backend
     /// The URL to open it; for `sqlite::memory:` each open is a different database.
-    let url: String
+    public let url: String
     private let cleanup: @Sendable () async -> Void
 
-    static let postgresURLVariable = "HERALD_TEST_POSTGRES_URL"
+    public static let postgresURLVariable = "HERALD_TEST_POSTGRES_URL"
 
     /// The shared test server's URL, or a failure saying how to get one.
-    static func postgresAdminURL() throws -> String {
+    public static func postgresAdminURL() throws -> String {
         guard let url = ProcessInfo.processInfo.environment[postgresURLVariable], !url.isEmpty else {
             throw TestSetupError(
                 description: "\(postgresURLVariable) is not set: run `make test`, which starts a throwaway PostgreSQL"
@@ -57,7 +65,7 @@ struct TestDatabase: Sendable {
         return url
     }
 
-    static func make(_ backend: Backend, poolSize: Int = 2) async throws -> TestDatabase {
+    public static func make(_ backend: Backend, poolSize: Int = 2) async throws -> TestDatabase {
         switch backend {
         case .sqliteMemory:
             return TestDatabase(backend: backend, url: "sqlite::memory:", cleanup: {})
@@ -94,18 +102,18 @@ struct TestDatabase: Sendable {
         }
     }
 
-    func open(logger: Logger = quiet) async throws -> any Database {
+    public func open(logger: Logger = quiet) async throws -> any Database {
         try await DatabaseFactory.open(url: url, logger: logger)
     }
 
-    func remove() async {
+    public func remove() async {
         await cleanup()
     }
 
-    static let quiet = Logger(label: "herald.storage.test", level: .error, handler: RecordingLogHandler())
+    public static let quiet = Logger(label: "herald.storage.test", level: .error, handler: RecordingLogHandler())
 
     /// `url` with `/name` as its database path, keeping user, host and parameters.
-    static func replacingDatabase(in url: String, with name: String) -> String {
+    public static func replacingDatabase(in url: String, with name: String) -> String {
         guard let scheme = url.range(of: "://") else { return url }
         let rest = url[scheme.upperBound...]
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
@@ -113,13 +121,13 @@ struct TestDatabase: Sendable {
         return String(url[..<authorityEnd]) + "/" + name + query
     }
 
-    static func withParameter(_ url: String, _ parameter: String) -> String {
+    public static func withParameter(_ url: String, _ parameter: String) -> String {
         url + (url.contains("?") ? "&" : "?") + parameter
     }
 }
 
 /// Runs `body` with a fresh database of `backend`, then closes and removes it.
-func withDatabase(
+public func withDatabase(
     _ backend: Backend,
     poolSize: Int = 2,
     logger: Logger = TestDatabase.quiet,
@@ -142,22 +150,4 @@ func withDatabase(
     }
     await db.close()
     await test.remove()
-}
-
-/// Runs `body` and returns the ``DatabaseError`` it threw; records an issue when it threw nothing
-/// or something else.
-func expectDatabaseError(
-    sourceLocation: SourceLocation = #_sourceLocation,
-    _ body: () async throws -> Void
-) async -> DatabaseError? {
-    do {
-        try await body()
-        Issue.record("expected a DatabaseError, but the call succeeded", sourceLocation: sourceLocation)
-        return nil
-    } catch let error as DatabaseError {
-        return error
-    } catch {
-        Issue.record("expected a DatabaseError, got \(type(of: error)): \(error)", sourceLocation: sourceLocation)
-        return nil
-    }
 }

@@ -1,3 +1,4 @@
+import DatabaseTestSupport
 import HeraldCore
 import Storage
 import Testing

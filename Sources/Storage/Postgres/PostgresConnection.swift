@@ -28,6 +28,8 @@ final class PostgresConnection: Sendable {
     private struct State {
         var handle: PostgresHandle?
         var hasConnected = false
+        /// The connection on which `LISTEN` was issued (a new connection must issue it again).
+        var listeningHandle: ObjectIdentifier?
     }
 
     /// The result of one statement.
@@ -93,6 +95,42 @@ final class PostgresConnection: Sendable {
             let result = PQexec(handle.pointer, sql)
             defer { PQclear(result) }
             _ = try outcome(result, handle: handle, state: &state, sql: sql)
+        }
+    }
+
+    /// Waits up to `timeoutMilliseconds` for `NOTIFY`s on `channel` and returns their payloads.
+    ///
+    /// Issues `LISTEN` whenever it (re)connects; `listening` is then `false` on return, telling the
+    /// caller that notifications sent while no connection listened may have been missed.
+    func awaitNotifications(
+        channel: String,
+        timeoutMilliseconds: Int32
+    ) throws -> (payloads: [String], listening: Bool) {
+        try state.withLock { state in
+            let handle = try ensureConnected(&state, mayReconnect: true)
+            let fresh = state.listeningHandle != ObjectIdentifier(handle)
+            if fresh {
+                let result = PQexec(handle.pointer, "LISTEN \(channel)")
+                defer { PQclear(result) }
+                _ = try outcome(result, handle: handle, state: &state, sql: "LISTEN \(channel)")
+                state.listeningHandle = ObjectIdentifier(handle)
+            }
+            var descriptor = pollfd(fd: PQsocket(handle.pointer), events: Int16(POLLIN), revents: 0)
+            if poll(&descriptor, 1, fresh ? 0 : timeoutMilliseconds) > 0 {
+                guard PQconsumeInput(handle.pointer) != 0, handle.isConnected else {
+                    state.handle = nil
+                    throw DatabaseError(
+                        code: .connectionLost,
+                        message: "the PostgreSQL connection listening on \(channel) broke; reconnecting"
+                    )
+                }
+            }
+            var payloads: [String] = []
+            while let notification = PQnotifies(handle.pointer) {
+                payloads.append(String(cString: notification.pointee.extra))
+                PQfreemem(notification)
+            }
+            return (payloads, !fresh)
         }
     }
 

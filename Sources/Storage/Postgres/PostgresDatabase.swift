@@ -102,6 +102,46 @@ final class PostgresDatabase: Database {
         }
     }
 
+    func subscribe(
+        channel: String,
+        _ onNotification: @escaping @Sendable (String?) -> Void
+    ) async throws -> DatabaseSubscription {
+        try DatabaseSubscription.validate(channel: channel)
+        let connection = PostgresConnection(id: -1, settings: settings)
+        try await connection.onThread { try $0.connectIfNeeded() }
+        let logger = settings.logger
+        let task = Task {
+            var failures = 0
+            while !Task.isCancelled {
+                do {
+                    let (payloads, listening) = try await connection.onThread {
+                        try $0.awaitNotifications(channel: channel, timeoutMilliseconds: 250)
+                    }
+                    if !listening { onNotification(nil) }
+                    for payload in payloads { onNotification(payload) }
+                    failures = 0
+                } catch is CancellationError {
+                    break
+                } catch let error as DatabaseError where error.code == .closed {
+                    break
+                } catch {
+                    failures += 1
+                    logger.warning(
+                        "listening for PostgreSQL notifications failed; retrying",
+                        metadata: ["driver": "postgres", "channel": .string(channel), "error": .string("\(error)")]
+                    )
+                    try? await Task.sleep(for: .milliseconds(min(5_000, 100 * (1 << min(failures, 6)))))
+                }
+            }
+        }
+        return DatabaseSubscription {
+            task.cancel()
+            _ = await task.value
+            _ = try? await connection.onThread { $0.close() }
+            await connection.executor.shutdownGracefully()
+        }
+    }
+
     func ping() async throws {
         _ = try await query("SELECT 1", [])
     }

@@ -94,6 +94,16 @@ final class SQLiteDatabase: Database {
         }
     }
 
+    /// One process owns a SQLite database, so nothing arrives from elsewhere: the subscription
+    /// only checks the channel name and never calls back.
+    func subscribe(
+        channel: String,
+        _ onNotification: @escaping @Sendable (String?) -> Void
+    ) async throws -> DatabaseSubscription {
+        try DatabaseSubscription.validate(channel: channel)
+        return DatabaseSubscription {}
+    }
+
     func ping() async throws {
         _ = try await query("SELECT 1", [])
     }

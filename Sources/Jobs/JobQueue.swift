@@ -1,0 +1,481 @@
+public import Foundation
+public import HeraldCore
+public import Storage
+
+/// The durable job queue: adds, claims, finishes, cancels and inspects jobs in the `jobs` table.
+///
+/// Both drivers keep the same semantics. On PostgreSQL several instances claim from one table
+/// with `FOR UPDATE SKIP LOCKED`, each claim holding a lease; on SQLite one instance claims inside
+/// `BEGIN IMMEDIATE`. Claims read the partial index `jobs_pending_due`, so they stay O(log n)
+/// with millions of pending jobs.
+///
+/// Adding a job on PostgreSQL also sends `NOTIFY herald_jobs` with its due time (milliseconds),
+/// delivered when the transaction commits, so idle instances wake up at once; in this process,
+/// ``wakeup`` is signalled directly.
+public final class JobQueue: Sendable {
+    /// The channel of the `NOTIFY` sent when a job is added or made due sooner.
+    public static let notificationChannel = "herald_jobs"
+    /// Limits on what a job may carry.
+    public static let maximumKindLength = 100
+    public static let maximumPayloadBytes = 1 << 20
+    public static let maximumUniqueKeyLength = 200
+    public static let maximumAttempts = 100
+
+    public let database: any Database
+    public let handlers: JobHandlers
+    public let clock: any JobClock
+    /// Signalled when this process adds a job or a running one finishes.
+    public let wakeup = JobWakeup()
+    let metrics: JobMetrics
+
+    public init(
+        database: any Database,
+        handlers: JobHandlers,
+        clock: any JobClock = SystemJobClock(),
+        metrics: MetricsRegistry = .shared
+    ) {
+        self.database = database
+        self.handlers = handlers
+        self.clock = clock
+        self.metrics = JobMetrics(registry: metrics)
+    }
+
+    // MARK: Adding
+
+    /// The job stored for a ``NewJob``, and whether this call inserted it (`false`: a pending or
+    /// running job already had the unique key).
+    public struct Enqueued: Sendable, Hashable {
+        public var job: Job
+        public var inserted: Bool
+    }
+
+    /// Adds a job in its own transaction; it is durable when this returns.
+    @discardableResult
+    public func enqueue(_ newJob: NewJob) async throws -> Enqueued {
+        let result = try await database.transaction { tx in try await self.enqueue(newJob, on: tx) }
+        if result.inserted { wakeup.signal() }
+        return result
+    }
+
+    /// Adds a job inside the caller's transaction (so it commits with the caller's rows). Call
+    /// ``wake()`` after the commit so this process's worker notices it without waiting.
+    public func enqueue(_ newJob: NewJob, on executor: any DatabaseExecutor) async throws -> Enqueued {
+        try validate(newJob)
+        let now = clock.now()
+        let dueAt = newJob.dueAt ?? now
+        let id = RequestIdentifier.nextUUID()
+        let maxAttempts = newJob.maxAttempts ?? handlers.options(for: newJob.kind).maxAttempts
+        let inserted = try await executor.query(
+            """
+            INSERT INTO jobs (id, kind, payload, status, due_at, attempts, max_attempts, unique_key, schedule,
+                missed_runs, created_at, updated_at)
+            VALUES ($1, $2, $3, 'pending', $4, 0, $5, $6, $7, $8, $9, $9)
+            ON CONFLICT DO NOTHING
+            RETURNING \(Self.columns)
+            """,
+            [
+                .text(RequestIdentifier.lowercaseString(id)), .text(newJob.kind), .text(newJob.payload),
+                SQLValue(dueAt), SQLValue(maxAttempts), SQLValue(newJob.uniqueKey),
+                SQLValue(newJob.schedule?.jsonText), .text(newJob.missedRuns.rawValue), SQLValue(now),
+            ]
+        )
+        if let row = inserted.first {
+            try await notify(dueAt: dueAt, on: executor)
+            metrics.enqueued.increment(labels: [("kind", newJob.kind)])
+            return Enqueued(job: try Self.job(from: row), inserted: true)
+        }
+        guard let key = newJob.uniqueKey,
+            let existing = try await executor.queryFirst(
+                "SELECT \(Self.columns) FROM jobs WHERE unique_key = $1 AND status IN ('pending', 'running')",
+                [.text(key)]
+            )
+        else {
+            throw JobError(.conflict, "the job could not be stored and no active job holds its unique key; retry")
+        }
+        return Enqueued(job: try Self.job(from: existing), inserted: false)
+    }
+
+    /// Tells this process's worker to look for due jobs now.
+    public func wake() {
+        wakeup.signal()
+    }
+
+    private func validate(_ job: NewJob) throws(JobError) {
+        guard !job.kind.isEmpty, job.kind.utf8.count <= Self.maximumKindLength else {
+            throw JobError(.invalid, "a job kind must be 1-\(Self.maximumKindLength) bytes")
+        }
+        guard job.payload.utf8.count <= Self.maximumPayloadBytes else {
+            throw JobError(.invalid, "a job payload must be at most \(Self.maximumPayloadBytes) bytes")
+        }
+        if let key = job.uniqueKey, key.isEmpty || key.utf8.count > Self.maximumUniqueKeyLength {
+            throw JobError(.invalid, "a unique key must be 1-\(Self.maximumUniqueKeyLength) bytes")
+        }
+        if let attempts = job.maxAttempts, !(1...Self.maximumAttempts).contains(attempts) {
+            throw JobError(.invalid, "max attempts must be 1-\(Self.maximumAttempts), not \(attempts)")
+        }
+    }
+
+    private func notify(dueAt: Date, on executor: any DatabaseExecutor) async throws {
+        guard executor.dialect == .postgres else { return }
+        _ = try await executor.query(
+            "SELECT pg_notify($1, $2) AS sent",
+            [.text(Self.notificationChannel), .text(String(Int64((dueAt.timeIntervalSince1970 * 1000).rounded())))]
+        )
+    }
+
+    // MARK: Claiming and finishing (the worker's side)
+
+    /// Claims up to `limit` due pending jobs for `owner`, each leased for `lease` seconds, with its
+    /// attempt counted. Oldest due first.
+    public func claim(owner: String, limit: Int, lease: TimeInterval) async throws -> [Job] {
+        let now = clock.now()
+        let lock = database.dialect == .postgres ? "FOR UPDATE SKIP LOCKED" : ""
+        let rows = try await database.transaction { tx in
+            try await tx.query(
+                """
+                UPDATE jobs SET status = 'running', lease_owner = $1, lease_expires_at = $2,
+                    attempts = attempts + 1, started_at = $3, updated_at = $3
+                WHERE id IN (
+                    SELECT id FROM jobs WHERE status = 'pending' AND due_at <= $3
+                    ORDER BY due_at LIMIT $4 \(lock)
+                )
+                RETURNING \(Self.columns)
+                """,
+                [.text(owner), SQLValue(now.addingTimeInterval(lease)), SQLValue(now), SQLValue(limit)]
+            )
+        }
+        let jobs = try rows.map(Self.job(from:)).sorted { $0.dueAt < $1.dueAt }
+        for job in jobs {
+            metrics.claimed.increment(labels: [("kind", job.kind)])
+            metrics.dueToStart.observe(max(0, now.timeIntervalSince(job.dueAt)), labels: [("kind", job.kind)])
+        }
+        return jobs
+    }
+
+    /// Records the outcome of `job`'s attempt, if `owner` still holds its lease. For a recurring
+    /// job that finished (done, failed, dead or skipped) the next occurrence is added in the same
+    /// transaction. Returns the job as stored, or `nil` when the lease was lost (another instance
+    /// took the job over after the lease expired).
+    @discardableResult
+    public func finish(_ job: Job, _ outcome: JobOutcome, owner: String) async throws -> Job? {
+        let now = clock.now()
+        let options = handlers.options(for: job.kind)
+        var status: JobStatus
+        var dueAt = job.dueAt
+        var error: String?
+        switch outcome {
+        case .done:
+            status = .done
+        case .failed(let reason):
+            status = .failed
+            error = reason
+        case .retry(let reason, let after):
+            error = reason
+            if job.attempts < job.maxAttempts {
+                status = .pending
+                let delay =
+                    after ?? options.retryDelay(afterAttempt: job.attempts, jitter: Double.random(in: 0...1))
+                dueAt = now.addingTimeInterval(max(0, delay))
+            } else {
+                status = .dead
+            }
+        }
+        return try await record(job, status: status, dueAt: dueAt, error: error, owner: owner, now: now)
+    }
+
+    /// Marks a recurring occurrence that was missed while no instance ran as skipped (status
+    /// `cancelled`) and schedules the next one after now.
+    @discardableResult
+    public func skipMissed(_ job: Job, owner: String) async throws -> Job? {
+        let now = clock.now()
+        let reason =
+            "skipped: due at \(RFC3339.string(from: job.dueAt)) while no instance was running (missed-run policy skip)"
+        return try await record(job, status: .cancelled, dueAt: job.dueAt, error: reason, owner: owner, now: now)
+    }
+
+    private func record(
+        _ job: Job,
+        status: JobStatus,
+        dueAt: Date,
+        error: String?,
+        owner: String,
+        now: Date
+    ) async throws -> Job? {
+        let id = RequestIdentifier.lowercaseString(job.id)
+        let next = status.isFinished ? job.schedule.flatMap { nextOccurrence(of: job, schedule: $0, now: now) } : nil
+        let stored = try await database.transaction { tx -> Job? in
+            let rows = try await tx.query(
+                """
+                UPDATE jobs SET status = $3, due_at = $4, last_error = COALESCE($5, last_error),
+                    lease_owner = NULL, lease_expires_at = NULL, updated_at = $6, finished_at = $7
+                WHERE id = $1 AND lease_owner = $2 AND status = 'running'
+                RETURNING \(Self.columns)
+                """,
+                [
+                    .text(id), .text(owner), .text(status.rawValue), SQLValue(dueAt), SQLValue(error), SQLValue(now),
+                    status.isFinished ? SQLValue(now) : .null,
+                ]
+            )
+            guard let row = rows.first else { return nil }
+            if let next {
+                var newJob = NewJob(
+                    kind: job.kind,
+                    payload: job.payload,
+                    dueAt: next,
+                    maxAttempts: job.maxAttempts,
+                    uniqueKey: job.uniqueKey,
+                    schedule: job.schedule,
+                    missedRuns: job.missedRuns
+                )
+                newJob.dueAt = next
+                _ = try await self.enqueue(newJob, on: tx)
+            }
+            return try Self.job(from: row)
+        }
+        guard let stored else {
+            metrics.leaseLost.increment(labels: [("kind", job.kind)])
+            return nil
+        }
+        let labels: MetricLabels = [("kind", job.kind)]
+        switch status {
+        case .pending: metrics.retries.increment(labels: labels)
+        case .dead: metrics.dead.increment(labels: labels)
+        case .failed: metrics.failed.increment(labels: labels)
+        case .done, .cancelled, .running: break
+        }
+        if status != .pending, let started = job.startedAt {
+            metrics.duration.observe(max(0, now.timeIntervalSince(started)), labels: labels)
+        }
+        if next != nil || status == .pending { wakeup.signal() }
+        return stored
+    }
+
+    /// The next due time of a recurring job that just ran: for an interval, the first multiple of
+    /// it after now counted from the previous due time (the phase is kept); for cron, the first
+    /// occurrence after both the previous due time and now. Either way one run covers every
+    /// occurrence that passed meanwhile.
+    func nextOccurrence(of job: Job, schedule: RecurrenceSchedule, now: Date) -> Date? {
+        switch schedule {
+        case .interval(let seconds):
+            let step = TimeInterval(seconds)
+            let elapsed = max(0, now.timeIntervalSince(job.dueAt))
+            return job.dueAt.addingTimeInterval(step * (floor(elapsed / step) + 1))
+        case .cron:
+            return schedule.nextOccurrence(after: max(job.dueAt, now))
+        }
+    }
+
+    /// Pushes the leases of every job `owner` is running to `lease` seconds from now.
+    @discardableResult
+    public func extendLeases(owner: String, lease: TimeInterval) async throws -> Int {
+        let now = clock.now()
+        return try await database.execute(
+            "UPDATE jobs SET lease_expires_at = $2 WHERE lease_owner = $1 AND status = 'running'",
+            [.text(owner), SQLValue(now.addingTimeInterval(lease))]
+        )
+    }
+
+    /// Returns running jobs whose lease expired (their instance died or stalled) to `pending`, due
+    /// now, or makes them `dead` when they have no attempts left.
+    @discardableResult
+    public func recoverExpiredLeases() async throws -> Int {
+        let now = clock.now()
+        let rows = try await database.query(
+            """
+            UPDATE jobs SET
+                status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'pending' END,
+                due_at = $1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $1,
+                last_error = 'lease expired: the instance running it stopped before finishing',
+                finished_at = CASE WHEN attempts >= max_attempts THEN $1 ELSE NULL END
+            WHERE status = 'running' AND lease_expires_at < $1
+            RETURNING kind, status
+            """,
+            [SQLValue(now)]
+        )
+        for row in rows {
+            let kind = try row.string("kind")
+            metrics.leaseExpired.increment(labels: [("kind", kind)])
+            if try row.string("status") == JobStatus.dead.rawValue {
+                metrics.dead.increment(labels: [("kind", kind)])
+            }
+        }
+        if !rows.isEmpty { wakeup.signal() }
+        return rows.count
+    }
+
+    /// The earliest due time of a pending job (read from the due index).
+    public func nextDueDate() async throws -> Date? {
+        try await database.queryFirst("SELECT MIN(due_at) AS next FROM jobs WHERE status = 'pending'")?
+            .optionalDate("next")
+    }
+
+    /// The earliest lease expiry among running jobs.
+    public func nextLeaseExpiry() async throws -> Date? {
+        try await database.queryFirst("SELECT MIN(lease_expires_at) AS next FROM jobs WHERE status = 'running'")?
+            .optionalDate("next")
+    }
+
+    /// Deletes finished jobs (done, failed, cancelled, dead) that finished before `cutoff`, at most
+    /// `limit` per call.
+    @discardableResult
+    public func prune(finishedBefore cutoff: Date, limit: Int = 1_000) async throws -> Int {
+        try await database.execute(
+            """
+            DELETE FROM jobs WHERE id IN (
+                SELECT id FROM jobs WHERE status IN ('done', 'failed', 'cancelled', 'dead') AND finished_at < $1
+                LIMIT $2
+            )
+            """,
+            [SQLValue(cutoff), SQLValue(limit)]
+        )
+    }
+
+    // MARK: Operator actions
+
+    /// The job with `id`, or `nil`.
+    public func job(id: UUID) async throws -> Job? {
+        try await database.queryFirst(
+            "SELECT \(Self.columns) FROM jobs WHERE id = $1",
+            [.text(RequestIdentifier.lowercaseString(id))]
+        ).map(Self.job(from:))
+    }
+
+    /// Cancels a pending job. Throws ``JobError/Code/notFound`` or, when it is not pending,
+    /// ``JobError/Code/conflict``.
+    @discardableResult
+    public func cancel(id: UUID) async throws -> Job {
+        let now = clock.now()
+        let rows = try await database.query(
+            """
+            UPDATE jobs SET status = 'cancelled', updated_at = $2, finished_at = $2,
+                last_error = COALESCE(last_error, 'cancelled')
+            WHERE id = $1 AND status = 'pending'
+            RETURNING \(Self.columns)
+            """,
+            [.text(RequestIdentifier.lowercaseString(id)), SQLValue(now)]
+        )
+        if let row = rows.first { return try Self.job(from: row) }
+        throw try await stateError(id: id, action: "cancel", allowed: "pending")
+    }
+
+    /// Makes a failed, dead or cancelled job pending again, due now, with its attempts reset.
+    @discardableResult
+    public func retry(id: UUID) async throws -> Job {
+        let now = clock.now()
+        let rows: [SQLRow]
+        do {
+            rows = try await database.query(
+                """
+                UPDATE jobs SET status = 'pending', due_at = $2, attempts = 0, updated_at = $2, finished_at = NULL
+                WHERE id = $1 AND status IN ('failed', 'dead', 'cancelled')
+                RETURNING \(Self.columns)
+                """,
+                [.text(RequestIdentifier.lowercaseString(id)), SQLValue(now)]
+            )
+        } catch let error as DatabaseError where error.code == .uniqueViolation {
+            throw JobError(.conflict, "job \(id) cannot be retried: another pending or running job has its unique key")
+        }
+        if let row = rows.first {
+            let job = try Self.job(from: row)
+            try await notify(dueAt: now, on: database)
+            wakeup.signal()
+            return job
+        }
+        throw try await stateError(id: id, action: "retry", allowed: "failed, dead or cancelled")
+    }
+
+    private func stateError(id: UUID, action: String, allowed: String) async throws -> JobError {
+        guard let job = try await job(id: id) else {
+            return JobError(.notFound, "no job has the id \(RequestIdentifier.lowercaseString(id))")
+        }
+        return JobError(
+            .conflict,
+            "cannot \(action) job \(job.id): it is \(job.status), and only \(allowed) jobs can be"
+        )
+    }
+
+    /// Jobs with one of `statuses` (all when empty), newest first, at most `limit`.
+    public func list(statuses: [JobStatus] = [], kind: String? = nil, limit: Int = 50) async throws -> [Job] {
+        var conditions: [String] = []
+        var binds: [SQLValue] = []
+        if !statuses.isEmpty {
+            let placeholders = statuses.map { status -> String in
+                binds.append(.text(status.rawValue))
+                return "$\(binds.count)"
+            }
+            conditions.append("status IN (\(placeholders.joined(separator: ", ")))")
+        }
+        if let kind {
+            binds.append(.text(kind))
+            conditions.append("kind = $\(binds.count)")
+        }
+        binds.append(SQLValue(max(1, min(limit, 10_000))))
+        let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        return try await database.query(
+            "SELECT \(Self.columns) FROM jobs \(filter) ORDER BY created_at DESC, id LIMIT $\(binds.count)",
+            binds
+        ).map(Self.job(from:))
+    }
+
+    /// Counts by status, and the oldest due time among pending jobs that are already due.
+    public struct Summary: Sendable, Hashable {
+        public var counts: [JobStatus: Int]
+        /// The due time of the longest-waiting due job (`nil`: nothing is due).
+        public var oldestDue: Date?
+        /// The earliest due time of any pending job.
+        public var nextDue: Date?
+
+        public func count(_ status: JobStatus) -> Int { counts[status] ?? 0 }
+    }
+
+    public func summary() async throws -> Summary {
+        var counts: [JobStatus: Int] = [:]
+        for row in try await database.query("SELECT status, COUNT(*) AS n FROM jobs GROUP BY status") {
+            if let status = JobStatus(rawValue: try row.string("status")) { counts[status] = Int(try row.int("n")) }
+        }
+        let next = try await nextDueDate()
+        let now = clock.now()
+        return Summary(counts: counts, oldestDue: next.flatMap { $0 <= now ? $0 : nil }, nextDue: next)
+    }
+
+    // MARK: Rows
+
+    static let columns = """
+        id, kind, payload, status, due_at, attempts, max_attempts, last_error, lease_owner, lease_expires_at, \
+        unique_key, schedule, missed_runs, created_at, updated_at, started_at, finished_at
+        """
+
+    static func job(from row: SQLRow) throws -> Job {
+        let statusText = try row.string("status")
+        guard let status = JobStatus(rawValue: statusText) else {
+            throw JobError(.invalid, "the jobs table holds an unknown status \"\(statusText)\"")
+        }
+        var schedule: RecurrenceSchedule?
+        if let text = try row.optionalString("schedule") {
+            do {
+                schedule = try RecurrenceSchedule(jsonText: text)
+            } catch {
+                throw JobError(.invalid, "the jobs table holds an unreadable schedule: \(error.message)")
+            }
+        }
+        return Job(
+            id: try row.uuid("id"),
+            kind: try row.string("kind"),
+            payload: try row.string("payload"),
+            status: status,
+            dueAt: try row.date("due_at"),
+            attempts: Int(try row.int("attempts")),
+            maxAttempts: Int(try row.int("max_attempts")),
+            lastError: try row.optionalString("last_error"),
+            leaseOwner: try row.optionalString("lease_owner"),
+            leaseExpiresAt: try row.optionalDate("lease_expires_at"),
+            uniqueKey: try row.optionalString("unique_key"),
+            schedule: schedule,
+            missedRuns: MissedRunPolicy(rawValue: try row.string("missed_runs")) ?? .runOnce,
+            createdAt: try row.date("created_at"),
+            updatedAt: try row.date("updated_at"),
+            startedAt: try row.optionalDate("started_at"),
+            finishedAt: try row.optionalDate("finished_at")
+        )
+    }
+}

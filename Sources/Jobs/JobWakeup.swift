@@ -1,0 +1,76 @@
+import Synchronization
+
+/// A wake-up call for one waiter: ``signal()`` ends the current or the next ``wait(for:)``.
+///
+/// Signals are not counted: several before a wait end that one wait only, which is what a worker
+/// that re-reads the queue after each wake needs.
+public final class JobWakeup: Sendable {
+    private struct State {
+        var signalled = false
+        var waiter: CheckedContinuation<Void, Never>?
+        var cancelled = false
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Wakes the waiter, or the next one if nobody waits.
+    public func signal() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.signalled = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Returns on a signal, after `timeout` (never when `nil`), or when the task is cancelled.
+    public func wait(for timeout: Duration?) async {
+        if state.withLock({ state in
+            defer { state.signalled = false }
+            return state.signalled
+        }) {
+            return
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.waitForSignal() }
+            if let timeout {
+                group.addTask { try? await Task.sleep(for: timeout) }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func waitForSignal() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.signalled || state.cancelled {
+                        state.signalled = false
+                        state.cancelled = false
+                        return true
+                    }
+                    state.waiter = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard let waiter = state.waiter else {
+                    state.cancelled = true
+                    return nil
+                }
+                state.waiter = nil
+                return waiter
+            }
+            waiter?.resume()
+        }
+        state.withLock { $0.cancelled = false }
+    }
+}

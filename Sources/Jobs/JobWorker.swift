@@ -1,0 +1,274 @@
+public import Foundation
+public import HeraldCore
+import Storage
+import Synchronization
+
+/// How a worker runs jobs.
+public struct JobWorkerConfiguration: Sendable, Hashable {
+    /// Jobs run at once by this instance.
+    public var concurrency: Int
+    /// Jobs claimed per query.
+    public var batchSize: Int
+    /// How long a claim holds a job; the worker renews the leases of running jobs every third of
+    /// it, so only a dead or stalled instance loses them.
+    public var lease: TimeInterval
+    /// A recurring job with the `skip` policy whose due time is older than this when claimed was
+    /// missed while nothing ran, and is skipped.
+    public var missedRunGrace: TimeInterval
+    /// Finished jobs are deleted this long after they finish.
+    public var retention: TimeInterval
+    /// The longest sleep between looks at the queue when nothing wakes the worker.
+    public var idleCheckInterval: TimeInterval
+
+    public init(
+        concurrency: Int = 64,
+        batchSize: Int = 100,
+        lease: TimeInterval = 30,
+        missedRunGrace: TimeInterval = 60,
+        retention: TimeInterval = 7 * 24 * 3_600,
+        idleCheckInterval: TimeInterval = 60
+    ) {
+        self.concurrency = concurrency
+        self.batchSize = batchSize
+        self.lease = lease
+        self.missedRunGrace = missedRunGrace
+        self.retention = retention
+        self.idleCheckInterval = idleCheckInterval
+    }
+}
+
+/// Runs due jobs: claims them in batches, runs each with its kind's handler, records the outcome,
+/// renews its leases, returns expired leases of dead instances to the queue, and prunes old jobs.
+///
+/// It sleeps until the next due time, a finished job, a job added by this process, or (on
+/// PostgreSQL) a `NOTIFY` from another instance, never on a fixed poll.
+public final class JobWorker: Service {
+    public let queue: JobQueue
+    public let configuration: JobWorkerConfiguration
+    /// This instance's name in `lease_owner`: host, process id and a random suffix.
+    public let owner: String
+    private let logger: Logger
+    private let inFlight = Atomic<Int>(0)
+    private let stopping = Atomic<Bool>(false)
+
+    public init(
+        queue: JobQueue,
+        configuration: JobWorkerConfiguration = JobWorkerConfiguration(),
+        owner: String? = nil,
+        logger: Logger
+    ) {
+        self.queue = queue
+        self.configuration = configuration
+        self.owner = owner ?? Self.defaultOwner()
+        self.logger = logger
+    }
+
+    static func defaultOwner() -> String {
+        let host = ProcessInfo.processInfo.hostName.prefix(60)
+        let suffix = RequestIdentifier.lowercaseString(RequestIdentifier.nextUUID()).prefix(8)
+        return "\(host)-\(ProcessInfo.processInfo.processIdentifier)-\(suffix)"
+    }
+
+    public func triggerGracefulShutdown() {
+        stopping.store(true, ordering: .releasing)
+        queue.wakeup.signal()
+    }
+
+    public func run() async throws {
+        let subscription: DatabaseSubscription?
+        do {
+            subscription = try await queue.database.subscribe(channel: JobQueue.notificationChannel) {
+                [queue] _ in queue.wakeup.signal()
+            }
+        } catch {
+            logger.warning(
+                "cannot listen for job notifications; other instances' jobs are seen on the next look",
+                metadata: ["error": .string("\(error)")]
+            )
+            subscription = nil
+        }
+        logger.info(
+            "job worker started",
+            metadata: [
+                "owner": .string(owner), "concurrency": .int(configuration.concurrency),
+                "lease_seconds": .string("\(configuration.lease)"),
+                "kinds": .string(queue.handlers.kinds.joined(separator: ",")),
+            ]
+        )
+        await withDiscardingTaskGroup { group in
+            await loop(group: &group)
+        }
+        await subscription?.cancel()
+        logger.info("job worker stopped", metadata: ["owner": .string(owner)])
+    }
+
+    private func loop(group: inout DiscardingTaskGroup) async {
+        var nextMaintenance = Date.distantPast
+        var failures = 0
+        while true {
+            let isStopping = stopping.load(ordering: .acquiring) || Task.isCancelled
+            if isStopping, inFlight.load(ordering: .acquiring) == 0 { return }
+            let now = queue.clock.now()
+            if now >= nextMaintenance {
+                await maintain()
+                nextMaintenance = now.addingTimeInterval(configuration.lease / 3)
+            }
+            var deadline = nextMaintenance
+            if !isStopping {
+                do {
+                    let claimedAll = try await claimAndStart(group: &group)
+                    failures = 0
+                    if claimedAll { continue }
+                    if inFlight.load(ordering: .acquiring) < configuration.concurrency,
+                        let next = try await queue.nextDueDate()
+                    {
+                        deadline = min(deadline, next)
+                    }
+                } catch {
+                    failures += 1
+                    let pause = min(10, 0.1 * pow(2, Double(min(failures, 7))))
+                    logger.error(
+                        "claiming jobs failed; retrying",
+                        metadata: ["error": .string("\(error)"), "retry_in_seconds": .string("\(pause)")]
+                    )
+                    deadline = min(deadline, queue.clock.now().addingTimeInterval(pause))
+                }
+            }
+            let wait = max(0, min(deadline.timeIntervalSince(queue.clock.now()), configuration.idleCheckInterval))
+            if wait > 0 { await queue.wakeup.wait(for: .milliseconds(Int64((wait * 1000).rounded(.up)))) }
+        }
+    }
+
+    /// Claims what the free slots allow and starts each job; true when the claim was full (more
+    /// may be due right now).
+    private func claimAndStart(group: inout DiscardingTaskGroup) async throws -> Bool {
+        let free = configuration.concurrency - inFlight.load(ordering: .acquiring)
+        // Wait for a quarter of the slots before claiming again, so that a busy worker claims in
+        // batches rather than one query per finished job.
+        let running = configuration.concurrency - free
+        guard free > 0, running == 0 || free >= max(1, min(configuration.batchSize, configuration.concurrency) / 4)
+        else { return false }
+        let limit = min(free, configuration.batchSize)
+        let jobs = try await queue.claim(owner: owner, limit: limit, lease: configuration.lease)
+        for job in jobs {
+            inFlight.add(1, ordering: .acquiringAndReleasing)
+            group.addTask {
+                await self.execute(job)
+                self.inFlight.subtract(1, ordering: .acquiringAndReleasing)
+                self.queue.wakeup.signal()
+            }
+        }
+        return jobs.count == limit
+    }
+
+    /// Runs one claimed job and records its outcome.
+    func execute(_ job: Job) async {
+        let now = queue.clock.now()
+        let outcome: JobOutcome?
+        if job.schedule != nil, job.missedRuns == .skip,
+            now.timeIntervalSince(job.dueAt) > configuration.missedRunGrace
+        {
+            outcome = nil
+        } else if let handler = queue.handlers.handler(for: job.kind) {
+            do {
+                outcome = try await handler.run(job)
+            } catch {
+                outcome = .retry(reason: "\(error)")
+            }
+        } else {
+            outcome = .failed(reason: "no handler for job kind \"\(job.kind)\" in this Herald build")
+        }
+        await record(job, outcome)
+    }
+
+    private func record(_ job: Job, _ outcome: JobOutcome?) async {
+        for attempt in 1...3 {
+            do {
+                let stored =
+                    if let outcome {
+                        try await queue.finish(job, outcome, owner: owner)
+                    } else {
+                        try await queue.skipMissed(job, owner: owner)
+                    }
+                log(job, outcome, stored: stored)
+                return
+            } catch {
+                logger.error(
+                    "recording a job's outcome failed",
+                    metadata: ["job": .string("\(job.id)"), "attempt": .int(attempt), "error": .string("\(error)")]
+                )
+                try? await Task.sleep(for: .milliseconds(200 * attempt))
+            }
+        }
+        logger.error(
+            "gave up recording a job's outcome; it runs again when its lease expires",
+            metadata: ["job": .string("\(job.id)"), "kind": .string(job.kind)]
+        )
+    }
+
+    private func log(_ job: Job, _ outcome: JobOutcome?, stored: Job?) {
+        var metadata: [String: LogValue] = [
+            "job": .string(job.id.uuidString.lowercased()), "kind": .string(job.kind), "attempt": .int(job.attempts),
+        ]
+        guard let stored else {
+            logger.warning("job finished after its lease was taken over; outcome not recorded", metadata: metadata)
+            return
+        }
+        metadata["status"] = .string(stored.status.rawValue)
+        if let error = stored.lastError, stored.status != .done { metadata["error"] = .string(error) }
+        switch stored.status {
+        case .done: logger.debug("job done", metadata: metadata)
+        case .pending:
+            metadata["retry_at"] = .string(RFC3339.string(from: stored.dueAt))
+            logger.notice("job attempt failed; will retry", metadata: metadata)
+        case .dead: logger.error("job dead after its last attempt", metadata: metadata)
+        case .failed: logger.warning("job failed", metadata: metadata)
+        case .cancelled: logger.notice("missed recurring job skipped", metadata: metadata)
+        case .running: break
+        }
+        _ = outcome
+    }
+
+    /// Renews this instance's leases, recovers expired ones, prunes, and samples the gauges.
+    private func maintain() async {
+        do {
+            if inFlight.load(ordering: .acquiring) > 0 {
+                try await queue.extendLeases(owner: owner, lease: configuration.lease)
+            }
+            let recovered = try await queue.recoverExpiredLeases()
+            if recovered > 0 {
+                logger.warning("returned jobs with expired leases to the queue", metadata: ["count": .int(recovered)])
+            }
+            let now = queue.clock.now()
+            let pruned = try await queue.prune(finishedBefore: now.addingTimeInterval(-configuration.retention))
+            if pruned > 0 { logger.debug("pruned finished jobs", metadata: ["count": .int(pruned)]) }
+            let summary = try await queue.summary()
+            for status in JobStatus.allCases {
+                queue.metrics.depth.set(Double(summary.count(status)), labels: [("status", status.rawValue)])
+            }
+            queue.metrics.oldestDueAge.set(summary.oldestDue.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+        } catch {
+            logger.error("job queue maintenance failed", metadata: ["error": .string("\(error)")])
+        }
+    }
+
+    /// One pass for tests and tools: recovers expired leases, then claims and runs every due job
+    /// (in batches, `concurrency` at a time) until none is due. Returns how many ran.
+    @discardableResult
+    public func runDueJobs() async throws -> Int {
+        try await queue.recoverExpiredLeases()
+        var total = 0
+        while true {
+            let jobs = try await queue.claim(
+                owner: owner,
+                limit: min(configuration.batchSize, configuration.concurrency),
+                lease: configuration.lease
+            )
+            if jobs.isEmpty { return total }
+            await withDiscardingTaskGroup { group in
+                for job in jobs { group.addTask { await self.execute(job) } }
+            }
+            total += jobs.count
+        }
+    }
+}

@@ -1,0 +1,79 @@
+public import Foundation
+import HeraldCore
+
+/// When a recurring job runs again: a fixed interval, or a 5-field cron expression read in a time
+/// zone.
+///
+/// Stored as JSON text in `jobs.schedule`: `{"every_seconds": 3600}` or
+/// `{"cron": "0 9 * * 1-5", "time_zone": "Europe/Berlin"}`.
+public enum RecurrenceSchedule: Sendable, Hashable {
+    /// Every `seconds` after the previous due time (at least 1).
+    case interval(seconds: Int64)
+    /// Each minute the expression matches, in `timeZone`.
+    case cron(CronExpression, timeZone: TimeZone)
+
+    /// The first occurrence strictly after `date`, or `nil` when there is none.
+    public func nextOccurrence(after date: Date) -> Date? {
+        switch self {
+        case .interval(let seconds):
+            return date.addingTimeInterval(TimeInterval(seconds))
+        case .cron(let expression, let timeZone):
+            return expression.nextOccurrence(after: date, in: timeZone)
+        }
+    }
+}
+
+extension RecurrenceSchedule {
+    /// The longest interval accepted: one year.
+    public static let maximumIntervalSeconds: Int64 = 366 * 24 * 3_600
+
+    /// A fixed interval, checked: 1 second to one year.
+    public static func every(seconds: Int64) throws(ScheduleError) -> RecurrenceSchedule {
+        guard seconds >= 1, seconds <= maximumIntervalSeconds else {
+            throw ScheduleError(
+                message: "interval \(seconds) s is outside 1…\(maximumIntervalSeconds) s (one year)"
+            )
+        }
+        return .interval(seconds: seconds)
+    }
+
+    /// A cron expression read in the time zone named `timeZone` (an IANA name such as
+    /// `Europe/Berlin`; `UTC` when `nil`).
+    public static func cron(_ expression: String, timeZone: String?) throws(ScheduleError) -> RecurrenceSchedule {
+        let name = timeZone ?? "UTC"
+        guard name.utf8.count <= 64, let zone = TimeZone(identifier: name) else {
+            throw ScheduleError(
+                message: "unknown time zone \"\(name.prefix(64))\": use an IANA name such as Europe/Berlin"
+            )
+        }
+        return .cron(try CronExpression(parsing: expression), timeZone: zone)
+    }
+
+    /// The JSON text stored in `jobs.schedule`.
+    public var jsonText: String {
+        switch self {
+        case .interval(let seconds):
+            return #"{"every_seconds":\#(seconds)}"#
+        case .cron(let expression, let timeZone):
+            return
+                #"{"cron":\#(JSONText.quote(expression.description)),"time_zone":\#(JSONText.quote(timeZone.identifier))}"#
+        }
+    }
+
+    /// Reads what ``jsonText`` wrote.
+    public init(jsonText: String) throws(ScheduleError) {
+        guard
+            let object = try? JSONSerialization.jsonObject(with: Data(jsonText.utf8)),
+            let fields = object as? [String: Any]
+        else {
+            throw ScheduleError(message: "a schedule must be a JSON object")
+        }
+        if let seconds = fields["every_seconds"] as? NSNumber {
+            self = try .every(seconds: seconds.int64Value)
+        } else if let expression = fields["cron"] as? String {
+            self = try .cron(expression, timeZone: fields["time_zone"] as? String)
+        } else {
+            throw ScheduleError(message: #"a schedule needs "every_seconds" or "cron" (with an optional "time_zone")"#)
+        }
+    }
+}

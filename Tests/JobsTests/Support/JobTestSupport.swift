@@ -1,0 +1,76 @@
+public import DatabaseTestSupport
+import Foundation
+import HeraldCore
+import Jobs
+import Storage
+import Synchronization
+public import Testing
+
+extension Backend: CustomTestStringConvertible {
+    public var testDescription: String { rawValue }
+}
+
+/// A clock that moves only when the test moves it.
+final class ManualClock: JobClock {
+    private let current: Mutex<Date>
+
+    init(_ start: Date = Date(timeIntervalSince1970: 1_790_000_000)) {
+        current = Mutex(start)
+    }
+
+    func now() -> Date { current.withLock { $0 } }
+
+    func advance(_ seconds: TimeInterval) {
+        current.withLock { $0 = $0.addingTimeInterval(seconds) }
+    }
+
+    func set(_ date: Date) {
+        current.withLock { $0 = date }
+    }
+}
+
+/// Counts handler calls by job id.
+final class CallLog: Sendable {
+    private let calls = Mutex<[UUID: Int]>([:])
+
+    func record(_ job: Job) {
+        calls.withLock { $0[job.id, default: 0] += 1 }
+    }
+
+    func count(_ id: UUID) -> Int { calls.withLock { $0[id] ?? 0 } }
+
+    var total: Int { calls.withLock { $0.values.reduce(0, +) } }
+}
+
+let jobTestLogger = Logger(label: "herald.jobs.test", level: .error, handler: RecordingLogHandler())
+
+/// Opens a fresh, migrated database of `backend` with a queue on a manual clock.
+func withQueue(
+    _ backend: Backend,
+    handlers: JobHandlers = JobHandlers(),
+    clock: ManualClock = ManualClock(),
+    configuration: JobWorkerConfiguration = JobWorkerConfiguration(concurrency: 8, batchSize: 4, lease: 30),
+    _ body: (JobQueue, JobWorker, ManualClock, TestDatabase) async throws -> Void
+) async throws {
+    try await withDatabase(backend, poolSize: 4) { db, test in
+        try await Migrator.migrate(db, HeraldMigrations.all, logger: jobTestLogger)
+        let queue = JobQueue(database: db, handlers: handlers, clock: clock, metrics: MetricsRegistry())
+        let worker = JobWorker(queue: queue, configuration: configuration, owner: "worker-a", logger: jobTestLogger)
+        try await body(queue, worker, clock, test)
+    }
+}
+
+/// Waits until `condition` holds, checking every 20 ms, for at most `seconds`; records an issue
+/// when it never does. A liveness bound, not a timing assertion.
+func eventually(
+    within seconds: Double = 20,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int64(seconds * 1000)))
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    Issue.record("condition not reached within \(seconds) s", sourceLocation: sourceLocation)
+}
