@@ -112,6 +112,18 @@ public struct ParsedArguments: Sendable {
     public func all(_ name: String) -> [String] { values[name] ?? [] }
 
     public func flag(_ name: String) -> Bool { flags.contains(name) }
+
+    /// The whole number given for `--name`, `fallback` when absent; an error naming the option and
+    /// the accepted range otherwise.
+    public func integer(_ name: String, default fallback: Int, range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard let text = value(name) else { return fallback }
+        guard let number = Int(text), range.contains(number) else {
+            throw UsageError(
+                "--\(name) \(text) is not valid: use a whole number from \(range.lowerBound) to \(range.upperBound)"
+            )
+        }
+        return number
+    }
 }
 
 /// A command line that cannot be run as typed; the message says what to change.

@@ -20,6 +20,7 @@ enum Herald {
           send       Send one push to one device and print APNs' answer.
           channels   Create, read, list and delete broadcast channels.
           broadcast  Send a Live Activity update to a broadcast channel.
+          jobs       List, inspect, retry and cancel durable jobs; queue depth; the queue benchmark.
           bench      Measure push throughput against an APNs-shaped endpoint.
           simulator  Run the validating APNs simulator (docs/SIMULATOR.md).
 
@@ -53,6 +54,8 @@ enum Herald {
             return await ChannelsCommand.run(arguments)
         case "broadcast":
             return await ChannelsCommand.broadcast(arguments)
+        case "jobs":
+            return await JobsCommand.run(arguments)
         case "bench":
             return await BenchCommand.run(arguments)
         case "simulator":
