@@ -1,0 +1,91 @@
+import DatabaseTestSupport
+import Foundation
+import HeraldCore
+import Jobs
+import Storage
+import Testing
+
+/// `herald jobs` against a SQLite file that a queue in this process filled.
+@Suite("herald jobs")
+struct JobsCommandTests {
+    /// Runs `herald` to completion and returns its exit status, standard output and error.
+    static func herald(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
+        let process = Process()
+        process.executableURL = HeraldProcess.binary
+        process.arguments = arguments
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (
+            process.terminationStatus, String(decoding: outputData, as: UTF8.self),
+            String(decoding: errorData, as: UTF8.self)
+        )
+    }
+
+    @Test func statsListInspectRetryAndCancel() async throws {
+        let test = try await TestDatabase.make(.sqliteFile)
+        let logger = Logger(label: "test", level: .error, handler: RecordingLogHandler())
+        let db = try await test.open()
+        var handlers = JobHandlers()
+        handlers.register("wake.ping", options: JobKindOptions(maxAttempts: 1)) { _ in
+            .retry(reason: "APNs answered 503 ServiceUnavailable")
+        }
+        let queue = JobQueue(database: db, handlers: handlers, metrics: MetricsRegistry())
+        do {
+            try await Migrator.migrate(db, HeraldMigrations.all, logger: logger)
+            let dead = try await queue.enqueue(NewJob(kind: "wake.ping", payload: #"{"token":"ab"}"#))
+            let later = try await queue.enqueue(NewJob(kind: "reminder", dueAt: Date().addingTimeInterval(3_600)))
+            try await JobWorker(queue: queue, owner: "test", logger: logger).runDueJobs()
+            await db.close()
+            let url = test.url
+            let deadID = dead.job.id.uuidString.lowercased()
+            let laterID = later.job.id.uuidString.lowercased()
+
+            let stats = try Self.herald(["jobs", "stats", "--database-url", url])
+            #expect(stats.status == 0)
+            #expect(stats.output.contains("pending    1"))
+            #expect(stats.output.contains("dead       1"))
+            #expect(stats.output.contains("oldest due job: none is due"))
+
+            let list = try Self.herald(["jobs", "list", "--status", "dead", "--database-url", url])
+            #expect(list.status == 0)
+            #expect(list.output.contains(deadID))
+            #expect(list.output.contains("APNs answered 503"))
+            #expect(!list.output.contains(laterID))
+
+            let inspect = try Self.herald(["jobs", "inspect", deadID, "--database-url", url])
+            #expect(inspect.output.contains("status: dead"))
+            #expect(inspect.output.contains(#"payload: {"token":"ab"}"#))
+
+            let retry = try Self.herald(["jobs", "retry", deadID, "--database-url", url])
+            #expect(retry.status == 0)
+            #expect(retry.output.contains("pending again"))
+            let retryAgain = try Self.herald(["jobs", "retry", deadID, "--database-url", url])
+            #expect(retryAgain.status == 1)
+            #expect(retryAgain.error.contains("it is pending"))
+
+            let cancel = try Self.herald(["jobs", "cancel", laterID, "--database-url", url])
+            #expect(cancel.status == 0)
+            let unknown = try Self.herald(["jobs", "inspect", UUID().uuidString, "--database-url", url])
+            #expect(unknown.status == 1)
+            #expect(unknown.error.contains("no job has the id"))
+            let badStatus = try Self.herald(["jobs", "list", "--status", "zombie", "--database-url", url])
+            #expect(badStatus.status == 2)
+            #expect(badStatus.error.contains("use one of pending, running"))
+
+            let after = try Self.herald(["jobs", "stats", "--database-url", url])
+            #expect(after.output.contains("cancelled  1"))
+            #expect(after.output.contains("pending    1"))
+        } catch {
+            await db.close()
+            await test.remove()
+            throw error
+        }
+        await test.remove()
+    }
+}
