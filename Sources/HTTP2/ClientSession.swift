@@ -44,6 +44,9 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
     let defaultScheme: String
     let logger: Logger
     private let shared = Mutex(Shared())
+    /// The published status's stream limit while the connection is usable, else -1: what a pool
+    /// checks per request, without taking `shared`'s lock and copying the whole status.
+    private let usableLimit = Atomic<Int>(-1)
     private var drainTask: (@Sendable () -> Void)?
     private let defaultTimeout: UInt64?
     let metrics: HTTP2ClientMetrics
@@ -118,6 +121,13 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
 
     var status: HTTP2ClientConnection.Status {
         shared.withLock { $0.status }
+    }
+
+    /// ``HTTP2ClientConnection/Status/maxConcurrentStreams`` while the status says the connection
+    /// is usable; nil otherwise.
+    var usableStreamLimit: Int? {
+        let limit = usableLimit.load(ordering: .acquiring)
+        return limit < 0 ? nil : limit
     }
 
     /// Queues `stream` (whose continuation is set) for the loop, or fails it at once when the
@@ -640,6 +650,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         guard status != published else { return }
         published = status
         shared.withLock { $0.status = status }
+        usableLimit.store(status.isUsable ? status.maxConcurrentStreams : -1, ordering: .releasing)
     }
 
     // MARK: ChannelHandler

@@ -27,6 +27,10 @@ public final class HTTP2ClientConnection: Sendable {
     /// What a pool needs to know about the connection now (a snapshot; cheap to read).
     public var status: Status { session.status }
 
+    /// ``Status/maxConcurrentStreams`` when ``Status/isUsable``, else nil: the two fields a pool
+    /// reads for every request, from an atomic rather than the status lock.
+    package var usableStreamLimit: Int? { session.usableStreamLimit }
+
     private init(session: ClientSession) {
         self.session = session
     }

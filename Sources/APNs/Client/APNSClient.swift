@@ -84,17 +84,44 @@ public struct APNSClient: Sendable {
     ///   ``APNSCredentialError`` when signing fails, `CancellationError`.
     public func send(_ request: APNSRequest) async throws -> APNSSendResult {
         try request.validate()
-        if let pool {
-            return try await result(
-                perform(label: request.pushType.headerValue, policy: retryPolicy) {
-                    try await pool.send(request, authorizationHeaderValue: $0?.headerValue)
-                }
-            )
-        }
+        if let pool { return try await send(request, on: pool) }
         let transport = self.transport
         return try await result(
             perform(label: request.pushType.headerValue, policy: retryPolicy) {
                 try await transport.send(request.httpRequest(authorizationHeaderValue: $0?.headerValue))
+            }
+        )
+    }
+
+    /// The pool's direct path. The first attempt runs here with as little state as possible (a
+    /// task's async frames stay allocated while it waits for APNs, and a sender may have thousands
+    /// of pushes in flight); anything but a success on it continues in ``perform(label:policy:first:_:)``.
+    private func send(_ request: APNSRequest, on pool: APNSConnectionPool) async throws -> APNSSendResult {
+        var authorization: APNSAuthorization?
+        if let tokenProvider {
+            authorization = tokenProvider.cachedAuthorization()
+            if authorization == nil { return try await sendRetrying(request, on: pool, first: nil) }
+        }
+        let first: Result<HTTP2ClientResponse, any Error>
+        do {
+            let response = try await pool.send(request, authorizationHeaderValue: authorization?.headerValue)
+            if (200..<300).contains(response.status) { return .delivered(response.delivery(attempts: 1)) }
+            first = .success(response)
+        } catch {
+            first = .failure(error)
+        }
+        return try await sendRetrying(request, on: pool, first: (authorization, first))
+    }
+
+    @inline(never)
+    private func sendRetrying(
+        _ request: APNSRequest,
+        on pool: APNSConnectionPool,
+        first: (APNSAuthorization?, Result<HTTP2ClientResponse, any Error>)?
+    ) async throws -> APNSSendResult {
+        try await result(
+            perform(label: request.pushType.headerValue, policy: retryPolicy, first: first) {
+                try await pool.send(request, authorizationHeaderValue: $0?.headerValue)
             }
         )
     }
@@ -196,36 +223,53 @@ public struct APNSClient: Sendable {
 
     /// Sends with `send` until a success, a refusal not worth retrying, or a transport error the
     /// policy gives up on.
+    ///
+    /// - Parameter first: the first attempt when the caller already made it (its authorization and
+    ///   result); the loop continues from there.
     private func perform<Answer: APNSAnswer>(
         label: String,
         policy: APNSRetryPolicy,
+        first: (APNSAuthorization?, Result<Answer, any Error>)? = nil,
         _ send: (APNSAuthorization?) async throws -> Answer
     ) async throws -> Outcome<Answer> {
         var attempt = 1
         var sent = 0
         var rejectedToken: (token: String, response: APNSErrorResponse)?
+        var first = first
         while true {
             let authorization: APNSAuthorization?
-            if let cached = tokenProvider?.cachedAuthorization() {
-                authorization = cached
-            } else if let token = try await tokenProvider?.token() {
-                authorization = APNSAuthorization(token: token)
+            let result: Result<Answer, any Error>
+            if let made = first {
+                first = nil
+                (authorization, result) = made
             } else {
-                authorization = nil
+                if let cached = tokenProvider?.cachedAuthorization() {
+                    authorization = cached
+                } else if let token = try await tokenProvider?.token() {
+                    authorization = APNSAuthorization(token: token)
+                } else {
+                    authorization = nil
+                }
+                if let rejectedToken, authorization?.token == rejectedToken.token {
+                    // The token manager cannot refresh yet (20-minute floor): report the refusal.
+                    logger.warning(
+                        "apns provider token rejected as expired and too young to replace; check the system clock",
+                        metadata: ["kind": .string(label)]
+                    )
+                    return .failure(rejectedToken.response, attempts: sent)
+                }
+                do {
+                    result = .success(try await send(authorization))
+                } catch {
+                    result = .failure(error)
+                }
             }
-            if let rejectedToken, authorization?.token == rejectedToken.token {
-                // The token manager cannot refresh yet (20-minute floor): report the refusal.
-                logger.warning(
-                    "apns provider token rejected as expired and too young to replace; check the system clock",
-                    metadata: ["kind": .string(label)]
-                )
-                return .failure(rejectedToken.response, attempts: sent)
-            }
+            sent += 1
             let response: Answer
-            do {
-                sent += 1
-                response = try await send(authorization)
-            } catch {
+            switch result {
+            case .success(let answer):
+                response = answer
+            case .failure(let error):
                 switch random.use({ policy.decision(afterTransportError: error, attempt: attempt, using: &$0) }) {
                 case .retry(let delay):
                     logger.debug(

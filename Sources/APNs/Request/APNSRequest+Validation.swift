@@ -94,8 +94,9 @@ enum APNSRequestChecks {
     ) throws(APNSValidationError) {
         try payloadSize(payload, limit: limit, pushType: pushType)
         let start = payload.firstIndex { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
+        // ASCII (the usual payload) is UTF-8 without building a String to find out.
         guard let start, payload[start] == UInt8(ascii: "{"), APNSJSONSyntax.isValid(payload),
-            String(validating: payload, as: UTF8.self) != nil
+            payload.allSatisfy({ $0 < 0x80 }) || String(validating: payload, as: UTF8.self) != nil
         else {
             throw notAnObject
         }

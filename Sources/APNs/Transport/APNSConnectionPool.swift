@@ -147,8 +147,11 @@ public final class APNSConnectionPool: APNSTransport {
         body: [UInt8],
         writeFields: (inout HTTP2HeaderBlockWriter) -> Void
     ) async throws -> HTTP2ClientResponse {
-        try enter()
-        defer { leave() }
+        // Entering the pool shares the lock with the first acquisition, and leaving it with the
+        // release of a response (unless that has effects to perform first): two lock round trips
+        // per request instead of four.
+        var inside = false
+        defer { if inside { leave() } }
         // A send starts or waits for at most a few connects, and none after one failed: then it
         // fails (or queues on a connection it can still use) rather than wait again.
         var connects = 0
@@ -156,12 +159,16 @@ public final class APNSConnectionPool: APNSTransport {
         var resends = 0
         while true {
             try Task.checkCancellation()
-            let (acquisition, effects) = locked { state, effects in
-                state.acquire(
-                    mayConnect: !connectFailed && connects < Self.maximumConnectsPerSend,
-                    effects: &effects
-                )
+            let mustEnter = !inside
+            let mayConnect = !connectFailed && connects < Self.maximumConnectsPerSend
+            let (acquired, effects) = locked { state, effects -> ConnectionPoolState.Acquisition? in
+                if mustEnter, !state.enter() { return nil }
+                return state.acquire(mayConnect: mayConnect, effects: &effects)
             }
+            guard let acquisition = acquired else {
+                throw APNSConnectionPoolError(code: .shutDown, endpoint: endpoint, reason: "no new requests are taken")
+            }
+            inside = true
             if !effects.isEmpty { await perform(effects) }
             switch acquisition {
             case .use(let id, let connection):
@@ -193,8 +200,16 @@ public final class APNSConnectionPool: APNSTransport {
                     status: response.status,
                     body: response.status == 503 ? response.body : []
                 )
-                let (_, effects) = locked { state, effects in state.release(id, outcome: outcome, effects: &effects) }
-                if !effects.isEmpty { await perform(effects) }
+                let (waiters, effects) = locked { state, effects -> [CheckedContinuation<Void, Never>]? in
+                    state.release(id, outcome: outcome, effects: &effects)
+                    return effects.isEmpty ? state.leave() : nil
+                }
+                if let waiters {
+                    inside = false
+                    for waiter in waiters { waiter.resume() }
+                } else {
+                    await perform(effects)
+                }
                 return response
             case .connect(let attempt), .wait(let attempt):
                 if case .connect = acquisition { await connect(attempt) }
@@ -315,6 +330,10 @@ public final class APNSConnectionPool: APNSTransport {
 
     /// Records metrics, logs events and closes retired connections (which carry none of the
     /// pool's requests any more, so `close()` returns as soon as the socket is closed).
+    ///
+    /// Never inlined, like ``connect(_:)``: its async frame is then allocated only when there are
+    /// effects, not kept by every request waiting for its response.
+    @inline(never)
     private func perform(_ effects: ConnectionPoolState.Effects) async {
         for (status, count) in effects.statusCounts {
             requests.increment(by: Double(count), labels: [("status", status < 0 ? "error" : String(status))])
@@ -350,6 +369,7 @@ public final class APNSConnectionPool: APNSTransport {
     }
 
     /// Runs a connect this send started and records the result for everyone waiting on it.
+    @inline(never)
     private func connect(_ attempt: ConnectAttempt) async {
         let result: Result<HTTP2ClientConnection, any Error>
         do {

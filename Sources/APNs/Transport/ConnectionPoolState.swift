@@ -164,11 +164,12 @@ struct ConnectionPoolState {
                 anyRetiredIdle = anyRetiredIdle || entries[index].inFlight == 0
                 continue
             }
-            let status = entries[index].connection.status
-            guard status.isUsable else {
+            // The usable stream limit is an atomic read; the full status (a lock and a copy) only
+            // when the connection is not usable any more and the reason is wanted.
+            guard let streamLimit = entries[index].connection.usableStreamLimit else {
                 retire(
                     index,
-                    because: Self.reason(status),
+                    because: Self.reason(entries[index].connection.status),
                     refusedRequests: entries[index].inFlight > 0,
                     effects: &effects
                 )
@@ -176,13 +177,13 @@ struct ConnectionPoolState {
                 continue
             }
             live += 1
-            let entry = entries[index]
-            if entry.served == 0 { anyWarming = true }
-            if leastLoaded == nil || entry.inFlight < leastLoaded!.load {
-                leastLoaded = (entry.id, entry.inFlight)
+            let (id, load, served) = (entries[index].id, entries[index].inFlight, entries[index].served)
+            if served == 0 { anyWarming = true }
+            if leastLoaded == nil || load < leastLoaded!.load {
+                leastLoaded = (id, load)
             }
-            if entry.inFlight < status.maxConcurrentStreams, best == nil || entry.inFlight < best!.load {
-                best = (entry.id, entry.inFlight)
+            if load < streamLimit, best == nil || load < best!.load {
+                best = (id, load)
             }
         }
         if anyRetiredIdle { removeRetiredIdle(effects: &effects) }

@@ -89,11 +89,14 @@ struct AuthenticationAndBroadcastEndToEndTests {
                 ),
             ]
             for (tls, mention) in cases {
+                // A manual clock: the backoff after the failed connect must not run out (and make
+                // the pool available again) while a busy machine gets to the check below.
                 let pool = APNSConnectionPool(
                     endpoint: server.endpoint,
                     tls: tls,
                     logger: LogCapture().logger,
-                    metrics: MetricsRegistry()
+                    metrics: MetricsRegistry(),
+                    clock: ManualClock()
                 )
                 do {
                     _ = try await pool.send(APNSRequest.alert().httpRequest(authorization: nil))
