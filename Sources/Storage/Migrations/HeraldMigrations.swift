@@ -48,5 +48,55 @@ public enum HeraldMigrations {
                 CREATE INDEX jobs_status_created ON jobs (status, created_at);
                 """
         ),
+        Migration(
+            version: 3,
+            name: "create_notifications",
+            sql: """
+                CREATE TABLE notifications (
+                    id TEXT PRIMARY KEY,
+                    app TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    push_type TEXT NOT NULL,
+                    topic TEXT NOT NULL,
+                    priority BIGINT,
+                    expiration BIGINT,
+                    collapse_id TEXT,
+                    payload TEXT NOT NULL,
+                    send_at BIGINT NOT NULL,
+                    status TEXT NOT NULL,
+                    token_count BIGINT NOT NULL,
+                    failure_reason TEXT,
+                    job_id TEXT,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                );
+                CREATE INDEX notifications_status_send_at ON notifications (status, send_at);
+                CREATE TABLE notification_deliveries (
+                    notification_id TEXT NOT NULL REFERENCES notifications (id) ON DELETE CASCADE,
+                    token TEXT NOT NULL,
+                    ordinal BIGINT NOT NULL,
+                    status TEXT NOT NULL,
+                    reason TEXT,
+                    apns_id TEXT,
+                    invalid_at BIGINT,
+                    attempts BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (notification_id, token)
+                );
+                CREATE UNIQUE INDEX notification_deliveries_ordinal ON notification_deliveries (notification_id, ordinal);
+                CREATE INDEX notification_deliveries_status ON notification_deliveries (notification_id, status);
+                CREATE TABLE dead_tokens (
+                    app TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    invalid_at BIGINT,
+                    recorded_at BIGINT NOT NULL,
+                    notification_id TEXT,
+                    PRIMARY KEY (app, environment, token)
+                );
+                CREATE INDEX dead_tokens_recorded ON dead_tokens (recorded_at, app, environment, token);
+                """
+        ),
     ]
 }

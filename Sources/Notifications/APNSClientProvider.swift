@@ -1,0 +1,140 @@
+public import APNs
+import Foundation
+public import HeraldCore
+import Synchronization
+
+/// The APNs clients notifications are sent with: one connection pool and client per (app,
+/// environment), made on first use and shared by every send after; apps that share a signing
+/// key share its provider token.
+///
+/// ```swift
+/// let clients = APNSClientProvider(apps: apps, endpoints: endpoints, logger: logger)
+/// let (app, environment) = try clients.resolve(app: nil, environment: nil)
+/// let client = clients.client(for: app, environment: environment)
+/// …
+/// await clients.shutdown()
+/// ```
+public final class APNSClientProvider: Sendable {
+    public let apps: [APNSAppConfiguration]
+    public let endpoints: APNSEndpoints
+    private let poolConfiguration: APNSConnectionPool.Configuration
+    private let retryPolicy: APNSRetryPolicy
+    private let logger: Logger
+    private let metrics: MetricsRegistry
+    private let state = Mutex(State())
+
+    private struct Key: Hashable {
+        var bundleID: String
+        var environment: APNSEnvironment
+    }
+
+    private struct State {
+        var clients: [Key: (APNSClient, APNSConnectionPool)] = [:]
+        var tokenManagers: [String: any APNSTokenProvider] = [:]
+        var isShutDown = false
+    }
+
+    /// - Parameters:
+    ///   - apps: the configured apps; the first is the default.
+    ///   - endpoints: where each environment's pushes go, and extra trusted roots.
+    ///   - poolConfiguration: connections per pool and timeouts.
+    ///   - retryPolicy: the clients' retries of one push (429, 5xx, connection trouble); what is
+    ///     still failing after them is retried by the notification's job.
+    public init(
+        apps: [APNSAppConfiguration],
+        endpoints: APNSEndpoints,
+        poolConfiguration: APNSConnectionPool.Configuration = APNSConnectionPool.Configuration(),
+        retryPolicy: APNSRetryPolicy = .default,
+        logger: Logger = Logger(label: "herald.apns"),
+        metrics: MetricsRegistry = .shared
+    ) {
+        self.apps = apps
+        self.endpoints = endpoints
+        self.poolConfiguration = poolConfiguration
+        self.retryPolicy = retryPolicy
+        self.logger = logger
+        self.metrics = metrics
+    }
+
+    /// The app and environment a notification goes to.
+    ///
+    /// - Parameters:
+    ///   - app: a bundle ID, or `nil` for the first configured app.
+    ///   - environment: `nil` for the app's own (production for apps that serve both).
+    /// - Throws: ``NotificationError`` 503 when no app is configured, 400 for an unknown app or
+    ///   an environment the app does not serve.
+    public func resolve(
+        app: String?,
+        environment: APNSEnvironment?
+    ) throws(NotificationError) -> (APNSAppConfiguration, APNSEnvironment) {
+        guard !apps.isEmpty else {
+            throw NotificationError(
+                status: 503,
+                code: "apns_not_configured",
+                message: "no APNs app is configured: set APNS_AUTH_KEY, APNS_KEY_ID, APPLE_TEAM_ID and TOPIC, "
+                    + "or HERALD_APPS_FILE, and restart"
+            )
+        }
+        let candidates = app.map { name in apps.filter { $0.bundleID == name } } ?? [apps[0]]
+        guard let first = candidates.first else {
+            let known = apps.map(\.bundleID).joined(separator: ", ")
+            throw .invalid("unknown_app", "app is not a configured app: use one of \(known)", field: "app")
+        }
+        if let environment {
+            guard let match = candidates.first(where: { $0.serves(environment) }) else {
+                throw .invalid(
+                    "invalid_environment",
+                    "\(first.bundleID) is not configured for \(environment): use \(first.environment?.rawValue ?? "production")",
+                    field: "environment"
+                )
+            }
+            return (match, environment)
+        }
+        return (first, first.environment ?? .production)
+    }
+
+    /// The shared client for `app` in `environment`, made on first use.
+    public func client(for app: APNSAppConfiguration, environment: APNSEnvironment) throws -> APNSClient {
+        let key = Key(bundleID: app.bundleID, environment: environment)
+        return try state.withLock { state in
+            guard !state.isShutDown else { throw CancellationError() }
+            if let (client, _) = state.clients[key] { return client }
+            var tokens: (any APNSTokenProvider)?
+            if let signingKey = app.credentials.signingKey {
+                let name = "\(signingKey.teamID)/\(signingKey.keyID)"
+                tokens = state.tokenManagers[name] ?? APNSTokenManager(signingKey: signingKey, clock: ContinuousClock())
+                state.tokenManagers[name] = tokens
+            }
+            let pool = APNSConnectionPool(
+                endpoint: endpoints.push(environment),
+                tls: APNSTLSConfiguration(caFile: endpoints.caFile, credentials: app.credentials),
+                configuration: poolConfiguration,
+                logger: logger,
+                metrics: metrics
+            )
+            let client = APNSClient(
+                transport: pool,
+                credentials: app.credentials,
+                tokenProvider: tokens,
+                retryPolicy: retryPolicy,
+                logger: logger
+            )
+            state.clients[key] = (client, pool)
+            return client
+        }
+    }
+
+    /// The pools opened so far, for `/readyz`.
+    public var pools: [APNSConnectionPool] {
+        state.withLock { $0.clients.values.map(\.1) }
+    }
+
+    /// Closes every pool; later ``client(for:environment:)`` calls throw.
+    public func shutdown() async {
+        let pools = state.withLock { state in
+            state.isShutDown = true
+            return state.clients.values.map(\.1)
+        }
+        for pool in pools { await pool.shutdown() }
+    }
+}

@@ -1,0 +1,145 @@
+public import APNs
+public import Foundation
+
+/// Where a notification is in its life.
+///
+/// ```
+/// scheduled ──due, picked up──▶ sending ──every token has a final result──▶ done
+///     │                            └──── app no longer configured, or attempts used up ──▶ failed
+///     └──DELETE──▶ cancelled
+/// ```
+public enum NotificationStatus: String, Sendable, Hashable, CaseIterable, Codable {
+    case scheduled
+    case sending
+    case done
+    case cancelled
+    case failed
+}
+
+/// What happened to one device token of a notification.
+///
+/// `pending` and `retrying` are not final: a later attempt sends them (again). The others are.
+public enum DeliveryStatus: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Not sent yet.
+    case pending
+    /// APNs accepted it (`apns_id` says which request).
+    case sent
+    /// APNs refused it for a reason that retrying does not fix (`reason` says which).
+    case rejected
+    /// The token is no longer valid (410, `BadDeviceToken`, `DeviceTokenNotForTopic`); it is also
+    /// recorded in `dead_tokens`.
+    case dead
+    /// A retryable failure (429, 5xx, connection trouble) after the client's own retries; the
+    /// notification's job runs again later for these.
+    case retrying
+    /// Still failing when the job's attempts were used up.
+    case failed
+
+    /// Whether no later attempt sends this token again.
+    public var isFinal: Bool {
+        switch self {
+        case .pending, .retrying: false
+        case .sent, .rejected, .dead, .failed: true
+        }
+    }
+}
+
+/// A stored notification: what to send, to whom (in ``NotificationStore``), and when.
+public struct StoredNotification: Sendable, Hashable {
+    public var id: UUID
+    /// The app's bundle ID.
+    public var app: String
+    public var environment: APNSEnvironment
+    public var pushType: APNSPushType
+    /// The `apns-topic` sent.
+    public var topic: String
+    public var priority: APNSPriority?
+    public var expiration: APNSExpiration
+    public var collapseID: String?
+    /// The JSON payload, as sent.
+    public var payload: String
+    public var sendAt: Date
+    public var status: NotificationStatus
+    public var tokenCount: Int
+    /// Why a `failed` notification failed.
+    public var failureReason: String?
+    public var jobID: UUID?
+    public var createdAt: Date
+    public var updatedAt: Date
+}
+
+/// The result of one token.
+public struct DeliveryResult: Sendable, Hashable {
+    public var token: String
+    public var ordinal: Int
+    public var status: DeliveryStatus
+    /// APNs' reason for a refusal, or the error for a retryable failure.
+    public var reason: String?
+    /// The `apns-id` APNs answered with.
+    public var apnsID: String?
+    /// For a dead token: when APNs says it became invalid (410's timestamp), else when Herald
+    /// learned it.
+    public var invalidAt: Date?
+    /// Requests sent for this token, including the client's retries.
+    public var attempts: Int
+    public var updatedAt: Date
+
+    public init(
+        token: String,
+        ordinal: Int,
+        status: DeliveryStatus,
+        reason: String? = nil,
+        apnsID: String? = nil,
+        invalidAt: Date? = nil,
+        attempts: Int = 0,
+        updatedAt: Date
+    ) {
+        self.token = token
+        self.ordinal = ordinal
+        self.status = status
+        self.reason = reason
+        self.apnsID = apnsID
+        self.invalidAt = invalidAt
+        self.attempts = attempts
+        self.updatedAt = updatedAt
+    }
+}
+
+/// How many tokens of a notification are in each ``DeliveryStatus``.
+public struct DeliveryCounts: Sendable, Hashable {
+    public var counts: [DeliveryStatus: Int] = [:]
+
+    public init(counts: [DeliveryStatus: Int] = [:]) {
+        self.counts = counts
+    }
+
+    public subscript(status: DeliveryStatus) -> Int { counts[status] ?? 0 }
+
+    public var total: Int { counts.values.reduce(0, +) }
+}
+
+/// A device token APNs said is dead, kept for pruning the app's own token list.
+public struct DeadToken: Sendable, Hashable {
+    public var app: String
+    public var environment: APNSEnvironment
+    public var token: String
+    public var reason: String
+    /// APNs' 410 timestamp when it gave one.
+    public var invalidAt: Date?
+    /// When Herald recorded it.
+    public var recordedAt: Date
+    /// The notification whose send found it.
+    public var notificationID: UUID?
+}
+
+/// One page of a list and where the next starts.
+public struct Page<Element: Sendable>: Sendable {
+    public var items: [Element]
+    /// Pass as `cursor` to read on; `nil` on the last page.
+    public var nextCursor: String?
+
+    public init(items: [Element], nextCursor: String?) {
+        self.items = items
+        self.nextCursor = nextCursor
+    }
+}

@@ -1,0 +1,365 @@
+public import APNs
+public import Foundation
+import HeraldCore
+
+/// The limits on `POST /v1/notifications`.
+public enum NotificationLimits {
+    /// The largest request body: 10,000 tokens of the longest allowed length (200 characters)
+    /// plus a 5 KB payload fit with room to spare.
+    public static let maximumBodyBytes = 4 << 20
+    /// Tokens per notification.
+    public static let maximumTokens = 10_000
+    /// Tokens per notification sent with `?wait=true`.
+    public static let maximumWaitTokens = 1_000
+    /// Nesting of arrays and objects in the body (the payload included).
+    public static let maximumDepth = 32
+    /// Bytes of `app` and `topic`.
+    public static let maximumNameBytes = 255
+    /// How far ahead `send_at` may be.
+    public static let maximumScheduleAhead: TimeInterval = 366 * 24 * 3_600
+    /// How far in the past `send_at` may be (clock skew); it is then sent at once.
+    public static let pastTolerance: TimeInterval = 300
+}
+
+/// A validated `POST /v1/notifications` body. Which app and environment it goes to is resolved
+/// by ``NotificationService`` against the configured apps.
+///
+/// ```json
+/// {"app": "com.example.app", "environment": "production", "tokens": ["<hex>", …],
+///  "push_type": "alert", "priority": 10, "expiration": 0, "collapse_id": "score",
+///  "topic": "com.example.app", "payload": {"aps": {"alert": "Hi"}}, "send_at": "2030-01-01T00:00:00Z"}
+/// ```
+public struct NotificationRequest: Sendable, Hashable {
+    /// The bundle ID of a configured app; `nil`: the default app.
+    public var app: String?
+    /// `nil`: the app's environment (production for apps that serve both).
+    public var environment: APNSEnvironment?
+    /// Lowercase, unique, in the order given.
+    public var tokens: [String]
+    public var pushType: APNSPushType
+    public var priority: APNSPriority?
+    public var expiration: APNSExpiration
+    public var collapseID: String?
+    /// An explicit `apns-topic`; `nil`: the app's bundle ID with the push type's suffix.
+    public var topic: String?
+    /// The payload as JSON text, as it will be sent.
+    public var payload: [UInt8]
+    /// `nil`: send now.
+    public var sendAt: Date?
+
+    public init(
+        app: String? = nil,
+        environment: APNSEnvironment? = nil,
+        tokens: [String],
+        pushType: APNSPushType = .alert,
+        priority: APNSPriority? = nil,
+        expiration: APNSExpiration = .omitted,
+        collapseID: String? = nil,
+        topic: String? = nil,
+        payload: [UInt8],
+        sendAt: Date? = nil
+    ) {
+        self.app = app
+        self.environment = environment
+        self.tokens = tokens
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.topic = topic
+        self.payload = payload
+        self.sendAt = sendAt
+    }
+
+    static let knownFields: Set<String> = [
+        "app", "environment", "tokens", "push_type", "priority", "expiration", "collapse_id", "topic", "payload",
+        "send_at",
+    ]
+
+    /// Parses and validates a request body. Every rule APNs would enforce per push is checked
+    /// here, once, so that nothing is accepted that APNs must refuse.
+    ///
+    /// - Parameter now: the time `send_at` is checked against.
+    /// - Throws: ``NotificationError`` 400 (413 for a payload or token list that is too large),
+    ///   naming the field.
+    public static func parse(_ body: [UInt8], now: Date) throws(NotificationError) -> NotificationRequest {
+        guard body.count <= NotificationLimits.maximumBodyBytes else {
+            throw NotificationError(
+                status: 413,
+                code: "body_too_large",
+                message: "the body is \(body.count) bytes: send at most \(NotificationLimits.maximumBodyBytes) "
+                    + "(split the tokens over several notifications)"
+            )
+        }
+        let parsed: Any
+        do {
+            parsed = try JSONSerialization.jsonObject(with: Data(body), options: [])
+        } catch {
+            throw .invalid("invalid_json", "the body is not valid JSON: send a JSON object", field: nil)
+        }
+        guard let object = parsed as? [String: Any] else {
+            throw .invalid(
+                "invalid_json",
+                "the body is not a JSON object: send {\"tokens\": […], \"payload\": {…}}",
+                field: nil
+            )
+        }
+        if depth(of: object) > NotificationLimits.maximumDepth {
+            throw .invalid(
+                "too_deep",
+                "the body nests arrays and objects more than \(NotificationLimits.maximumDepth) levels deep",
+                field: nil
+            )
+        }
+        for key in object.keys.sorted() where !knownFields.contains(key) {
+            throw .invalid(
+                "unknown_field",
+                "\(quoted(key)) is not a field of a notification: use \(knownFields.sorted().joined(separator: ", "))",
+                field: String(key.prefix(64))
+            )
+        }
+
+        let app = try optionalName(object, "app", what: "the bundle ID of a configured app")
+        var environment: APNSEnvironment?
+        if let name = try optionalString(object, "environment") {
+            guard name == "production" || name == "sandbox", let parsed = APNSEnvironment(name: name) else {
+                throw .invalid(
+                    "invalid_environment",
+                    "environment must be \"production\" or \"sandbox\"",
+                    field: "environment"
+                )
+            }
+            environment = parsed
+        }
+        let tokens = try parseTokens(object["tokens"])
+
+        var pushType = APNSPushType.alert
+        if let name = try optionalString(object, "push_type") {
+            do {
+                pushType = try APNSPushType(validating: name)
+            } catch {
+                throw .invalid("invalid_push_type", error.message, field: "push_type")
+            }
+        }
+        var priority: APNSPriority?
+        if let value = object["priority"], !(value is NSNull) {
+            guard let number = integer(value), let parsed = APNSPriority(rawValue: number) else {
+                throw .invalid("invalid_priority", "priority must be 10, 5 or 1", field: "priority")
+            }
+            priority = parsed
+        }
+        let expiration = try parseExpiration(object["expiration"])
+        let collapseID = try optionalString(object, "collapse_id")
+        let topic = try optionalName(object, "topic", what: "the exact apns-topic, or omit it to use the app's")
+        let payload = try parsePayload(object["payload"])
+        let sendAt = try parseSendAt(object["send_at"], now: now)
+
+        let request = NotificationRequest(
+            app: app,
+            environment: environment,
+            tokens: tokens,
+            pushType: pushType,
+            priority: priority,
+            expiration: expiration,
+            collapseID: collapseID,
+            topic: topic,
+            payload: payload,
+            sendAt: sendAt
+        )
+        try request.validateForAPNs()
+        return request
+    }
+
+    /// The checks ``APNSClient`` would make on each push, made once on a sample request.
+    func validateForAPNs() throws(NotificationError) {
+        let sample = APNSRequest(
+            deviceToken: tokens[0],
+            pushType: pushType,
+            topic: .explicit(topic ?? "com.example.validation"),
+            payload: payload,
+            expiration: expiration,
+            priority: priority,
+            collapseID: collapseID
+        )
+        do {
+            try sample.validate()
+        } catch {
+            let field: String
+            switch error.field {
+            case "device_token": field = "tokens[0]"
+            case "topic": field = "topic"
+            default: field = error.field
+            }
+            let status = error.code == .payloadTooLarge ? 413 : 400
+            throw NotificationError(status: status, code: error.code.description, message: error.message, field: field)
+        }
+    }
+
+    // MARK: Fields
+
+    private static func parseTokens(_ value: Any?) throws(NotificationError) -> [String] {
+        guard let value, !(value is NSNull) else {
+            throw .invalid("missing_field", "tokens is missing: list 1 to 10,000 device tokens", field: "tokens")
+        }
+        guard let array = value as? [Any] else {
+            throw .invalid("invalid_tokens", "tokens must be an array of hexadecimal device tokens", field: "tokens")
+        }
+        guard !array.isEmpty else {
+            throw .invalid("invalid_tokens", "tokens is empty: list at least one device token", field: "tokens")
+        }
+        guard array.count <= NotificationLimits.maximumTokens else {
+            throw NotificationError(
+                status: 413,
+                code: "too_many_tokens",
+                message: "tokens has \(array.count) entries: send at most \(NotificationLimits.maximumTokens) "
+                    + "per notification and split the rest over more notifications",
+                field: "tokens"
+            )
+        }
+        var tokens: [String] = []
+        tokens.reserveCapacity(array.count)
+        var seen = Set<String>(minimumCapacity: array.count)
+        for (index, element) in array.enumerated() {
+            guard let text = element as? String else {
+                throw .invalid("invalid_token", "tokens[\(index)] is not a string", field: "tokens[\(index)]")
+            }
+            let token: String
+            do {
+                token = try APNSDeviceToken.normalized(text)
+            } catch {
+                throw .invalid("invalid_token", "tokens[\(index)]: \(error.message)", field: "tokens[\(index)]")
+            }
+            guard seen.insert(token).inserted else {
+                throw .invalid(
+                    "duplicate_token",
+                    "tokens[\(index)] repeats an earlier token: list each device once",
+                    field: "tokens[\(index)]"
+                )
+            }
+            tokens.append(token)
+        }
+        return tokens
+    }
+
+    private static func parsePayload(_ value: Any?) throws(NotificationError) -> [UInt8] {
+        guard let value, !(value is NSNull) else {
+            throw .invalid(
+                "missing_field",
+                "payload is missing: send the APNs JSON payload, e.g. {\"aps\": {\"alert\": \"Hello\"}}",
+                field: "payload"
+            )
+        }
+        guard let object = value as? [String: Any] else {
+            throw .invalid("invalid_payload", "payload must be a JSON object such as {\"aps\": {…}}", field: "payload")
+        }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])
+        else {
+            throw .invalid("invalid_payload", "payload cannot be encoded as JSON", field: "payload")
+        }
+        return Array(data)
+    }
+
+    private static func parseExpiration(_ value: Any?) throws(NotificationError) -> APNSExpiration {
+        guard let value, !(value is NSNull) else { return .omitted }
+        if let seconds = integer(value) {
+            if seconds == 0 { return .immediately }
+            guard seconds > 0 else {
+                throw .invalid(
+                    "invalid_expiration",
+                    "expiration must be 0 (do not store), Unix seconds or an RFC 3339 time",
+                    field: "expiration"
+                )
+            }
+            return .at(Date(timeIntervalSince1970: TimeInterval(seconds)))
+        }
+        if let text = value as? String, let date = RFC3339.date(from: text) {
+            return .at(date)
+        }
+        throw .invalid(
+            "invalid_expiration",
+            "expiration must be 0 (do not store), Unix seconds or an RFC 3339 time such as 2030-01-01T00:00:00Z",
+            field: "expiration"
+        )
+    }
+
+    private static func parseSendAt(_ value: Any?, now: Date) throws(NotificationError) -> Date? {
+        guard let value, !(value is NSNull) else { return nil }
+        let date: Date
+        if let seconds = integer(value) {
+            date = Date(timeIntervalSince1970: TimeInterval(seconds))
+        } else if let text = value as? String, let parsed = RFC3339.date(from: text) {
+            date = parsed
+        } else {
+            throw .invalid(
+                "invalid_send_at",
+                "send_at must be an RFC 3339 time such as 2030-01-01T09:00:00Z or Unix seconds",
+                field: "send_at"
+            )
+        }
+        if date < now.addingTimeInterval(-NotificationLimits.pastTolerance) {
+            throw .invalid(
+                "invalid_send_at",
+                "send_at is in the past: omit it to send now, or give a later time",
+                field: "send_at"
+            )
+        }
+        if date > now.addingTimeInterval(NotificationLimits.maximumScheduleAhead) {
+            throw .invalid(
+                "invalid_send_at",
+                "send_at is more than 366 days ahead: schedule it later, closer to the time",
+                field: "send_at"
+            )
+        }
+        return date
+    }
+
+    // MARK: Helpers
+
+    private static func optionalString(_ object: [String: Any], _ key: String) throws(NotificationError) -> String? {
+        guard let value = object[key], !(value is NSNull) else { return nil }
+        guard let text = value as? String else {
+            throw .invalid("invalid_\(key)", "\(key) must be a string", field: key)
+        }
+        return text
+    }
+
+    private static func optionalName(
+        _ object: [String: Any],
+        _ key: String,
+        what: String
+    ) throws(NotificationError) -> String? {
+        guard let text = try optionalString(object, key) else { return nil }
+        guard !text.isEmpty, text.utf8.count <= NotificationLimits.maximumNameBytes else {
+            throw .invalid(
+                "invalid_\(key)",
+                "\(key) must be 1 to \(NotificationLimits.maximumNameBytes) bytes: \(what)",
+                field: key
+            )
+        }
+        return text
+    }
+
+    /// An integral JSON number (not a boolean, which JSONSerialization also gives as a number).
+    static func integer(_ value: Any) -> Int? {
+        // On Linux every JSON number bridges to Bool too; JSON booleans are the char-typed ones.
+        if let number = value as? NSNumber, String(cString: number.objCType) == "c" { return nil }
+        if let int = value as? Int { return int }
+        if let double = value as? Double, double.rounded() == double, abs(double) < 1e15 { return Int(double) }
+        return nil
+    }
+
+    /// Nesting depth of containers, counting `value` itself.
+    static func depth(of value: Any) -> Int {
+        if let object = value as? [String: Any] {
+            return 1 + (object.values.map { depth(of: $0) }.max() ?? 0)
+        }
+        if let array = value as? [Any] {
+            return 1 + (array.map { depth(of: $0) }.max() ?? 0)
+        }
+        return 0
+    }
+
+    private static func quoted(_ key: String) -> String {
+        key.utf8.count <= 64 ? "\"\(key)\"" : "a field"
+    }
+}

@@ -1,0 +1,228 @@
+import APNs
+public import Foundation
+public import HeraldCore
+public import Jobs
+
+/// Sends one stored notification to its tokens that have no final result yet: concurrently,
+/// at most ``maximumInFlight`` requests at a time (the pool spreads them over its connections'
+/// streams), persisting results in batches as they come in. The `notification.send` job runs it.
+///
+/// Idempotent by design: a token's row leaves `pending` only once APNs has answered for it, so a
+/// send interrupted by a crash or a lost lease resends only tokens without a result (duplicates
+/// are limited to the requests in flight at the crash).
+public struct NotificationSender: Sendable {
+    public let store: NotificationStore
+    public let clients: APNSClientProvider
+    public let clock: any JobClock
+    /// Requests in flight at once for one notification.
+    public var maximumInFlight: Int
+    /// Results written per transaction.
+    public var flushEvery: Int
+    let metrics: NotificationMetrics
+    let logger: Logger
+
+    public init(
+        store: NotificationStore,
+        clients: APNSClientProvider,
+        clock: any JobClock = SystemJobClock(),
+        maximumInFlight: Int = 1_000,
+        flushEvery: Int = 500,
+        metrics: MetricsRegistry = .shared,
+        logger: Logger = Logger(label: "herald.notifications")
+    ) {
+        self.store = store
+        self.clients = clients
+        self.clock = clock
+        self.maximumInFlight = max(1, maximumInFlight)
+        self.flushEvery = max(1, flushEvery)
+        self.metrics = NotificationMetrics(registry: metrics)
+        self.logger = logger
+    }
+
+    /// What one send pass achieved.
+    public struct Summary: Sendable, Hashable {
+        /// The notification's status afterwards.
+        public var status: NotificationStatus
+        /// Results recorded by this pass, by status.
+        public var recorded: [DeliveryStatus: Int] = [:]
+
+        /// Tokens left `retrying` for a later attempt.
+        public var retrying: Int { recorded[.retrying] ?? 0 }
+    }
+
+    /// The job's handler: reads the notification id from the payload and sends.
+    public func run(_ job: Job) async throws -> JobOutcome {
+        guard let id = Self.notificationID(inPayload: job.payload) else {
+            return .failed(reason: "the job payload has no notification_id")
+        }
+        let summary = try await send(id, isLastAttempt: job.attempts >= job.maxAttempts)
+        if summary.retrying > 0 {
+            return .retry(reason: "\(summary.retrying) token(s) had retryable APNs failures")
+        }
+        return .done
+    }
+
+    static func payload(for id: UUID) -> String {
+        "{\"notification_id\":\"\(RequestIdentifier.lowercaseString(id))\"}"
+    }
+
+    static func notificationID(inPayload payload: String) -> UUID? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
+            let text = object["notification_id"] as? String
+        else { return nil }
+        return UUID(uuidString: text)
+    }
+
+    /// Sends the notification's unfinished tokens.
+    ///
+    /// - Parameter isLastAttempt: turns what would be `retrying` into `failed`, and the
+    ///   notification `failed` when any token failed.
+    public func send(_ id: UUID, isLastAttempt: Bool) async throws -> Summary {
+        let now = clock.now()
+        guard
+            let notification = try await store.transition(
+                id,
+                from: [.scheduled, .sending],
+                to: .sending,
+                at: now
+            )
+        else {
+            // Cancelled, finished, or gone: nothing to send.
+            let status = try await store.notification(id: id)?.status ?? .failed
+            return Summary(status: status)
+        }
+        guard
+            let app = clients.apps.first(where: {
+                $0.bundleID == notification.app && $0.serves(notification.environment)
+            })
+        else {
+            let reason = "\(notification.app) (\(notification.environment)) is no longer configured"
+            _ = try await store.failUnfinished(id, reason: reason, at: now)
+            _ = try await store.transition(id, from: [.sending], to: .failed, failureReason: reason, at: now)
+            logger.warning(
+                "notification failed",
+                metadata: ["notification": .string("\(id)"), "reason": .string(reason)]
+            )
+            return Summary(status: .failed)
+        }
+        let client = try clients.client(for: app, environment: notification.environment)
+        let pending = try await store.unfinished(id: id)
+        var summary = Summary(status: .sending)
+        try await fanOut(pending, of: notification, client: client, isLastAttempt: isLastAttempt, summary: &summary)
+
+        let end = clock.now()
+        if summary.retrying > 0 {
+            return summary
+        }
+        let failed = try await store.counts(id: id)[.failed]
+        let final: NotificationStatus = failed > 0 ? .failed : .done
+        let reason = failed > 0 ? "\(failed) token(s) still failed after the last attempt" : nil
+        _ = try await store.transition(id, from: [.sending], to: final, failureReason: reason, at: end)
+        summary.status = final
+        logger.debug(
+            "notification sent",
+            metadata: [
+                "notification": .string("\(id)"), "tokens": .int(pending.count), "status": .string(final.rawValue),
+            ]
+        )
+        return summary
+    }
+
+    private func fanOut(
+        _ pending: [DeliveryResult],
+        of notification: StoredNotification,
+        client: APNSClient,
+        isLastAttempt: Bool,
+        summary: inout Summary
+    ) async throws {
+        let payload = Array(notification.payload.utf8)
+        let template = APNSRequest(
+            deviceToken: "",
+            pushType: notification.pushType,
+            topic: .explicit(notification.topic),
+            payload: payload,
+            expiration: notification.expiration,
+            priority: notification.priority,
+            collapseID: notification.collapseID
+        )
+        var buffer: [DeliveryResult] = []
+        buffer.reserveCapacity(flushEvery)
+        let store = self.store
+        let clock = self.clock
+        try await withThrowingTaskGroup(of: DeliveryResult?.self) { group in
+            var next = 0
+            func startNext() {
+                guard next < pending.count else { return }
+                let item = pending[next]
+                next += 1
+                var request = template
+                request.deviceToken = item.token
+                request.id = APNSIdentifier.next()
+                group.addTask {
+                    await Self.deliver(request, item: item, client: client, clock: clock, isLastAttempt: isLastAttempt)
+                }
+            }
+            for _ in 0..<min(maximumInFlight, pending.count) { startNext() }
+            while let result = try await group.next() {
+                startNext()
+                guard let result else { continue }
+                buffer.append(result)
+                summary.recorded[result.status, default: 0] += 1
+                metrics.tokens.increment(labels: [("result", result.status.rawValue)])
+                if buffer.count >= flushEvery {
+                    try await store.record(buffer, of: notification)
+                    buffer.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+        try await store.record(buffer, of: notification)
+        if Task.isCancelled { throw CancellationError() }
+    }
+
+    /// One token's send; `nil` when cancelled before APNs answered (the token stays unfinished).
+    private static func deliver(
+        _ request: APNSRequest,
+        item: DeliveryResult,
+        client: APNSClient,
+        clock: any JobClock,
+        isLastAttempt: Bool
+    ) async -> DeliveryResult? {
+        var result = item
+        result.reason = nil
+        result.apnsID = nil
+        result.invalidAt = nil
+        do {
+            switch try await client.send(request) {
+            case .delivered(let delivery):
+                result.status = .sent
+                result.apnsID = (delivery.apnsID ?? request.id).uuidString.lowercased()
+                result.attempts = delivery.attempts
+            case .rejected(let rejection):
+                result.reason = rejection.reason.rawValue
+                result.apnsID = rejection.response.apnsID?.uuidString.lowercased()
+                result.attempts = rejection.attempts
+                if rejection.isDeviceTokenInvalid {
+                    result.status = .dead
+                    result.invalidAt = rejection.response.timestamp ?? clock.now()
+                } else if rejection.category == .retryable || rejection.category == .providerTokenExpired {
+                    result.status = isLastAttempt ? .failed : .retrying
+                } else {
+                    result.status = .rejected
+                }
+            }
+        } catch is CancellationError {
+            return nil
+        } catch let error as APNSValidationError {
+            result.status = .rejected
+            result.reason = error.message
+            result.attempts = 0
+        } catch {
+            if Task.isCancelled { return nil }
+            result.status = isLastAttempt ? .failed : .retrying
+            result.reason = String(describing: error).prefix(300).description
+            result.attempts = 1
+        }
+        result.updatedAt = clock.now()
+        return result
+    }
+}

@@ -1,0 +1,356 @@
+public import APNs
+public import Foundation
+import HeraldCore
+public import Storage
+
+/// The `notifications`, `notification_deliveries` and `dead_tokens` tables (migration 3), with the
+/// same SQL on SQLite and PostgreSQL.
+///
+/// A notification's tokens are rows of `notification_deliveries` keyed by (notification, token),
+/// numbered by `ordinal` in the order given. A row's status moves from `pending` to a result
+/// when APNs has answered for it, so a send interrupted by a crash resends only the tokens
+/// without a final result.
+public struct NotificationStore: Sendable {
+    public let database: any Database
+    /// Rows per multi-row `INSERT` (9 binds each, well under both databases' bind limits).
+    static let batchSize = 500
+
+    public init(database: any Database) {
+        self.database = database
+    }
+
+    static let columns = """
+        id, app, environment, push_type, topic, priority, expiration, collapse_id, payload, send_at, status, \
+        token_count, failure_reason, job_id, created_at, updated_at
+        """
+
+    // MARK: Writing
+
+    /// Inserts the notification and one `pending` row per token, inside the caller's transaction.
+    func insert(_ notification: StoredNotification, tokens: [String], on executor: any DatabaseExecutor) async throws {
+        try await executor.execute(
+            """
+            INSERT INTO notifications (\(Self.columns))
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+            """,
+            [
+                SQLValue(notification.id), .text(notification.app), .text(notification.environment.rawValue),
+                .text(notification.pushType.headerValue), .text(notification.topic),
+                SQLValue(notification.priority?.rawValue), Self.expirationValue(notification.expiration),
+                SQLValue(notification.collapseID), .text(notification.payload), SQLValue(notification.sendAt),
+                .text(notification.status.rawValue), SQLValue(notification.tokenCount),
+                SQLValue(notification.failureReason), SQLValue(notification.jobID), SQLValue(notification.createdAt),
+                SQLValue(notification.updatedAt),
+            ]
+        )
+        let id = SQLValue(notification.id)
+        let now = SQLValue(notification.createdAt)
+        var start = 0
+        while start < tokens.count {
+            let end = min(start + Self.batchSize, tokens.count)
+            var sql =
+                "INSERT INTO notification_deliveries (notification_id, token, ordinal, status, attempts, updated_at) VALUES "
+            var binds: [SQLValue] = [id, now]
+            binds.reserveCapacity(2 + (end - start) * 2)
+            for ordinal in start..<end {
+                if ordinal > start { sql += ", " }
+                let base = binds.count
+                sql += "($1, $\(base + 1), $\(base + 2), 'pending', 0, $2)"
+                binds.append(.text(tokens[ordinal]))
+                binds.append(SQLValue(ordinal))
+            }
+            try await executor.execute(sql, binds)
+            start = end
+        }
+    }
+
+    /// Stores results (upserting on (notification, token)) and the dead tokens among them, in one
+    /// transaction per call.
+    func record(_ results: [DeliveryResult], of notification: StoredNotification) async throws {
+        guard !results.isEmpty else { return }
+        try await database.transaction { tx in
+            var start = 0
+            while start < results.count {
+                let end = min(start + Self.batchSize, results.count)
+                var sql = """
+                    INSERT INTO notification_deliveries (notification_id, token, ordinal, status, reason, apns_id,
+                        invalid_at, attempts, updated_at) VALUES
+                    """
+                var binds: [SQLValue] = [SQLValue(notification.id)]
+                for index in start..<end {
+                    let result = results[index]
+                    if index > start { sql += "," }
+                    let base = binds.count
+                    sql += " ($1, " + (1...8).map { "$\(base + $0)" }.joined(separator: ", ") + ")"
+                    binds += [
+                        .text(result.token), SQLValue(result.ordinal), .text(result.status.rawValue),
+                        SQLValue(result.reason), SQLValue(result.apnsID), SQLValue(result.invalidAt),
+                        SQLValue(result.attempts), SQLValue(result.updatedAt),
+                    ]
+                }
+                sql += """
+                     ON CONFLICT (notification_id, token) DO UPDATE SET status = excluded.status,
+                        reason = excluded.reason, apns_id = excluded.apns_id, invalid_at = excluded.invalid_at,
+                        attempts = notification_deliveries.attempts + excluded.attempts,
+                        updated_at = excluded.updated_at
+                    """
+                try await tx.execute(sql, binds)
+                start = end
+            }
+            let dead = results.filter { $0.status == .dead }
+            start = 0
+            while start < dead.count {
+                let end = min(start + Self.batchSize, dead.count)
+                var sql = """
+                    INSERT INTO dead_tokens (app, environment, token, reason, invalid_at, recorded_at, notification_id)
+                    VALUES
+                    """
+                var binds: [SQLValue] = [
+                    .text(notification.app), .text(notification.environment.rawValue), SQLValue(notification.id),
+                ]
+                for index in start..<end {
+                    let result = dead[index]
+                    if index > start { sql += "," }
+                    let base = binds.count
+                    sql += " ($1, $2, $\(base + 1), $\(base + 2), $\(base + 3), $\(base + 4), $3)"
+                    binds += [
+                        .text(result.token), .text(result.reason ?? "Unregistered"), SQLValue(result.invalidAt),
+                        SQLValue(result.updatedAt),
+                    ]
+                }
+                sql += """
+                     ON CONFLICT (app, environment, token) DO UPDATE SET reason = excluded.reason,
+                        invalid_at = excluded.invalid_at, recorded_at = excluded.recorded_at,
+                        notification_id = excluded.notification_id
+                    """
+                try await tx.execute(sql, binds)
+                start = end
+            }
+        }
+    }
+
+    /// Moves a notification to `status` when it is in one of `from`; returns it as stored after
+    /// the change, or `nil` when it was in another status (or does not exist).
+    func transition(
+        _ id: UUID,
+        from: [NotificationStatus],
+        to status: NotificationStatus,
+        failureReason: String? = nil,
+        at now: Date,
+        on executor: (any DatabaseExecutor)? = nil
+    ) async throws -> StoredNotification? {
+        let list = from.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        let rows = try await (executor ?? database).query(
+            """
+            UPDATE notifications SET status = $2, failure_reason = $3, updated_at = $4
+            WHERE id = $1 AND status IN (\(list))
+            RETURNING \(Self.columns)
+            """,
+            [SQLValue(id), .text(status.rawValue), SQLValue(failureReason), SQLValue(now)]
+        )
+        return try rows.first.map(Self.notification(from:))
+    }
+
+    /// Marks every token still without a final result `failed` with `reason`.
+    func failUnfinished(_ id: UUID, reason: String, at now: Date) async throws -> Int {
+        try await database.execute(
+            """
+            UPDATE notification_deliveries SET status = 'failed', reason = $2, updated_at = $3
+            WHERE notification_id = $1 AND status IN ('pending', 'retrying')
+            """,
+            [SQLValue(id), .text(reason), SQLValue(now)]
+        )
+    }
+
+    // MARK: Reading
+
+    public func notification(id: UUID) async throws -> StoredNotification? {
+        try await database.queryFirst(
+            "SELECT \(Self.columns) FROM notifications WHERE id = $1",
+            [SQLValue(id)]
+        ).map(Self.notification(from:))
+    }
+
+    /// Tokens per status.
+    public func counts(id: UUID) async throws -> DeliveryCounts {
+        let rows = try await database.query(
+            "SELECT status, COUNT(*) AS n FROM notification_deliveries WHERE notification_id = $1 GROUP BY status",
+            [SQLValue(id)]
+        )
+        var counts = DeliveryCounts()
+        for row in rows {
+            if let status = DeliveryStatus(rawValue: try row.string("status")) {
+                counts.counts[status] = Int(try row.int("n"))
+            }
+        }
+        return counts
+    }
+
+    /// The tokens that still need a send: `pending` or `retrying`, in order.
+    func unfinished(id: UUID) async throws -> [DeliveryResult] {
+        try await database.query(
+            """
+            SELECT token, ordinal, status, reason, apns_id, invalid_at, attempts, updated_at
+            FROM notification_deliveries WHERE notification_id = $1 AND status IN ('pending', 'retrying')
+            ORDER BY ordinal
+            """,
+            [SQLValue(id)]
+        ).map(Self.delivery(from:))
+    }
+
+    /// Results in token order, `limit` at a time, after `cursor` (a previous page's
+    /// ``Page/nextCursor``).
+    public func deliveries(id: UUID, limit: Int, cursor: String?) async throws -> Page<DeliveryResult> {
+        let after = cursor.flatMap { Int($0) } ?? -1
+        let rows = try await database.query(
+            """
+            SELECT token, ordinal, status, reason, apns_id, invalid_at, attempts, updated_at
+            FROM notification_deliveries WHERE notification_id = $1 AND ordinal > $2
+            ORDER BY ordinal LIMIT $3
+            """,
+            [SQLValue(id), SQLValue(after), SQLValue(limit + 1)]
+        )
+        var items = try rows.map(Self.delivery(from:))
+        var next: String?
+        if items.count > limit {
+            items.removeLast()
+            next = items.last.map { String($0.ordinal) }
+        }
+        return Page(items: items, nextCursor: next)
+    }
+
+    /// Dead tokens recorded at or after `since`, oldest first, `limit` at a time.
+    public func deadTokens(
+        app: String?,
+        environment: APNSEnvironment?,
+        since: Date?,
+        limit: Int,
+        cursor: DeadTokenCursor?
+    ) async throws -> Page<DeadToken> {
+        var conditions: [String] = []
+        var binds: [SQLValue] = []
+        func bind(_ value: SQLValue) -> String {
+            binds.append(value)
+            return "$\(binds.count)"
+        }
+        if let app { conditions.append("app = \(bind(.text(app)))") }
+        if let environment { conditions.append("environment = \(bind(.text(environment.rawValue)))") }
+        if let since { conditions.append("recorded_at >= \(bind(SQLValue(since)))") }
+        if let cursor {
+            let at = bind(.integer(cursor.recordedAt))
+            let app = bind(.text(cursor.app))
+            let environment = bind(.text(cursor.environment))
+            let token = bind(.text(cursor.token))
+            conditions.append(
+                "(recorded_at > \(at) OR (recorded_at = \(at) AND (app > \(app) OR (app = \(app) AND "
+                    + "(environment > \(environment) OR (environment = \(environment) AND token > \(token)))))))"
+            )
+        }
+        let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let rows = try await database.query(
+            """
+            SELECT app, environment, token, reason, invalid_at, recorded_at, notification_id FROM dead_tokens
+            \(whereClause) ORDER BY recorded_at, app, environment, token LIMIT \(bind(SQLValue(limit + 1)))
+            """,
+            binds
+        )
+        var items = try rows.map { row in
+            DeadToken(
+                app: try row.string("app"),
+                environment: APNSEnvironment(rawValue: try row.string("environment")) ?? .production,
+                token: try row.string("token"),
+                reason: try row.string("reason"),
+                invalidAt: try row.optionalDate("invalid_at"),
+                recordedAt: try row.date("recorded_at"),
+                notificationID: try row.optionalUUID("notification_id")
+            )
+        }
+        var next: String?
+        if items.count > limit {
+            items.removeLast()
+            next = items.last.map { DeadTokenCursor($0).text }
+        }
+        return Page(items: items, nextCursor: next)
+    }
+
+    // MARK: Rows
+
+    static func expirationValue(_ expiration: APNSExpiration) -> SQLValue {
+        switch expiration {
+        case .omitted: .null
+        case .immediately: .integer(0)
+        case .at(let date): .integer(Int64(date.timeIntervalSince1970.rounded(.down)))
+        }
+    }
+
+    static func notification(from row: SQLRow) throws -> StoredNotification {
+        let expiration: APNSExpiration =
+            switch try row.optionalInt("expiration") {
+            case nil: .omitted
+            case 0: .immediately
+            case let seconds?: .at(Date(timeIntervalSince1970: TimeInterval(seconds)))
+            }
+        let pushTypeName = try row.string("push_type")
+        guard let pushType = APNSPushType(headerValue: pushTypeName) else {
+            throw DatabaseError(code: .typeMismatch, message: "notifications.push_type holds an unknown push type")
+        }
+        return StoredNotification(
+            id: try row.uuid("id"),
+            app: try row.string("app"),
+            environment: APNSEnvironment(rawValue: try row.string("environment")) ?? .production,
+            pushType: pushType,
+            topic: try row.string("topic"),
+            priority: try row.optionalInt("priority").flatMap { APNSPriority(rawValue: Int($0)) },
+            expiration: expiration,
+            collapseID: try row.optionalString("collapse_id"),
+            payload: try row.string("payload"),
+            sendAt: try row.date("send_at"),
+            status: NotificationStatus(rawValue: try row.string("status")) ?? .failed,
+            tokenCount: Int(try row.int("token_count")),
+            failureReason: try row.optionalString("failure_reason"),
+            jobID: try row.optionalUUID("job_id"),
+            createdAt: try row.date("created_at"),
+            updatedAt: try row.date("updated_at")
+        )
+    }
+
+    static func delivery(from row: SQLRow) throws -> DeliveryResult {
+        DeliveryResult(
+            token: try row.string("token"),
+            ordinal: Int(try row.int("ordinal")),
+            status: DeliveryStatus(rawValue: try row.string("status")) ?? .pending,
+            reason: try row.optionalString("reason"),
+            apnsID: try row.optionalString("apns_id"),
+            invalidAt: try row.optionalDate("invalid_at"),
+            attempts: Int(try row.int("attempts")),
+            updatedAt: try row.date("updated_at")
+        )
+    }
+}
+
+/// Where a page of dead tokens ends: `<recorded_at ms>:<app>:<environment>:<token>`.
+public struct DeadTokenCursor: Sendable, Hashable {
+    var recordedAt: Int64
+    var app: String
+    var environment: String
+    var token: String
+
+    init(_ token: DeadToken) {
+        recordedAt = Int64((token.recordedAt.timeIntervalSince1970 * 1000).rounded())
+        app = token.app
+        environment = token.environment.rawValue
+        self.token = token.token
+    }
+
+    /// Parses a cursor a previous page returned; `nil` when it is not one.
+    public init?(_ text: String) {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 4, let at = Int64(parts[0]) else { return nil }
+        recordedAt = at
+        app = String(parts[1])
+        environment = String(parts[2])
+        token = String(parts[3])
+    }
+
+    var text: String { "\(recordedAt):\(app):\(environment):\(token)" }
+}

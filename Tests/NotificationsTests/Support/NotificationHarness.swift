@@ -1,0 +1,160 @@
+import APNs
+import APNsSimulator
+public import DatabaseTestSupport
+import Foundation
+import HeraldCore
+import HeraldCrypto
+import Jobs
+import Notifications
+import Storage
+import Synchronization
+public import Testing
+
+extension Backend: CustomTestStringConvertible {
+    public var testDescription: String { rawValue }
+}
+
+/// A clock that moves only when the test moves it.
+final class ManualClock: JobClock {
+    private let current: Mutex<Date>
+
+    init(_ start: Date = Date()) {
+        current = Mutex(start)
+    }
+
+    func now() -> Date { current.withLock { $0 } }
+
+    func advance(_ seconds: TimeInterval) {
+        current.withLock { $0 = $0.addingTimeInterval(seconds) }
+    }
+}
+
+let quietLogger = Logger(label: "herald.notifications.test", level: .error, handler: RecordingLogHandler())
+
+/// The notifications stack as `herald serve` builds it, on a fresh database of one backend, with
+/// the real APNs client sending over HTTP/2 + TLS to an in-process simulator.
+struct NotificationHarness {
+    static let topic = "com.example.notify"
+    let simulator: APNSSimulator
+    let database: any Database
+    let service: NotificationService
+    let worker: JobWorker
+    let clock: ManualClock
+    let metrics: MetricsRegistry
+
+    var store: NotificationStore { service.store }
+
+    static func with(
+        _ backend: Backend,
+        clock: ManualClock = ManualClock(),
+        retryPolicy: APNSRetryPolicy = .default,
+        _ body: (NotificationHarness) async throws -> Void
+    ) async throws {
+        let key = try APNSSigningKey(keyID: "NOTIFKEY01", teamID: "NOTIFTEAM1", privateKey: P256PrivateKey())
+        var configuration = APNSSimulator.Configuration()
+        configuration.port = 0
+        configuration.keys = [APNSSimulatorKey(keyID: key.keyID, publicKey: key.privateKey.publicKey)]
+        configuration.teamID = key.teamID
+        configuration.topics = [topic]
+        configuration.deliveryCapacity = 20_000
+        configuration.logger = Logger(label: "test.simulator", level: .error)
+        let simulator = try APNSSimulator(configuration: configuration)
+        var endpoints = APNSEndpoints()
+        endpoints.production = simulator.endpoint
+        endpoints.sandbox = simulator.endpoint
+        endpoints.caFile = simulator.caFile
+        let metrics = MetricsRegistry()
+        var pool = APNSConnectionPool.Configuration()
+        pool.maxConnections = 2
+        let clients = APNSClientProvider(
+            apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(key))],
+            endpoints: endpoints,
+            poolConfiguration: pool,
+            retryPolicy: retryPolicy,
+            logger: Logger(label: "test.apns", level: .error),
+            metrics: metrics
+        )
+        try await withDatabase(backend, poolSize: 4) { db, _ in
+            try await Migrator.migrate(db, HeraldMigrations.all, logger: quietLogger)
+            let store = NotificationStore(database: db)
+            let sender = NotificationSender(
+                store: store,
+                clients: clients,
+                clock: clock,
+                metrics: metrics,
+                logger: quietLogger
+            )
+            var handlers = JobHandlers()
+            NotificationService.register(
+                sender,
+                on: &handlers,
+                options: JobKindOptions(maxAttempts: 3, retryBase: 60, retryMaximum: 60)
+            )
+            let queue = JobQueue(database: db, handlers: handlers, clock: clock, metrics: metrics)
+            let service = NotificationService(queue: queue, sender: sender, metrics: metrics, logger: quietLogger)
+            let worker = JobWorker(
+                queue: queue,
+                configuration: JobWorkerConfiguration(concurrency: 4, batchSize: 4, lease: 120),
+                owner: "test-worker",
+                logger: quietLogger
+            )
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await simulator.run() }
+                let harness = NotificationHarness(
+                    simulator: simulator,
+                    database: db,
+                    service: service,
+                    worker: worker,
+                    clock: clock,
+                    metrics: metrics
+                )
+                do {
+                    try await body(harness)
+                } catch {
+                    await clients.shutdown()
+                    simulator.triggerGracefulShutdown()
+                    throw error
+                }
+                await clients.shutdown()
+                simulator.triggerGracefulShutdown()
+                try await group.waitForAll()
+            }
+        }
+    }
+
+    /// `count` distinct valid tokens, starting from `offset`.
+    static func tokens(_ count: Int, offset: Int = 0) -> [String] {
+        (offset..<(offset + count)).map { String(format: "%064x", $0) }
+    }
+
+    /// A request body for `tokens`.
+    static func body(tokens: [String], extra: [String: Any] = [:]) -> [UInt8] {
+        var object: [String: Any] = ["tokens": tokens, "payload": ["aps": ["alert": "Hello"]]]
+        for (key, value) in extra { object[key] = value }
+        return Array(try! JSONSerialization.data(withJSONObject: object))
+    }
+
+    /// Parses and creates a notification.
+    func create(tokens: [String], extra: [String: Any] = [:]) async throws -> StoredNotification {
+        let request = try NotificationRequest.parse(Self.body(tokens: tokens, extra: extra), now: clock.now())
+        return try await service.create(request)
+    }
+
+    /// The notification's send job.
+    func job(of notification: StoredNotification) async throws -> Job {
+        let id = try #require(notification.jobID)
+        return try #require(try await service.queue.job(id: id))
+    }
+
+    /// Every result of a notification, all pages.
+    func results(_ id: UUID) async throws -> [DeliveryResult] {
+        var all: [DeliveryResult] = []
+        var cursor: String?
+        repeat {
+            let page = try await store.deliveries(id: id, limit: 1_000, cursor: cursor)
+            all += page.items
+            cursor = page.nextCursor
+        } while cursor != nil
+        return all
+    }
+}
