@@ -50,6 +50,9 @@ public final class JobWorker: Service {
     private let logger: Logger
     private let inFlight = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
+    /// When the queue-depth gauges were last sampled (milliseconds since 1970); counting every
+    /// status reads the whole table, so it happens at most once a minute.
+    private let depthSampledAt = Atomic<Int64>(0)
 
     public init(
         queue: JobQueue,
@@ -242,6 +245,9 @@ public final class JobWorker: Service {
             let now = queue.clock.now()
             let pruned = try await queue.prune(finishedBefore: now.addingTimeInterval(-configuration.retention))
             if pruned > 0 { logger.debug("pruned finished jobs", metadata: ["count": .int(pruned)]) }
+            let nowMilliseconds = Int64(now.timeIntervalSince1970 * 1000)
+            guard nowMilliseconds - depthSampledAt.load(ordering: .relaxed) >= 60_000 else { return }
+            depthSampledAt.store(nowMilliseconds, ordering: .relaxed)
             let summary = try await queue.summary()
             for status in JobStatus.allCases {
                 queue.metrics.depth.set(Double(summary.count(status)), labels: [("status", status.rawValue)])
