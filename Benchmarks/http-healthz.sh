@@ -3,7 +3,7 @@
 #   wrk -t2 -c64 -d10s against Herald's /healthz, and against h2o (Debian) serving a small static
 #   file, alternating three times each. Prints every run, the medians, the ratio, error counts and
 #   Herald's RSS before and after. Loopback only; every run is bounded by -d.
-# Usage: Benchmarks/http-healthz.sh   (after `make release`; scripts/bootstrap.sh --bench installs wrk/h2o)
+# Usage: Benchmarks/http-healthz.sh   (after `make release`, or HERALD_BIN=path/to/herald; scripts/bootstrap.sh --bench installs wrk/h2o)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${DURATION:-10s}
@@ -36,7 +36,7 @@ CONF
 h2o -c "$work/h2o.conf" >/dev/null 2>&1 &
 h2o_pid=$!
 PORT=$herald_port HOST=127.0.0.1 LOG_LEVEL=warning DATABASE_URL="sqlite:$work/bench.sqlite" \
-  .build/release/herald serve >"$work/herald.log" 2>&1 &
+  "${HERALD_BIN:-.build/release/herald}" serve >"$work/herald.log" 2>&1 &
 herald_pid=$!
 for _ in $(seq 50); do
   curl -fs "http://127.0.0.1:$herald_port/healthz" >/dev/null 2>&1 && curl -fs "http://127.0.0.1:$h2o_port/healthz.json" >/dev/null 2>&1 && break

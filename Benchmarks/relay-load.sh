@@ -4,7 +4,7 @@
 # sink in the same run. Then the fault drill: stop the sink mid-load, time until new requests get
 # 503, check none gets 202 while it is down, start it again, time until 202.
 # Every load is bounded by -d; only 127.0.0.1 is used.
-# Usage: Benchmarks/relay-load.sh   (after `make release`; needs wrk, h2load, h2o: scripts/bootstrap.sh --bench)
+# Usage: Benchmarks/relay-load.sh   (after `make release`, or HERALD_BIN=path/to/herald; needs wrk, h2load, h2o: scripts/bootstrap.sh --bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${DURATION:-10s}
@@ -34,7 +34,7 @@ openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -top
 APNS_AUTH_KEY="$(cat "$work/key.p8")" APNS_KEY_ID=BENCHKEY01 APPLE_TEAM_ID=BENCHTEAM1 TOPIC=com.example.bench \
   APNS_PRODUCTION_URL="https://127.0.0.1:$sink_port" APNS_SANDBOX_URL="https://127.0.0.1:$sink_port" \
   APNS_CA_FILE="$work/sink/cert.pem" PORT=$relay_port HOST=127.0.0.1 LOG_LEVEL=error \
-  DATABASE_URL="sqlite:$work/relay.sqlite" .build/release/herald relay >"$work/relay.log" 2>&1 &
+  DATABASE_URL="sqlite:$work/relay.sqlite" "${HERALD_BIN:-.build/release/herald}" relay >"$work/relay.log" 2>&1 &
 relay_pid=$!
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$relay_port/" >/dev/null 2>&1 && break; sleep 0.1; done
 

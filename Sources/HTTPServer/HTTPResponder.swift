@@ -1,6 +1,25 @@
 /// Turns a request into a response: a ``Router``, or anything else that answers requests.
+///
+/// A responder may also answer *immediately*: synchronously, on the server's I/O thread, before
+/// the connection is handed to Swift concurrency. That saves the suspend, the task hop and the
+/// resume for requests that need no waiting (a health check, a relay push handed to a live
+/// connection). ``respondImmediately(to:)`` returns `nil` whenever it cannot answer at once, and
+/// the server then calls ``respond(to:)``; the default implementation always returns `nil`.
 public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest) async throws -> HTTPResponse
+
+    /// The response, computed at once without blocking, or `nil` to have the request answered by
+    /// ``respond(to:)``.
+    ///
+    /// Runs on one of the server's I/O threads: it must not block (no locks held for long, no
+    /// I/O, no waiting), and when it returns `nil` it must have changed nothing, because the same
+    /// request is then given to ``respond(to:)``.
+    func respondImmediately(to request: HTTPRequest) -> HTTPResponse?
+}
+
+extension HTTPResponder {
+    /// Never answers immediately: every request goes to ``respond(to:)``.
+    public func respondImmediately(to request: HTTPRequest) -> HTTPResponse? { nil }
 }
 
 /// Code that runs around a responder: it may change the request, answer by itself, or change
@@ -16,19 +35,47 @@ public protocol HTTPResponder: Sendable {
 ///         response.headers.replaceOrAdd(name: "Server", value: "herald")
 ///         return response
 ///     }
+///
+///     func handleImmediately(
+///         _ request: HTTPRequest,
+///         next: (HTTPRequest) -> HTTPResponse?
+///     ) -> HTTPResponse? {
+///         guard var response = next(request) else { return nil }
+///         response.headers.replaceOrAdd(name: "Server", value: "herald")
+///         return response
+///     }
 /// }
 /// ```
+///
+/// A middleware that does not implement ``handleImmediately(_:next:)`` sends every request down
+/// the asynchronous path (see ``HTTPResponder/respondImmediately(to:)``), which is always correct.
 public protocol HTTPMiddleware: Sendable {
     func handle(
         _ request: HTTPRequest,
         next: @Sendable (HTTPRequest) async throws -> HTTPResponse
     ) async throws -> HTTPResponse
+
+    /// The synchronous twin of ``handle(_:next:)``, for responses computed at once on the
+    /// server's I/O thread: do what `handle` does around `next`, without blocking. When `next`
+    /// returns `nil`, return `nil` having recorded nothing (the request then goes through
+    /// ``handle(_:next:)``); return `nil` too when this middleware itself must wait.
+    func handleImmediately(_ request: HTTPRequest, next: (HTTPRequest) -> HTTPResponse?) -> HTTPResponse?
+}
+
+extension HTTPMiddleware {
+    /// Never answers immediately: requests through this middleware always take the
+    /// asynchronous path.
+    public func handleImmediately(_ request: HTTPRequest, next: (HTTPRequest) -> HTTPResponse?) -> HTTPResponse? {
+        nil
+    }
 }
 
 /// A responder wrapped in middleware, the first element outermost. ``HTTPServer`` answers with
 /// one; tests can use it to run a router and middleware without a socket.
 public struct MiddlewareChain: HTTPResponder {
     private let entry: @Sendable (HTTPRequest) async throws -> HTTPResponse
+    private let middleware: [any HTTPMiddleware]
+    private let responder: any HTTPResponder
 
     public init(middleware: [any HTTPMiddleware], responder: any HTTPResponder) {
         var next: @Sendable (HTTPRequest) async throws -> HTTPResponse = { request in
@@ -39,11 +86,25 @@ public struct MiddlewareChain: HTTPResponder {
             next = { request in try await layer.handle(request, next: inner) }
         }
         self.entry = next
+        self.middleware = middleware
+        self.responder = responder
     }
 
     public func respond(to request: HTTPRequest) async throws -> HTTPResponse {
         try await RouteRecorder.withRecorder {
             try await entry(request)
         }
+    }
+
+    /// Runs every middleware's ``HTTPMiddleware/handleImmediately(_:next:)`` around the
+    /// responder's ``HTTPResponder/respondImmediately(to:)``; `nil` as soon as one of them cannot
+    /// answer at once.
+    public func respondImmediately(to request: HTTPRequest) -> HTTPResponse? {
+        immediate(request, layer: 0)
+    }
+
+    private func immediate(_ request: HTTPRequest, layer: Int) -> HTTPResponse? {
+        guard layer < middleware.count else { return responder.respondImmediately(to: request) }
+        return middleware[layer].handleImmediately(request) { immediate($0, layer: layer + 1) }
     }
 }

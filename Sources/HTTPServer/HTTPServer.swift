@@ -4,9 +4,11 @@ import Synchronization
 /// An HTTP/1.1 server on libmicrohttpd that answers with a responder wrapped in middleware.
 ///
 /// libmicrohttpd's own threads do the I/O (epoll, keep-alive, limits, timeouts). When a request
-/// is complete its connection is suspended and the request goes to `run()`'s task group, which
-/// answers it in a child task; the response is handed back and the connection resumed. No thread
-/// of either side ever waits for the other.
+/// is complete, the middleware and responder are first asked to answer it at once on that thread
+/// (``HTTPResponder/respondImmediately(to:)``, for handlers that need no waiting). Otherwise its
+/// connection is suspended and the request goes to `run()`'s task group, which answers it in a
+/// child task; the response is handed back and the connection resumed. No thread of either side
+/// ever waits for the other.
 ///
 /// ```swift
 /// var router = Router()
@@ -40,7 +42,8 @@ public final class HTTPServer: Service {
         public var connectionTimeout: Duration = .seconds(30)
         /// How long graceful shutdown waits for requests in flight before closing them.
         public var shutdownTimeout: Duration = .seconds(10)
-        /// libmicrohttpd threads doing socket I/O (handlers run on Swift's pool, not on these).
+        /// libmicrohttpd threads doing socket I/O. Handlers run on Swift's pool, except immediate
+        /// ones (``HTTPResponder/respondImmediately(to:)``), which run on these.
         public var threadCount: Int = 2
 
         public init() {}
@@ -136,6 +139,7 @@ public final class HTTPServer: Service {
             logger: logger,
             statistics: statistics,
             inFlightGauge: inFlightGauge,
+            responder: responder,
             events: continuation
         )
         let daemon = try MHDDaemon(configuration: configuration, core: core)

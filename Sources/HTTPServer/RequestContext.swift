@@ -87,6 +87,7 @@ final class ServerStatistics: Sendable {
     private struct Counts {
         var liveContexts = 0
         var inFlight = 0
+        var suspensions = 0
     }
 
     private let counts = Mutex(Counts())
@@ -96,7 +97,11 @@ final class ServerStatistics: Sendable {
     /// Requests whose headers arrived and whose response has not finished.
     var inFlight: Int { counts.withLock { $0.inFlight } }
 
+    /// Requests whose connection was suspended to be answered by a task (not immediately).
+    var suspensions: Int { counts.withLock { $0.suspensions } }
+
     func contextCreated() { counts.withLock { $0.liveContexts += 1 } }
+    func suspended() { counts.withLock { $0.suspensions += 1 } }
     func contextDestroyed() { counts.withLock { $0.liveContexts -= 1 } }
     func setInFlight(_ value: Int) { counts.withLock { $0.inFlight = value } }
 }

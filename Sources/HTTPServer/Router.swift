@@ -21,14 +21,30 @@
 ///     return .json(["token": token], status: 202)
 /// }
 /// ```
+///
+/// A route may also answer immediately, on the server's I/O thread without a task hop
+/// (``HTTPResponder/respondImmediately(to:)``): give it a synchronous handler with
+/// ``on(_:_:immediately:)``, or one that answers when it can and an async handler for the rest
+/// with ``on(_:_:immediately:otherwise:)``. 404 and 405 are always answered immediately.
 public struct Router: HTTPResponder {
     public typealias Handler = @Sendable (HTTPRequest) async throws -> HTTPResponse
+    /// Answers at once, without blocking, or returns `nil` (having changed nothing) to have the
+    /// route's async handler answer instead.
+    public typealias ImmediateHandler = @Sendable (HTTPRequest) -> HTTPResponse?
 
     private struct Route: Sendable {
         var method: String
         var pattern: String
         var segments: [Segment]
         var handler: Handler
+        var immediate: ImmediateHandler?
+    }
+
+    /// What a request resolves to before any handler runs.
+    private enum Resolution {
+        /// 404 or 405.
+        case answer(HTTPResponse)
+        case route(Route, HTTPRequest, headFallback: Bool)
     }
 
     private enum Segment: Sendable, Equatable {
@@ -46,6 +62,36 @@ public struct Router: HTTPResponder {
     ///   - method: the HTTP method, any case (stored upper-cased).
     ///   - pattern: `/literal/{parameter}/…`; must start with `/`.
     public mutating func on(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
+        add(method, pattern, handler, immediate: nil)
+    }
+
+    /// Adds a route answered synchronously, on the server's I/O thread, without a task hop.
+    /// `handler` must not block.
+    public mutating func on(
+        _ method: String,
+        _ pattern: String,
+        immediately handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
+    ) {
+        add(method, pattern, { handler($0) }, immediate: { handler($0) })
+    }
+
+    /// Adds a route that `immediate` answers when it can do so at once, and `handler` otherwise
+    /// (when `immediate` returns `nil`, or the request came in through ``respond(to:)``).
+    public mutating func on(
+        _ method: String,
+        _ pattern: String,
+        immediately immediate: @escaping ImmediateHandler,
+        otherwise handler: @escaping Handler
+    ) {
+        add(method, pattern, handler, immediate: immediate)
+    }
+
+    private mutating func add(
+        _ method: String,
+        _ pattern: String,
+        _ handler: @escaping Handler,
+        immediate: ImmediateHandler?
+    ) {
         precondition(pattern.hasPrefix("/"), "route pattern must start with '/': \(pattern)")
         let method = method.uppercased()
         let segments = Self.split(pattern).map { segment -> Segment in
@@ -54,7 +100,7 @@ public struct Router: HTTPResponder {
             }
             return .literal(RequestTarget.percentDecode(segment) ?? String(segment))
         }
-        let route = Route(method: method, pattern: pattern, segments: segments, handler: handler)
+        let route = Route(method: method, pattern: pattern, segments: segments, handler: handler, immediate: immediate)
         if let existing = routes.firstIndex(where: { $0.method == method && $0.segments == segments }) {
             routes[existing] = route
         } else {
@@ -70,26 +116,56 @@ public struct Router: HTTPResponder {
     public mutating func head(_ pattern: String, _ handler: @escaping Handler) { on("HEAD", pattern, handler) }
 
     public func respond(to request: HTTPRequest) async throws -> HTTPResponse {
+        switch resolve(request) {
+        case .answer(let response):
+            return response
+        case .route(let route, let routed, let headFallback):
+            RouteRecorder.current?.record(route.pattern)
+            return Self.finish(try await route.handler(routed), route: route, headFallback: headFallback)
+        }
+    }
+
+    /// 404, 405, or the answer of a route's immediate handler; `nil` for routes without one, or
+    /// when it declined.
+    public func respondImmediately(to request: HTTPRequest) -> HTTPResponse? {
+        switch resolve(request) {
+        case .answer(let response):
+            return response
+        case .route(let route, let routed, let headFallback):
+            guard let immediate = route.immediate, let response = immediate(routed) else { return nil }
+            return Self.finish(response, route: route, headFallback: headFallback)
+        }
+    }
+
+    private func resolve(_ request: HTTPRequest) -> Resolution {
         let segments = Self.split(request.rawPath)
-        // Parameters are decoded only for the chosen route; matching itself allocates nothing.
-        let candidates = routes.filter { Self.matches($0.segments, segments) }
-        guard !candidates.isEmpty else {
-            return .error(
-                status: 404,
-                code: "not_found",
-                message: "No route matches \(request.method) \(request.path)."
+        let method = request.method
+        // One pass, no intermediate arrays: the most specific route for the method, and for GET
+        // in case a HEAD request has no route of its own. Parameters are decoded only for the
+        // chosen route; matching itself allocates nothing.
+        var matched = false
+        var exact: Int?
+        var get: Int?
+        for index in routes.indices where Self.matches(routes[index].segments, segments) {
+            matched = true
+            let candidate = routes[index]
+            if candidate.method == method {
+                if exact.map({ Self.isLessSpecific(routes[$0], than: candidate) }) ?? true { exact = index }
+            } else if method == "HEAD", candidate.method == "GET" {
+                if get.map({ Self.isLessSpecific(routes[$0], than: candidate) }) ?? true { get = index }
+            }
+        }
+        guard matched else {
+            return .answer(
+                .error(
+                    status: 404,
+                    code: "not_found",
+                    message: "No route matches \(request.method) \(request.path)."
+                )
             )
         }
-
-        let method = request.method
-        var chosen = Self.mostSpecific(candidates.filter { $0.method == method })
-        var headFallback = false
-        if chosen == nil, method == "HEAD" {
-            chosen = Self.mostSpecific(candidates.filter { $0.method == "GET" })
-            headFallback = chosen != nil
-        }
-        guard let route = chosen else {
-            var allowed = Set(candidates.map(\.method))
+        guard let chosen = exact ?? get else {
+            var allowed = Set(routes.filter { Self.matches($0.segments, segments) }.map(\.method))
             if allowed.contains("GET") { allowed.insert("HEAD") }
             let allow = allowed.sorted().joined(separator: ", ")
             var response = HTTPResponse.error(
@@ -98,13 +174,16 @@ public struct Router: HTTPResponder {
                 message: "\(method) is not allowed here; use \(allow)."
             )
             response.headers.replaceOrAdd(name: "Allow", value: allow)
-            return response
+            return .answer(response)
         }
-
-        RouteRecorder.current?.record(route.pattern)
+        let route = routes[chosen]
         var routed = request
         routed.parameters = Self.parameters(route.segments, segments)
-        var response = try await route.handler(routed)
+        return .route(route, routed, headFallback: exact == nil)
+    }
+
+    private static func finish(_ response: HTTPResponse, route: Route, headFallback: Bool) -> HTTPResponse {
+        var response = response
         response.route = route.pattern
         if headFallback {
             if !response.headers.contains(name: "Content-Length") {
@@ -162,17 +241,16 @@ public struct Router: HTTPResponder {
         return parameters
     }
 
-    /// The candidate whose first segment that differs from the others' is a literal.
-    private static func mostSpecific(_ candidates: [Route]) -> Route? {
-        candidates.max { lhs, rhs in
-            for (left, right) in zip(lhs.segments, rhs.segments) {
-                switch (left, right) {
-                case (.parameter, .literal): return true
-                case (.literal, .parameter): return false
-                default: continue
-                }
+    /// Whether `rhs` beats `lhs`: at their first differing segment, `rhs` has a literal where
+    /// `lhs` has a parameter. Ties keep the route registered first.
+    private static func isLessSpecific(_ lhs: Route, than rhs: Route) -> Bool {
+        for (left, right) in zip(lhs.segments, rhs.segments) {
+            switch (left, right) {
+            case (.parameter, .literal): return true
+            case (.literal, .parameter): return false
+            default: continue
             }
-            return false
         }
+        return false
     }
 }

@@ -8,7 +8,9 @@ import Synchronization
 /// to Swift, and turns responses back into libmicrohttpd responses.
 ///
 /// Callbacks run on libmicrohttpd's threads and never block: they take short locks and yield to
-/// an `AsyncStream`.
+/// an `AsyncStream`. A request the responder can answer at once
+/// (``HTTPResponder/respondImmediately(to:)``) is answered right there, without suspending its
+/// connection.
 final class ServerCore: Sendable {
     struct Limits: Sendable {
         var maxBodySize: Int
@@ -30,6 +32,7 @@ final class ServerCore: Sendable {
     let limits: Limits
     let logger: Logger
     let statistics: ServerStatistics
+    private let responder: any HTTPResponder
     private let events: AsyncStream<ServerEvent>.Continuation
     private let state = Mutex(State())
     /// Set once `MHD_start_daemon` returned: libmicrohttpd messages before that are start-up
@@ -45,11 +48,13 @@ final class ServerCore: Sendable {
         logger: Logger,
         statistics: ServerStatistics,
         inFlightGauge: Gauge,
+        responder: any HTTPResponder,
         events: AsyncStream<ServerEvent>.Continuation
     ) {
         self.limits = limits
         self.logger = logger
         self.statistics = statistics
+        self.responder = responder
         self.inFlightGauge = inFlightGauge
         self.events = events
     }
@@ -223,13 +228,10 @@ final class ServerCore: Sendable {
             $0.isHeadRequest = methodName == "HEAD"
         }
 
-        var headerBytes = methodName.utf8.count + context.target.utf8.count + 12
-        var headers = HTTPHeaders()
-        Self.forEachHeader(of: connection) { name, value in
-            headerBytes += name.utf8.count + value.utf8.count + 4
-            headers.add(name: name, value: value)
-        }
-        guard headerBytes <= limits.maxHeaderSize else {
+        var received = Self.headers(of: connection)
+        received.bytes += methodName.utf8.count + context.target.utf8.count + 12
+        let headers = received.headers
+        guard received.bytes <= limits.maxHeaderSize else {
             return reject(
                 .error(
                     status: 431,
@@ -306,11 +308,11 @@ final class ServerCore: Sendable {
         }
     }
 
-    /// Final call: the body is complete. Suspends the connection and hands the request to Swift.
+    /// Final call: the body is complete. Answers at once when the responder can; otherwise
+    /// suspends the connection and hands the request to Swift.
     private func dispatch(_ context: RequestContext, connection: OpaquePointer) -> Bool {
         let request = context.state.withLock { state -> HTTPRequest? in
             guard let head = state.head else { return nil }
-            state.phase = .suspended
             let request = HTTPRequest(
                 method: head.method,
                 rawPath: head.target.rawPath,
@@ -326,6 +328,12 @@ final class ServerCore: Sendable {
         }
         guard let request else { return false }
 
+        if let response = responder.respondImmediately(to: request) {
+            context.state.withLock { $0.phase = .answered }
+            return queue(response, for: context, forceClose: false)
+        }
+        context.state.withLock { $0.phase = .suspended }
+        statistics.suspended()
         MHD_suspend_connection(connection)
         let accepted = state.withLock { state in
             guard !state.closed else { return false }
@@ -399,23 +407,33 @@ final class ServerCore: Sendable {
 
     // MARK: Helpers
 
-    private static func forEachHeader(of connection: OpaquePointer, _ body: (String, String) -> Void) {
-        var pairs: [(String, String)] = []
-        withUnsafeMutablePointer(to: &pairs) { pointer in
-            _ = MHD_get_connection_values(
+    /// The request's header fields, and their size as sent (name, value, `: ` and CRLF each).
+    private static func headers(of connection: OpaquePointer) -> (headers: HTTPHeaders, bytes: Int) {
+        var received = (headers: HTTPHeaders(), bytes: 0)
+        withUnsafeMutablePointer(to: &received) { pointer in
+            _ = MHD_get_connection_values_n(
                 connection,
                 .HEADER_KIND,
-                { cls, _, key, value in
+                { cls, _, key, keySize, value, valueSize in
                     guard let cls, let key else { return .YES }
-                    cls.assumingMemoryBound(to: [(String, String)].self).pointee.append(
-                        (String(cString: key), value.map { String(cString: $0) } ?? "")
-                    )
+                    let received = cls.assumingMemoryBound(to: (headers: HTTPHeaders, bytes: Int).self)
+                    let name = ServerCore.string(key, count: keySize)
+                    let value = value.map { ServerCore.string($0, count: valueSize) } ?? ""
+                    received.pointee.bytes += keySize + valueSize + 4
+                    received.pointee.headers.add(name: name, value: value)
                     return .YES
                 },
                 pointer
             )
         }
-        for (name, value) in pairs { body(name, value) }
+        return received
+    }
+
+    /// `count` bytes at `pointer` as a string (invalid UTF-8 repaired), without measuring them again.
+    private static func string(_ pointer: UnsafePointer<CChar>, count: Int) -> String {
+        pointer.withMemoryRebound(to: UInt8.self, capacity: count) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+        }
     }
 
     /// A header libmicrohttpd may send as is: a token name and a value without control bytes

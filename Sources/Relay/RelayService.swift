@@ -84,10 +84,17 @@ public final class RelayService: Service {
     }
 
     /// Adds `POST /push/{device_token}/{id}`; other methods on it answer 404 (RELAY.md, Routes).
+    ///
+    /// The route answers on the HTTP server's I/O thread whenever it can decide at once (bad
+    /// input, or a push handed to a live APNs connection with room in the queue), and takes the
+    /// asynchronous path only when it must wait: for a connection, or for room.
     public func register(on router: inout Router) {
-        router.post("/push/{token}/{id}") { [self] request in
-            await relay(request)
-        }
+        router.on(
+            "POST",
+            "/push/{token}/{id}",
+            immediately: { [self] request in relayImmediately(request) },
+            otherwise: { [self] request in await relay(request) }
+        )
         for method in ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"] {
             router.on(method, "/push/{token}/{id}") { _ in
                 .error(status: 404, code: "not_found", message: "the relay accepts only POST /push/{device_token}/{id}")
@@ -95,35 +102,18 @@ public final class RelayService: Service {
         }
     }
 
-    /// Answers one relay request.
+    /// A relay request after validation: either its final answer, or a push to hand to APNs.
+    private enum Prepared {
+        case answer(HTTPResponse)
+        case deliver(RelayedPush, Route)
+    }
+
+    /// Answers one relay request, waiting for an APNs connection or for room when needed.
     func relay(_ request: HTTPRequest) async -> HTTPResponse {
-        let segments = request.rawPath.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        // ["", "push", token, id]: the router matched exactly four segments.
-        let rawToken = segments.count == 4 ? String(Substring(segments[2])) : ""
-        let rawID = segments.count == 4 ? String(Substring(segments[3])) : ""
-        let push: RelayedPush
-        do {
-            push = try translation.translate(rawToken: rawToken, rawID: rawID, request: request, now: now())
-        } catch {
-            count(error.encoding, status: error.status)
-            return .error(status: error.status, code: error.code, message: error.message)
-        }
-        if push.request.payload.count > push.request.pushType.maxPayloadSize {
-            // A 4xx would make Mastodon delete the subscription over one long message (RELAY.md).
-            oversize.increment()
-            logger.warning(
-                "relay body too large for APNs: not sent",
-                metadata: [
-                    "token": .string(APNSDeviceToken.shortened(push.request.deviceToken)),
-                    "apns_payload_bytes": .int(push.request.payload.count),
-                ]
-            )
-            count(push.encoding, status: 202)
-            return HTTPResponse(status: 202)
-        }
-        guard let route = routes[push.environment] else {
-            count(push.encoding, status: 503)
-            return unavailable("no APNs credentials for the \(push.environment) environment")
+        let (push, route): (RelayedPush, Route)
+        switch prepare(request) {
+        case .answer(let response): return response
+        case .deliver(let prepared, let preparedRoute): (push, route) = (prepared, preparedRoute)
         }
         do {
             try await route.pool.warmUp()
@@ -136,10 +126,64 @@ public final class RelayService: Service {
             return unavailable("APNs (\(push.environment)) cannot be reached right now")
         }
         await waitForRoom()
+        return hand(push)
+    }
+
+    /// Answers one relay request without waiting, or returns `nil` (having changed nothing) when
+    /// it would have to wait: no live APNs connection for its environment, or a full queue.
+    func relayImmediately(_ request: HTTPRequest) -> HTTPResponse? {
+        switch prepare(request) {
+        case .answer(let response):
+            return response
+        case .deliver(let push, let route):
+            let status = route.pool.status
+            guard status.usableConnections > 0, !status.isShutDown,
+                inFlight.load(ordering: .relaxed) < configuration.maxQueuedBeforeWaiting
+            else { return nil }
+            return hand(push)
+        }
+    }
+
+    /// Validates and translates; counts and answers what can be answered without APNs.
+    private func prepare(_ request: HTTPRequest) -> Prepared {
+        let segments = request.rawPath.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        // ["", "push", token, id]: the router matched exactly four segments.
+        let rawToken = segments.count == 4 ? String(Substring(segments[2])) : ""
+        let rawID = segments.count == 4 ? String(Substring(segments[3])) : ""
+        let push: RelayedPush
+        do {
+            push = try translation.translate(rawToken: rawToken, rawID: rawID, request: request, now: now())
+        } catch {
+            count(error.encoding, status: error.status)
+            return .answer(.error(status: error.status, code: error.code, message: error.message))
+        }
+        if push.request.payload.count > push.request.pushType.maxPayloadSize {
+            // A 4xx would make Mastodon delete the subscription over one long message (RELAY.md).
+            oversize.increment()
+            logger.warning(
+                "relay body too large for APNs: not sent",
+                metadata: [
+                    "token": .string(APNSDeviceToken.shortened(push.request.deviceToken)),
+                    "apns_payload_bytes": .int(push.request.payload.count),
+                ]
+            )
+            count(push.encoding, status: 202)
+            return .answer(HTTPResponse(status: 202))
+        }
+        guard let route = routes[push.environment] else {
+            count(push.encoding, status: 503)
+            return .answer(unavailable("no APNs credentials for the \(push.environment) environment"))
+        }
+        return .deliver(push, route)
+    }
+
+    /// Queues `push` for delivery on the connection that is now live: 202, or 503 when too many
+    /// pushes wait for APNs or the relay is shutting down.
+    private func hand(_ push: RelayedPush) -> HTTPResponse {
         let admitted = inFlight.wrappingAdd(1, ordering: .relaxed).newValue <= configuration.maxInFlight
         guard admitted, case .enqueued = deliveriesInput.yield(push) else {
             inFlight.subtract(1, ordering: .relaxed)
-            // This request took a waiter's turn without delivering anything: pass the turn on.
+            // This request may have taken a waiter's turn without delivering anything: pass it on.
             waiters.withLock { $0.next() }?.resume()
             count(push.encoding, status: 503)
             return unavailable("too many pushes are waiting for APNs")

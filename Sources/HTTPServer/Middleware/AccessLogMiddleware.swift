@@ -20,28 +20,36 @@ public struct AccessLogMiddleware: HTTPMiddleware {
     ) async throws -> HTTPResponse {
         // The metadata below is built eagerly; skip it all when the line would be dropped.
         guard logger.logLevel <= .info else { return try await next(request) }
-        let clock = ContinuousClock()
-        let start = clock.now
+        let start = ContinuousClock.now
         var response: HTTPResponse?
-        defer {
-            let elapsed = start.duration(to: clock.now)
-            let (seconds, attoseconds) = elapsed.components
-            let milliseconds = Double(seconds) * 1000 + Double(attoseconds) / 1e15
-            logger.info(
-                "request",
-                metadata: [
-                    "method": .string(request.method),
-                    "route": .string(RouteRecorder.label(for: response)),
-                    "path": .string(request.path),
-                    "status": .int(response?.status ?? 500),
-                    "duration_ms": .double((milliseconds * 1000).rounded() / 1000),
-                    "bytes": .int(response?.body.count ?? 0),
-                    "request_id": .string(request.requestID),
-                    "remote": .string(request.remoteAddress),
-                ]
-            )
-        }
+        defer { log(request, response, since: start) }
         response = try await next(request)
         return response!
+    }
+
+    public func handleImmediately(_ request: HTTPRequest, next: (HTTPRequest) -> HTTPResponse?) -> HTTPResponse? {
+        guard logger.logLevel <= .info else { return next(request) }
+        let start = ContinuousClock.now
+        guard let response = next(request) else { return nil }
+        log(request, response, since: start)
+        return response
+    }
+
+    private func log(_ request: HTTPRequest, _ response: HTTPResponse?, since start: ContinuousClock.Instant) {
+        let (seconds, attoseconds) = start.duration(to: .now).components
+        let milliseconds = Double(seconds) * 1000 + Double(attoseconds) / 1e15
+        logger.info(
+            "request",
+            metadata: [
+                "method": .string(request.method),
+                "route": .string(RouteRecorder.label(for: response)),
+                "path": .string(request.path),
+                "status": .int(response?.status ?? 500),
+                "duration_ms": .double((milliseconds * 1000).rounded() / 1000),
+                "bytes": .int(response?.body.count ?? 0),
+                "request_id": .string(request.requestID),
+                "remote": .string(request.remoteAddress),
+            ]
+        )
     }
 }

@@ -40,6 +40,11 @@ public struct ErrorMiddleware: HTTPMiddleware {
         }
     }
 
+    /// Immediate handlers cannot throw: nothing to translate.
+    public func handleImmediately(_ request: HTTPRequest, next: (HTTPRequest) -> HTTPResponse?) -> HTTPResponse? {
+        next(request)
+    }
+
     /// The response for an error that is not an ``HTTPError``.
     static var internalError: HTTPResponse {
         .error(status: 500, code: "internal_error", message: "The server failed to handle this request.")

@@ -23,19 +23,40 @@ public struct MetricsMiddleware: HTTPMiddleware {
         _ request: HTTPRequest,
         next: @Sendable (HTTPRequest) async throws -> HTTPResponse
     ) async throws -> HTTPResponse {
-        let clock = ContinuousClock()
-        let start = clock.now
+        let start = ContinuousClock.now
         var response: HTTPResponse?
-        defer {
-            let method = Self.knownMethods.contains(request.method) ? request.method : "OTHER"
-            let route = RouteRecorder.label(for: response)
-            requests.increment(
-                labels: [("method", method), ("route", route), ("status", String(response?.status ?? 500))]
-            )
-            duration.observe(start.duration(to: clock.now), labels: [("method", method), ("route", route)])
-        }
+        defer { record(request, response, since: start) }
         response = try await next(request)
         return response!
+    }
+
+    public func handleImmediately(_ request: HTTPRequest, next: (HTTPRequest) -> HTTPResponse?) -> HTTPResponse? {
+        let start = ContinuousClock.now
+        guard let response = next(request) else { return nil }
+        record(request, response, since: start)
+        return response
+    }
+
+    private func record(_ request: HTTPRequest, _ response: HTTPResponse?, since start: ContinuousClock.Instant) {
+        let method = Self.knownMethods.contains(request.method) ? request.method : "OTHER"
+        let route = RouteRecorder.label(for: response)
+        requests.increment(
+            labels: [("method", method), ("route", route), ("status", Self.statusLabel(response?.status ?? 500))]
+        )
+        duration.observe(start.duration(to: .now), labels: [("method", method), ("route", route)])
+    }
+
+    /// The status as a label, without formatting the common ones again for every request.
+    private static func statusLabel(_ status: Int) -> String {
+        switch status {
+        case 200: "200"
+        case 202: "202"
+        case 204: "204"
+        case 400: "400"
+        case 404: "404"
+        case 503: "503"
+        default: String(status)
+        }
     }
 
     private static let knownMethods: Set<String> = [

@@ -14,15 +14,28 @@ public struct RequestIDMiddleware: HTTPMiddleware {
         _ request: HTTPRequest,
         next: @Sendable (HTTPRequest) async throws -> HTTPResponse
     ) async throws -> HTTPResponse {
+        let request = Self.identified(request)
+        var response = try await next(request)
+        response.headers.replaceOrAdd(name: Self.headerName, value: request.requestID)
+        return response
+    }
+
+    public func handleImmediately(_ request: HTTPRequest, next: (HTTPRequest) -> HTTPResponse?) -> HTTPResponse? {
+        let request = Self.identified(request)
+        guard var response = next(request) else { return nil }
+        response.headers.replaceOrAdd(name: Self.headerName, value: request.requestID)
+        return response
+    }
+
+    /// `request` with the id it will be known by.
+    private static func identified(_ request: HTTPRequest) -> HTTPRequest {
         var request = request
-        if let incoming = request.headers[Self.headerName], Self.isSane(incoming) {
+        if let incoming = request.headers[headerName], isSane(incoming) {
             request.requestID = incoming
         } else if request.requestID.isEmpty {
             request.requestID = RequestIdentifier.next()
         }
-        var response = try await next(request)
-        response.headers.replaceOrAdd(name: Self.headerName, value: request.requestID)
-        return response
+        return request
     }
 
     /// Whether `id` is 1…128 characters of `[A-Za-z0-9._-]`.
