@@ -5,6 +5,8 @@ import HTTPServer
 import HeraldAPI
 import HeraldCore
 import HeraldCrypto
+import Jobs
+import Notifications
 import Relay
 import Storage
 
@@ -56,6 +58,18 @@ enum ServeCommand {
         } catch {
             problems += error.problems
         }
+        var apiKeys = APIKeys([])
+        var jobs = JobWorkerConfiguration()
+        do {
+            apiKeys = try APIKeys.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
+        do {
+            jobs = try JobSettings.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
         let useSimulator = parsed.flag("simulator")
         var apns: APNsSettings?
         if useSimulator {
@@ -82,7 +96,13 @@ enum ServeCommand {
         var simulator: DemoSimulator?
         if useSimulator {
             do {
-                let demo = try DemoSimulator(topic: environment["TOPIC"], logger: logger)
+                var demo = try DemoSimulator(topic: environment["TOPIC"], logger: logger)
+                if apiKeys.isEmpty {
+                    // A key for this session, printed once at start-up (to the terminal, not the log).
+                    let key = DemoSimulator.generateAPIKey()
+                    apiKeys = APIKeys([key])
+                    demo.sessionAPIKey = key
+                }
                 simulator = demo
                 apns = demo.settings
             } catch {
@@ -91,7 +111,14 @@ enum ServeCommand {
             }
         }
         do {
-            try await serve(configuration, apns: apns, simulator: simulator, logger: logger)
+            try await serve(
+                configuration,
+                apns: apns,
+                apiKeys: apiKeys,
+                jobs: jobs,
+                simulator: simulator,
+                logger: logger
+            )
             logger.notice("stopped")
             return 0
         } catch {
@@ -103,28 +130,49 @@ enum ServeCommand {
     static func serve(
         _ configuration: ServerConfiguration,
         apns: APNsSettings?,
+        apiKeys: APIKeys,
+        jobs: JobWorkerConfiguration,
         simulator: DemoSimulator? = nil,
         logger: Logger
     ) async throws {
         let database = try await DatabaseFactory.open(url: configuration.databaseURL, logger: logger)
         let relay = apns.map { RelayWiring(settings: $0, logger: logger) }
+        let clients = APNSClientProvider(
+            apps: apns?.apps ?? [],
+            endpoints: apns?.endpoints ?? APNSEndpoints(),
+            logger: Logger(label: "herald.apns")
+        )
         do {
             try await Migrator.migrate(database, HeraldMigrations.all, logger: logger)
+
+            // Durable notifications: the store, the notification.send handler, the queue and its worker.
+            let sender = NotificationSender(
+                store: NotificationStore(database: database),
+                clients: clients,
+                logger: Logger(label: "herald.notifications")
+            )
+            var handlers = JobHandlers()
+            NotificationService.register(sender, on: &handlers)
+            let queue = JobQueue(database: database, handlers: handlers)
+            let worker = JobWorker(queue: queue, configuration: jobs, logger: Logger(label: "herald.jobs"))
+            let notifications = NotificationService(queue: queue, sender: sender)
 
             var router = Router()
             var checks: [any ReadinessCheck] = [DatabaseReadiness(database: database)]
             if let relay { checks.append(relay.readiness) }
             SystemRoutes(checks: checks).register(on: &router)
             relay?.service.register(on: &router)
+            NotificationRoutes(service: notifications, keys: apiKeys).register(on: &router)
             simulator?.simulator.control.register(on: &router, prefix: "/simulator")
 
             var http = HTTPServer.Configuration()
             http.host = configuration.host
             http.port = configuration.port
-            http.maxBodySize = configuration.maxBodySize
+            // POST /v1/notifications takes up to 10,000 tokens; the relay checks its own 4096.
+            http.maxBodySize = max(configuration.maxBodySize, NotificationLimits.maximumBodyBytes)
             http.shutdownTimeout = configuration.shutdownTimeout
             let server = HTTPServer(configuration: http, responder: router, logger: Logger(label: "herald.http"))
-            var services: [any Service] = [server]
+            var services: [any Service] = [server, worker]
             if let relay { services.append(relay.service) }
             if let simulator { services.append(simulator.simulator) }
             let group = ServiceGroup(
@@ -142,6 +190,7 @@ enum ServeCommand {
                         "version": .string(Herald.version),
                     ]
                     if let apns { metadata["relay_topic"] = .string(apns.relayApp.bundleID) }
+                    metadata["api_keys"] = .int(apiKeys.count)
                     logger.notice("herald listening", metadata: metadata)
                     if let simulator { simulator.announce(port: port, host: configuration.host) }
                 }
@@ -149,10 +198,12 @@ enum ServeCommand {
             }
         } catch {
             await relay?.shutdown()
+            await clients.shutdown()
             await database.close()
             throw error
         }
         await relay?.shutdown()
+        await clients.shutdown()
         await database.close()
     }
 }
@@ -265,6 +316,14 @@ struct DemoSimulator {
     let simulator: APNSSimulator
     let settings: APNsSettings
     let logger: Logger
+    /// The `/v1` key generated for this session when `HERALD_API_KEYS` is unset.
+    var sessionAPIKey: String?
+
+    /// 32 random bytes, hex.
+    static func generateAPIKey() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
 
     init(topic: String?, logger: Logger) throws {
         let key = try APNSSigningKey(keyID: "SIMULATED1", teamID: "SIMTEAM001", privateKey: P256PrivateKey())
@@ -290,6 +349,20 @@ struct DemoSimulator {
     /// Tells a newcomer what runs where.
     func announce(port: Int, host: String) {
         let base = "http://\(host == "0.0.0.0" ? "localhost" : host):\(port)"
+        if let key = sessionAPIKey {
+            // Printed once to the terminal, never logged: the key is a secret.
+            let token = String(repeating: "ab", count: 32)
+            let text = """
+                HERALD_API_KEYS is unset: this session's API key for /v1 is
+                  \(key)
+                Try:
+                  curl -s -X POST \(base)/v1/notifications -H 'Authorization: Bearer \(key)' \\
+                    -H 'Content-Type: application/json' \\
+                    -d '{"tokens":["\(token)"],"payload":{"aps":{"alert":"Hello"}}}'
+
+                """
+            FileHandle.standardOutput.write(Data(text.utf8))
+        }
         logger.notice(
             "APNs simulator mode: nothing is sent to Apple",
             metadata: [

@@ -1,0 +1,99 @@
+import Foundation
+public import HTTPServer
+public import HeraldCore
+
+/// The keys `/v1` accepts (`HERALD_API_KEYS`), checked in constant time.
+///
+/// Every request to `/v1` needs `Authorization: Bearer <key>`. The key is compared with every
+/// configured key over the full length of both, so the time taken does not reveal how much of a
+/// guess was right, nor which key matched. Keys never appear in logs, errors or ``description``.
+public struct APIKeys: Sendable, CustomStringConvertible {
+    private let keys: [[UInt8]]
+
+    /// The bounds on one key's length, in characters.
+    public static let allowedLengths = 16...512
+
+    public init(_ keys: [String]) {
+        self.keys = keys.map { Array($0.utf8) }
+    }
+
+    /// Whether no key is configured (`/v1` then refuses everything).
+    public var isEmpty: Bool { keys.isEmpty }
+
+    public var count: Int { keys.count }
+
+    /// Reads `HERALD_API_KEYS`: comma-separated, surrounding spaces ignored, empty entries dropped.
+    ///
+    /// - Throws: ``HeraldCore/ConfigurationError`` naming the position of a key that is too short,
+    ///   too long or holds spaces or control characters (never the key itself).
+    public static func load(environment: [String: String]) throws(ConfigurationError) -> APIKeys {
+        guard let text = environment["HERALD_API_KEYS"] else { return APIKeys([]) }
+        var problems: [String] = []
+        var keys: [String] = []
+        for (index, part) in text.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
+            let key = part.trimmingCharacters(in: .whitespaces)
+            if key.isEmpty { continue }
+            let printable = key.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F }
+            if !allowedLengths.contains(key.count) || !printable {
+                problems.append(
+                    "HERALD_API_KEYS entry \(index + 1) is not usable: use \(allowedLengths.lowerBound) to "
+                        + "\(allowedLengths.upperBound) printable ASCII characters without spaces or commas per key "
+                        + "(e.g. from `openssl rand -hex 32`)"
+                )
+            }
+            keys.append(key)
+        }
+        if !problems.isEmpty { throw ConfigurationError(problems: problems) }
+        return APIKeys(keys)
+    }
+
+    /// Checks the request's bearer key.
+    ///
+    /// - Throws: ``HTTPServer/HTTPError`` 401 saying what is missing or wrong.
+    public func authorize(_ request: HTTPRequest) throws(HTTPError) {
+        guard !keys.isEmpty else {
+            throw Self.unauthorized(
+                "api_keys_unset",
+                "HERALD_API_KEYS is unset, so /v1 accepts no request: set it to one or more comma-separated keys, "
+                    + "restart, and send Authorization: Bearer <key>"
+            )
+        }
+        guard let header = request.headers["Authorization"] else {
+            throw Self.unauthorized("missing_api_key", "send the API key as Authorization: Bearer <key>")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw Self.unauthorized(
+                "missing_api_key",
+                "the Authorization header is not a bearer key: send Authorization: Bearer <key>"
+            )
+        }
+        let presented = Array(parts[1].trimmingCharacters(in: .whitespaces).utf8)
+        var matched = false
+        for key in keys {
+            // No early exit: each comparison costs the same whatever matched.
+            matched = Self.constantTimeEqual(presented, key) || matched
+        }
+        guard matched else {
+            throw Self.unauthorized("invalid_api_key", "the API key is not one of HERALD_API_KEYS: check the key sent")
+        }
+    }
+
+    /// Equality whose time depends only on the lengths, not on where the bytes differ.
+    static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+        var difference = UInt64(lhs.count ^ rhs.count)
+        let length = max(lhs.count, rhs.count)
+        for index in 0..<length {
+            let left = index < lhs.count ? lhs[index] : 0
+            let right = index < rhs.count ? rhs[index] : 0
+            difference |= UInt64(left ^ right)
+        }
+        return difference == 0
+    }
+
+    private static func unauthorized(_ code: String, _ message: String) -> HTTPError {
+        HTTPError(status: 401, code: code, message: message, headers: ["WWW-Authenticate": "Bearer"])
+    }
+
+    public var description: String { "APIKeys(\(keys.count) configured)" }
+}

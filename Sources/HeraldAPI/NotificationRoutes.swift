@@ -1,0 +1,315 @@
+import APNs
+import Foundation
+public import HTTPServer
+import HeraldCore
+import Jobs
+public import Notifications
+
+/// The durable notifications API under `/v1`, behind ``APIKeys``:
+///
+/// - `POST /v1/notifications` → 202 `{"id", "status", "send_at", "tokens"}` once stored;
+///   with `?wait=true` (≤ 1,000 tokens, no `send_at`) → 200 with every token's result.
+/// - `GET /v1/notifications/{id}?limit=&cursor=` → status, counts and a page of results.
+/// - `DELETE /v1/notifications/{id}` → cancels a scheduled notification; 409 once it started.
+/// - `GET /v1/dead-tokens?app=&environment=&since=&limit=&cursor=` → tokens APNs called dead.
+public struct NotificationRoutes: Sendable {
+    public let service: NotificationService
+    public let keys: APIKeys
+    /// Results or dead tokens per page when `limit` is not given, and the most allowed.
+    public static let defaultPageSize = 100
+    public static let maximumPageSize = 1_000
+
+    public init(service: NotificationService, keys: APIKeys) {
+        self.service = service
+        self.keys = keys
+    }
+
+    public func register(on router: inout Router) {
+        let routes = self
+        router.post("/v1/notifications") { request in
+            try await routes.authorized(request) { try await routes.create($0) }
+        }
+        router.get("/v1/notifications/{id}") { request in
+            try await routes.authorized(request) { try await routes.read($0) }
+        }
+        router.delete("/v1/notifications/{id}") { request in
+            try await routes.authorized(request) { try await routes.cancel($0) }
+        }
+        router.get("/v1/dead-tokens") { request in
+            try await routes.authorized(request) { try await routes.deadTokens($0) }
+        }
+    }
+
+    private func authorized(
+        _ request: HTTPRequest,
+        _ body: (HTTPRequest) async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
+        try keys.authorize(request)
+        do {
+            return try await body(request)
+        } catch let error as NotificationError {
+            return .error(status: error.status, code: error.code, message: error.message, field: error.field)
+        }
+    }
+
+    // MARK: Handlers
+
+    func create(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let wait = try Self.flag(request, "wait")
+        let parsed = try NotificationRequest.parse(request.body, now: service.queue.clock.now())
+        if wait {
+            let result = try await service.createAndWait(parsed)
+            return .json(
+                NotificationBody(result.notification, counts: result.counts, results: result.results, next: nil)
+            )
+        }
+        let created = try await service.create(parsed)
+        var response = HTTPResponse.json(AcceptedBody(created), status: 202)
+        response.headers.replaceOrAdd(name: "Location", value: "/v1/notifications/\(AcceptedBody(created).id)")
+        return response
+    }
+
+    func read(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = try Self.id(request)
+        let limit = try Self.limit(request)
+        let cursor = request.queryValue("cursor")
+        if let cursor, Int(cursor) == nil {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_cursor",
+                message: "cursor is not one this API returned: pass next_cursor from the previous page",
+                field: "cursor"
+            )
+        }
+        let details = try await service.details(id: id, limit: limit, cursor: cursor)
+        return .json(
+            NotificationBody(
+                details.notification,
+                counts: details.counts,
+                results: details.results.items,
+                next: details.results.nextCursor
+            )
+        )
+    }
+
+    func cancel(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let cancelled = try await service.cancel(id: try Self.id(request))
+        let counts = try await service.store.counts(id: cancelled.id)
+        return .json(NotificationBody(cancelled, counts: counts, results: nil, next: nil))
+    }
+
+    func deadTokens(_ request: HTTPRequest) async throws -> HTTPResponse {
+        var environment: APNSEnvironment?
+        if let name = request.queryValue("environment") {
+            guard name == "production" || name == "sandbox" else {
+                throw HTTPError(
+                    status: 400,
+                    code: "invalid_environment",
+                    message: "environment must be production or sandbox",
+                    field: "environment"
+                )
+            }
+            environment = APNSEnvironment(rawValue: name)
+        }
+        var since: Date?
+        if let text = request.queryValue("since") {
+            guard let date = RFC3339.date(from: text) ?? Int(text).map({ Date(timeIntervalSince1970: Double($0)) })
+            else {
+                throw HTTPError(
+                    status: 400,
+                    code: "invalid_since",
+                    message: "since must be an RFC 3339 time such as 2030-01-01T00:00:00Z or Unix seconds",
+                    field: "since"
+                )
+            }
+            since = date
+        }
+        var cursor: DeadTokenCursor?
+        if let text = request.queryValue("cursor") {
+            guard let parsed = DeadTokenCursor(text) else {
+                throw HTTPError(
+                    status: 400,
+                    code: "invalid_cursor",
+                    message: "cursor is not one this API returned: pass next_cursor from the previous page",
+                    field: "cursor"
+                )
+            }
+            cursor = parsed
+        }
+        let page = try await service.deadTokens(
+            app: request.queryValue("app"),
+            environment: environment,
+            since: since,
+            limit: try Self.limit(request),
+            cursor: cursor
+        )
+        return .json(DeadTokensBody(deadTokens: page.items.map(DeadTokenBody.init), nextCursor: page.nextCursor))
+    }
+
+    // MARK: Query parameters
+
+    static func id(_ request: HTTPRequest) throws(HTTPError) -> UUID {
+        guard let text = request.parameters["id"], let id = UUID(uuidString: text) else {
+            throw HTTPError(
+                status: 404,
+                code: "not_found",
+                message: "that is not a notification id: use the id a POST /v1/notifications answered with",
+                field: "id"
+            )
+        }
+        return id
+    }
+
+    static func limit(_ request: HTTPRequest) throws(HTTPError) -> Int {
+        guard let text = request.queryValue("limit") else { return defaultPageSize }
+        guard let limit = Int(text), (1...maximumPageSize).contains(limit) else {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_limit",
+                message: "limit must be a whole number from 1 to \(maximumPageSize)",
+                field: "limit"
+            )
+        }
+        return limit
+    }
+
+    static func flag(_ request: HTTPRequest, _ name: String) throws(HTTPError) -> Bool {
+        switch request.queryValue(name) {
+        case nil, "false", "0": return false
+        case "true", "1", "": return true
+        default:
+            throw HTTPError(status: 400, code: "invalid_\(name)", message: "\(name) must be true or false", field: name)
+        }
+    }
+}
+
+// MARK: JSON bodies
+
+struct AcceptedBody: Encodable, Sendable {
+    var id: String
+    var status: String
+    var sendAt: Date
+    var tokens: Int
+
+    init(_ notification: StoredNotification) {
+        id = notification.id.uuidString.lowercased()
+        status = notification.status.rawValue
+        sendAt = notification.sendAt
+        tokens = notification.tokenCount
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, status, tokens
+        case sendAt = "send_at"
+    }
+}
+
+struct NotificationBody: Encodable, Sendable {
+    var id: String
+    var app: String
+    var environment: String
+    var pushType: String
+    var topic: String
+    var status: String
+    var failureReason: String?
+    var sendAt: Date
+    var createdAt: Date
+    var updatedAt: Date
+    var tokens: Int
+    var counts: [String: Int]
+    var results: [ResultBody]?
+    var nextCursor: String?
+
+    init(_ notification: StoredNotification, counts: DeliveryCounts, results: [DeliveryResult]?, next: String?) {
+        id = notification.id.uuidString.lowercased()
+        app = notification.app
+        environment = notification.environment.rawValue
+        pushType = notification.pushType.headerValue
+        topic = notification.topic
+        status = notification.status.rawValue
+        failureReason = notification.failureReason
+        sendAt = notification.sendAt
+        createdAt = notification.createdAt
+        updatedAt = notification.updatedAt
+        tokens = notification.tokenCount
+        var all: [String: Int] = [:]
+        for status in DeliveryStatus.allCases { all[status.rawValue] = counts[status] }
+        self.counts = all
+        self.results = results?.map(ResultBody.init)
+        nextCursor = next
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, app, environment, topic, status, tokens, counts, results
+        case pushType = "push_type"
+        case failureReason = "failure_reason"
+        case sendAt = "send_at"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+        case nextCursor = "next_cursor"
+    }
+}
+
+struct ResultBody: Encodable, Sendable {
+    var token: String
+    var status: String
+    var reason: String?
+    var apnsID: String?
+    var invalidAt: Date?
+    var attempts: Int
+    var updatedAt: Date
+
+    init(_ result: DeliveryResult) {
+        token = result.token
+        status = result.status.rawValue
+        reason = result.reason
+        apnsID = result.apnsID
+        invalidAt = result.invalidAt
+        attempts = result.attempts
+        updatedAt = result.updatedAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case token, status, reason, attempts
+        case apnsID = "apns_id"
+        case invalidAt = "invalid_at"
+        case updatedAt = "updated_at"
+    }
+}
+
+struct DeadTokensBody: Encodable, Sendable {
+    var deadTokens: [DeadTokenBody]
+    var nextCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case deadTokens = "dead_tokens"
+        case nextCursor = "next_cursor"
+    }
+}
+
+struct DeadTokenBody: Encodable, Sendable {
+    var app: String
+    var environment: String
+    var token: String
+    var reason: String
+    var invalidAt: Date?
+    var recordedAt: Date
+    var notificationID: String?
+
+    init(_ token: DeadToken) {
+        app = token.app
+        environment = token.environment.rawValue
+        self.token = token.token
+        reason = token.reason
+        invalidAt = token.invalidAt
+        recordedAt = token.recordedAt
+        notificationID = token.notificationID?.uuidString.lowercased()
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case app, environment, token, reason
+        case invalidAt = "invalid_at"
+        case recordedAt = "recorded_at"
+        case notificationID = "notification_id"
+    }
+}
