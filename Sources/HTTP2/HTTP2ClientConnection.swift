@@ -169,6 +169,7 @@ public final class HTTP2ClientConnection: Sendable {
         return HTTP2ClientResponse(stream: stream)
     }
 
+    @inline(__always)
     private func exchange(_ stream: ClientStream) async throws {
         let session = self.session
         try await withTaskCancellationHandler {

@@ -93,10 +93,21 @@ enum BenchCommand {
             await pool.shutdown()
             return 1
         }
+        do {
+            // Sign the provider token before the clock starts, as a running server has.
+            _ = try await client.tokenProvider?.token()
+        } catch {
+            printError("herald bench: cannot sign a provider token: \(error)")
+            await pool.shutdown()
+            return 1
+        }
 
         let payload = Array(#"{"aps":{"alert":{"title":"Herald","body":"Benchmark push"},"sound":"default"}}"#.utf8)
         let deviceToken = String(repeating: "ab", count: 32)
         let next = Ticket()
+        // One slot per push, written by the worker that took its ticket: no per-worker arrays to
+        // grow and merge, so the bench itself adds little to the RSS it reports.
+        let latencies = Latencies(count: count)
         let clock = ContinuousClock()
         let start = clock.now
         let workers = min(concurrency, count)
@@ -104,9 +115,9 @@ enum BenchCommand {
             for _ in 0..<workers {
                 group.addTask {
                     var tally = Tally()
-                    // Workers take similar shares; room for twice that avoids regrowing the array.
-                    tally.latencies.reserveCapacity(2 * count / workers + 16)
-                    while next.value.add(1, ordering: .relaxed).oldValue < count {
+                    while true {
+                        let ticket = next.value.add(1, ordering: .relaxed).oldValue
+                        guard ticket < count else { break }
                         let request = APNSRequest(
                             deviceToken: deviceToken,
                             pushType: .alert,
@@ -115,23 +126,27 @@ enum BenchCommand {
                         )
                         let sent = clock.now
                         let ok = (try? await client.send(request))?.isDelivered ?? false
-                        tally.record(ok: ok, latency: clock.now - sent)
+                        latencies.record(ticket, clock.now - sent)
+                        if ok { tally.ok += 1 } else { tally.failed += 1 }
                     }
                     return tally
                 }
             }
             var total = Tally()
-            for await tally in group { total.merge(tally) }
+            for await tally in group {
+                total.ok += tally.ok
+                total.failed += tally.failed
+            }
             return total
         }
         let elapsed = clock.now - start
         await pool.shutdown()
 
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let latencies = results.latencies.sorted()
+        let sorted = latencies.sorted()
         func percentile(_ p: Double) -> Double {
-            guard !latencies.isEmpty else { return 0 }
-            return latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000
+            guard !sorted.isEmpty else { return 0 }
+            return Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) * 1000
         }
         let sent = results.ok + results.failed
         print(
@@ -150,17 +165,35 @@ enum BenchCommand {
     struct Tally: Sendable {
         var ok = 0
         var failed = 0
-        var latencies: [Double] = []
+    }
 
-        mutating func record(ok: Bool, latency: Duration) {
-            if ok { self.ok += 1 } else { failed += 1 }
-            latencies.append(Double(latency.components.seconds) + Double(latency.components.attoseconds) / 1e18)
+    /// Each push's latency in seconds, by ticket.
+    ///
+    /// `@unchecked Sendable`: every slot is written by exactly one worker (the one that drew that
+    /// ticket from the atomic counter), and read only after the task group has finished, which
+    /// orders the writes before the reads.
+    final class Latencies: @unchecked Sendable {
+        private let slots: UnsafeMutableBufferPointer<Float>
+
+        init(count: Int) {
+            slots = .allocate(capacity: count)
+            slots.initialize(repeating: 0)
         }
 
-        mutating func merge(_ other: Tally) {
-            ok += other.ok
-            failed += other.failed
-            latencies += other.latencies
+        deinit {
+            slots.deallocate()
+        }
+
+        func record(_ ticket: Int, _ latency: Duration) {
+            let (seconds, attoseconds) = latency.components
+            slots[ticket] = Float(Double(seconds) + Double(attoseconds) / 1e18)
+        }
+
+        /// The latencies in ascending order (sorted in place; call once, after the workers).
+        func sorted() -> UnsafeMutableBufferPointer<Float> {
+            var slots = slots
+            slots.sort()
+            return slots
         }
     }
 

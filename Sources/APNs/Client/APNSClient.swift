@@ -96,11 +96,12 @@ public struct APNSClient: Sendable {
     /// The pool's direct path. The first attempt runs here with as little state as possible (a
     /// task's async frames stay allocated while it waits for APNs, and a sender may have thousands
     /// of pushes in flight); anything but a success on it continues in ``perform(label:policy:first:_:)``.
+    @inline(__always)
     private func send(_ request: APNSRequest, on pool: APNSConnectionPool) async throws -> APNSSendResult {
         var authorization: APNSAuthorization?
         if let tokenProvider {
             authorization = tokenProvider.cachedAuthorization()
-            if authorization == nil { return try await sendRetrying(request, on: pool, first: nil) }
+            if authorization == nil { authorization = APNSAuthorization(token: try await tokenProvider.token()) }
         }
         let first: Result<HTTP2ClientResponse, any Error>
         do {

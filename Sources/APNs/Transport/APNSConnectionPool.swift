@@ -140,6 +140,11 @@ public final class APNSConnectionPool: APNSTransport {
     }
 
     /// Sends one request on a pooled connection (another one when APNs did not process it).
+    ///
+    /// The usual case — a connection with a free stream, a response, nothing to log or close —
+    /// runs here with few locals: every request waiting for APNs keeps this function's async
+    /// frame, so its size counts once per request in flight. Everything else continues in
+    /// ``exchangeSlowly(from:method:fieldCount:byteCount:body:writeFields:)``.
     private func exchange(
         method: String,
         fieldCount: Int,
@@ -147,29 +152,109 @@ public final class APNSConnectionPool: APNSTransport {
         body: [UInt8],
         writeFields: (inout HTTP2HeaderBlockWriter) -> Void
     ) async throws -> HTTP2ClientResponse {
+        try Task.checkCancellation()
         // Entering the pool shares the lock with the first acquisition, and leaving it with the
-        // release of a response (unless that has effects to perform first): two lock round trips
-        // per request instead of four.
-        var inside = false
-        defer { if inside { leave() } }
+        // release of the response: two lock round trips per request instead of four.
+        let (acquired, effects) = locked { state, effects -> ConnectionPoolState.Acquisition? in
+            guard state.enter() else { return nil }
+            return state.acquire(mayConnect: true, effects: &effects)
+        }
+        guard let acquisition = acquired else {
+            throw APNSConnectionPoolError(code: .shutDown, endpoint: endpoint, reason: "no new requests are taken")
+        }
+        guard effects.isEmpty, case .use(let id, let connection) = acquisition else {
+            return try await exchangeSlowly(
+                from: .acquired(acquisition, effects),
+                method: method,
+                fieldCount: fieldCount,
+                byteCount: byteCount,
+                body: body,
+                writeFields: writeFields
+            )
+        }
+        let response: HTTP2ClientResponse
+        do {
+            response = try await connection.send(
+                method: method,
+                fieldCount: fieldCount,
+                byteCount: byteCount,
+                body: body,
+                writeFields: writeFields
+            )
+        } catch {
+            return try await exchangeSlowly(
+                from: .failed(id: id, error),
+                method: method,
+                fieldCount: fieldCount,
+                byteCount: byteCount,
+                body: body,
+                writeFields: writeFields
+            )
+        }
+        let status = response.status
+        let (waiters, after) = locked { state, effects -> [CheckedContinuation<Void, Never>]? in
+            state.release(
+                id,
+                outcome: .response(status: status, body: status == 503 ? response.body : []),
+                effects: &effects
+            )
+            return effects.isEmpty ? state.leave() : nil
+        }
+        if let waiters {
+            for waiter in waiters { waiter.resume() }
+        } else {
+            await perform(after)
+            leave()
+        }
+        return response
+    }
+
+    /// Where ``exchange(method:fieldCount:byteCount:body:writeFields:)`` stands when it hands
+    /// over (it has entered the pool either way).
+    private enum ExchangeStep {
+        /// What the first acquisition returned, with effects to perform.
+        case acquired(ConnectionPoolState.Acquisition, ConnectionPoolState.Effects)
+        /// The request failed on connection `id`.
+        case failed(id: Int, any Error)
+    }
+
+    /// The rest of an exchange: connects, waits, resends and effects. Leaves the pool when done.
+    @inline(never)
+    private func exchangeSlowly(
+        from step: ExchangeStep,
+        method: String,
+        fieldCount: Int,
+        byteCount: Int,
+        body: [UInt8],
+        writeFields: (inout HTTP2HeaderBlockWriter) -> Void
+    ) async throws -> HTTP2ClientResponse {
+        defer { leave() }
         // A send starts or waits for at most a few connects, and none after one failed: then it
         // fails (or queues on a connection it can still use) rather than wait again.
         var connects = 0
         var connectFailed = false
         var resends = 0
+        var next: ExchangeStep? = step
         while true {
-            try Task.checkCancellation()
-            let mustEnter = !inside
-            let mayConnect = !connectFailed && connects < Self.maximumConnectsPerSend
-            let (acquired, effects) = locked { state, effects -> ConnectionPoolState.Acquisition? in
-                if mustEnter, !state.enter() { return nil }
-                return state.acquire(mayConnect: mayConnect, effects: &effects)
+            let acquisition: ConnectionPoolState.Acquisition
+            switch next {
+            case .acquired(let first, let effects):
+                next = nil
+                if !effects.isEmpty { await perform(effects) }
+                acquisition = first
+            case .failed(let id, let error):
+                next = nil
+                try await requestFailed(on: id, error, resends: &resends)
+                continue
+            case nil:
+                try Task.checkCancellation()
+                let mayConnect = !connectFailed && connects < Self.maximumConnectsPerSend
+                let (acquired, effects) = locked { state, effects in
+                    state.acquire(mayConnect: mayConnect, effects: &effects)
+                }
+                if !effects.isEmpty { await perform(effects) }
+                acquisition = acquired
             }
-            guard let acquisition = acquired else {
-                throw APNSConnectionPoolError(code: .shutDown, endpoint: endpoint, reason: "no new requests are taken")
-            }
-            inside = true
-            if !effects.isEmpty { await perform(effects) }
             switch acquisition {
             case .use(let id, let connection):
                 let response: HTTP2ClientResponse
@@ -182,34 +267,15 @@ public final class APNSConnectionPool: APNSTransport {
                         writeFields: writeFields
                     )
                 } catch {
-                    let resend =
-                        resends < Self.maximumResends && (error as? HTTP2Error).map(Self.isResendable) == true
-                    let (_, effects) = locked { state, effects in
-                        state.release(id, outcome: .failure(error as? HTTP2Error, final: !resend), effects: &effects)
-                    }
-                    if !effects.isEmpty { await perform(effects) }
-                    guard resend else { throw error }
-                    resends += 1
-                    logger.debug(
-                        "apns request not processed; sending it on another connection",
-                        metadata: ["endpoint": .string(endpoint.description), "error": .string("\(error)")]
-                    )
+                    next = .failed(id: id, error)
                     continue
                 }
                 let outcome = ConnectionPoolState.Outcome.response(
                     status: response.status,
                     body: response.status == 503 ? response.body : []
                 )
-                let (waiters, effects) = locked { state, effects -> [CheckedContinuation<Void, Never>]? in
-                    state.release(id, outcome: outcome, effects: &effects)
-                    return effects.isEmpty ? state.leave() : nil
-                }
-                if let waiters {
-                    inside = false
-                    for waiter in waiters { waiter.resume() }
-                } else {
-                    await perform(effects)
-                }
+                let (_, effects) = locked { state, effects in state.release(id, outcome: outcome, effects: &effects) }
+                if !effects.isEmpty { await perform(effects) }
                 return response
             case .connect(let attempt), .wait(let attempt):
                 if case .connect = acquisition { await connect(attempt) }
@@ -222,6 +288,22 @@ public final class APNSConnectionPool: APNSTransport {
                 throw error
             }
         }
+    }
+
+    /// Records a request that failed on connection `id`; returns when it should be sent again
+    /// (on another connection), throws `error` when not.
+    private func requestFailed(on id: Int, _ error: any Error, resends: inout Int) async throws {
+        let resend = resends < Self.maximumResends && (error as? HTTP2Error).map(Self.isResendable) == true
+        let (_, effects) = locked { state, effects in
+            state.release(id, outcome: .failure(error as? HTTP2Error, final: !resend), effects: &effects)
+        }
+        if !effects.isEmpty { await perform(effects) }
+        guard resend else { throw error }
+        resends += 1
+        logger.debug(
+            "apns request not processed; sending it on another connection",
+            metadata: ["endpoint": .string(endpoint.description), "error": .string("\(error)")]
+        )
     }
 
     // MARK: Lifecycle
