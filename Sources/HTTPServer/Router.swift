@@ -32,12 +32,27 @@ public struct Router: HTTPResponder {
     /// route's async handler answer instead.
     public typealias ImmediateHandler = @Sendable (HTTPRequest) -> HTTPResponse?
 
-    private struct Route: Sendable {
-        var method: String
-        var pattern: String
-        var segments: [Segment]
-        var handler: Handler
-        var immediate: ImmediateHandler?
+    /// A class, so that matching passes routes around with one retain instead of copying them.
+    private final class Route: Sendable {
+        let method: String
+        let pattern: String
+        let segments: [Segment]
+        let handler: Handler
+        let immediate: ImmediateHandler?
+
+        init(
+            method: String,
+            pattern: String,
+            segments: [Segment],
+            handler: @escaping Handler,
+            immediate: ImmediateHandler?
+        ) {
+            self.method = method
+            self.pattern = pattern
+            self.segments = segments
+            self.handler = handler
+            self.immediate = immediate
+        }
     }
 
     /// What a request resolves to before any handler runs.

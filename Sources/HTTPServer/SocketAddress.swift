@@ -29,16 +29,14 @@ enum SocketAddress {
     /// The IP address in `address` as text (IPv4-mapped IPv6 shown as IPv4); `unknown` when absent.
     static func describe(_ address: UnsafePointer<sockaddr>?) -> String {
         guard let address else { return "unknown" }
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         switch Int32(address.pointee.sa_family) {
         case AF_INET:
             return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { v4 in
-                var ip = v4.pointee.sin_addr
-                guard inet_ntop(AF_INET, &ip, &buffer, socklen_t(buffer.count)) != nil else { return "unknown" }
-                return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                dottedQuad(v4.pointee.sin_addr)
             }
         case AF_INET6:
             return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
+                var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
                 var ip = v6.pointee.sin6_addr
                 guard inet_ntop(AF_INET6, &ip, &buffer, socklen_t(buffer.count)) != nil else { return "unknown" }
                 let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -46,6 +44,32 @@ enum SocketAddress {
             }
         default:
             return "unknown"
+        }
+    }
+
+    /// `a.b.c.d`, as `inet_ntop` writes it, without its buffer (this runs for every request).
+    static func dottedQuad(_ address: in_addr) -> String {
+        withUnsafeBytes(of: address.s_addr) { octets in
+            String(unsafeUninitializedCapacity: 15) { out in
+                var count = 0
+                for (position, octet) in octets.enumerated() {
+                    if position > 0 {
+                        out[count] = UInt8(ascii: ".")
+                        count += 1
+                    }
+                    if octet >= 100 {
+                        out[count] = UInt8(ascii: "0") + octet / 100
+                        count += 1
+                    }
+                    if octet >= 10 {
+                        out[count] = UInt8(ascii: "0") + octet / 10 % 10
+                        count += 1
+                    }
+                    out[count] = UInt8(ascii: "0") + octet % 10
+                    count += 1
+                }
+                return count
+            }
         }
     }
 }
