@@ -4,6 +4,7 @@
 # Loopback only; every run is bounded by its request count.
 # Usage: Benchmarks/apns-client.sh [CONNECTIONS] [STREAMS]     (defaults 1 and 1000)
 #   COUNT=200000 ROUNDS=3 SINK_PORT=8443 HERALD=.build/release/herald (environment)
+#   EXECUTOR=pool|loop: where herald bench runs its sending tasks (its --executor; default pool)
 # Both sides send the same header fields with values of the same length: h2load gets an
 # ES256-JWT-shaped `authorization` as long as the one herald signs (key and team id BENCH00001),
 # and the same `apns-id`, `apns-push-type`, `apns-priority` and `apns-topic`. (h2load's constant
@@ -17,6 +18,7 @@ rounds=${ROUNDS:-3}
 port=${SINK_PORT:-8443}
 sink=${APNS_SINK:-../shared/bench/apns-sink}
 herald=${HERALD:-.build/release/herald}
+executor=${EXECUTOR:-pool}
 work=$(mktemp -d /tmp/herald-apns-bench.XXXXXX)
 cleanup() {
   [ -n "${sink_pid:-}" ] && kill "$sink_pid" 2>/dev/null && wait "$sink_pid" 2>/dev/null
@@ -47,7 +49,7 @@ for i in $(seq "$rounds"); do
   h2load_rates+=("$rate")
   echo "h2load#$i req/s=$rate $(grep -E '^requests:' <<<"$out")" >&2
   line=$("$herald" bench --url "https://127.0.0.1:$port" --count "$count" \
-    --connections "$connections" --concurrency "$((connections * streams))" 2>/dev/null | tail -n 1)
+    --connections "$connections" --concurrency "$((connections * streams))" --executor "$executor" 2>/dev/null | tail -n 1)
   echo "herald#$i $line" >&2
   lines+=("$line")
   herald_rates+=("$(sed -E 's/.* rate=([0-9.]+)\/s.*/\1/' <<<"$line")")
@@ -56,4 +58,4 @@ h2=$(printf '%s\n' "${h2load_rates[@]}" | median)
 he=$(printf '%s\n' "${herald_rates[@]}" | median)
 rss=$(printf '%s\n' "${lines[@]}" | sed -E 's/.* rss_mb=([0-9.]+).*/\1/' | median)
 failed=$(printf '%s\n' "${lines[@]}" | sed -E 's/.* failed=([0-9]+).*/\1/' | awk '{s+=$1} END {print s}')
-echo "apns-client: connections=$connections streams=$streams h2load_median=$h2 herald_median=$he ratio=$(awk -v a="$he" -v b="$h2" 'BEGIN {printf "%.2f", a/b}') herald_failed=$failed herald_rss_mb_median=$rss"
+echo "apns-client: connections=$connections streams=$streams executor=$executor h2load_median=$h2 herald_median=$he ratio=$(awk -v a="$he" -v b="$h2" 'BEGIN {printf "%.2f", a/b}') herald_failed=$failed herald_rss_mb_median=$rss"

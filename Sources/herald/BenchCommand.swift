@@ -10,13 +10,19 @@ enum BenchCommand {
     static let spec = CommandSpec(
         name: "herald bench",
         summary: "Send N alert pushes to an APNs-shaped endpoint and report rate, latency and RSS.",
-        usage: "herald bench --url URL [--count N] [--connections C] [--concurrency M] [--topic BUNDLE]",
+        usage:
+            "herald bench --url URL [--count N] [--connections C] [--concurrency M] [--topic BUNDLE] [--executor E]",
         options: [
             .init("url", value: "URL", help: "The endpoint, e.g. https://127.0.0.1:8443 (trust it with APNS_CA_FILE)."),
             .init("count", value: "N", help: "How many pushes to send (default 100000)."),
             .init("connections", value: "C", help: "HTTP/2 connections to open (default 1)."),
             .init("concurrency", value: "M", help: "Requests in flight in total (default 1000)."),
             .init("topic", value: "BUNDLE", help: "apns-topic (default: TOPIC, or com.example.bench)."),
+            .init(
+                "executor",
+                value: "E",
+                help: "Where the sending tasks run: pool (Swift's cooperative pool, default) or loop (the I/O thread)."
+            ),
         ]
     )
 
@@ -26,6 +32,7 @@ enum BenchCommand {
         let count: Int
         let connections: Int
         let concurrency: Int
+        let onLoop: Bool
         do throws(UsageError) {
             parsed = try spec.parse(arguments)
             if parsed.wantsHelp {
@@ -40,6 +47,11 @@ enum BenchCommand {
             count = try positive(parsed, "count", default: 100_000, maximum: 100_000_000)
             connections = try positive(parsed, "connections", default: 1, maximum: 64)
             concurrency = try positive(parsed, "concurrency", default: 1000, maximum: 100_000)
+            switch parsed.value("executor") ?? "pool" {
+            case "pool": onLoop = false
+            case "loop": onLoop = true
+            case let other: throw UsageError("--executor \(other) is not valid: use pool or loop")
+            }
         } catch {
             printError("herald bench: \(error.message)")
             return 2
@@ -111,33 +123,36 @@ enum BenchCommand {
         let clock = ContinuousClock()
         let start = clock.now
         let workers = min(concurrency, count)
-        let results = await withTaskGroup(of: Tally.self) { group in
-            for _ in 0..<workers {
-                group.addTask {
-                    var tally = Tally()
-                    while true {
-                        let ticket = next.value.add(1, ordering: .relaxed).oldValue
-                        guard ticket < count else { break }
-                        let request = APNSRequest(
-                            deviceToken: deviceToken,
-                            pushType: .alert,
-                            topic: .explicit(topic),
-                            payload: payload
-                        )
-                        let sent = clock.now
-                        let ok = (try? await client.send(request))?.isDelivered ?? false
-                        latencies.record(ticket, clock.now - sent)
-                        if ok { tally.ok += 1 } else { tally.failed += 1 }
+        let executor = onLoop ? pool.taskExecutor : nil
+        let results = await withTaskExecutorPreference(executor) {
+            await withTaskGroup(of: Tally.self) { group in
+                for _ in 0..<workers {
+                    group.addTask {
+                        var tally = Tally()
+                        while true {
+                            let ticket = next.value.add(1, ordering: .relaxed).oldValue
+                            guard ticket < count else { break }
+                            let request = APNSRequest(
+                                deviceToken: deviceToken,
+                                pushType: .alert,
+                                topic: .explicit(topic),
+                                payload: payload
+                            )
+                            let sent = clock.now
+                            let ok = (try? await client.send(request))?.isDelivered ?? false
+                            latencies.record(ticket, clock.now - sent)
+                            if ok { tally.ok += 1 } else { tally.failed += 1 }
+                        }
+                        return tally
                     }
-                    return tally
                 }
+                var total = Tally()
+                for await tally in group {
+                    total.ok += tally.ok
+                    total.failed += tally.failed
+                }
+                return total
             }
-            var total = Tally()
-            for await tally in group {
-                total.ok += tally.ok
-                total.failed += tally.failed
-            }
-            return total
         }
         let elapsed = clock.now - start
         await pool.shutdown()

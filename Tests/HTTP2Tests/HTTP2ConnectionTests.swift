@@ -74,6 +74,34 @@ struct HTTP2ConnectionTests {
         }
     }
 
+    @Test("tasks preferring the event loop's executor run on its thread and send like any other")
+    func eventLoopTaskExecutor() async throws {
+        try await withServer(tls: try certificates.serverContext(), handler: Self.echo) { server in
+            let configuration = clientConfiguration()
+            let connection = try await HTTP2ClientConnection.connect(
+                host: "127.0.0.1",
+                port: server.port,
+                tls: try certificates.clientContext(),
+                configuration: configuration
+            )
+            let executor = EventLoopTaskExecutor(eventLoop: configuration.eventLoop)
+            let onLoop = await withTaskExecutorPreference(executor) {
+                await withTaskGroup(of: Bool.self) { group in
+                    for _ in 0..<20 {
+                        group.addTask { executor.eventLoop.inEventLoop }
+                    }
+                    return await group.reduce(executor.eventLoop.inEventLoop) { $0 && $1 }
+                }
+            }
+            #expect(onLoop)
+            #expect(!configuration.eventLoop.inEventLoop)
+            try await withTaskExecutorPreference(executor) {
+                try await runConcurrentEcho(connection: connection, count: 200)
+            }
+            await connection.close()
+        }
+    }
+
     @Test("cleartext prior-knowledge HTTP/2")
     func cleartext() async throws {
         try await withServer(tls: nil, handler: Self.echo) { server in

@@ -34,7 +34,9 @@ public enum APNSIdentifier {
                     index += 1
                     continue
                 }
-                guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else { return false }
+                let high = hexValue(utf8[index])
+                let low = hexValue(utf8[index + 1])
+                guard high | low < 16 else { return false }
                 bytes[out] = high << 4 | low
                 out += 1
                 index += 2
@@ -44,13 +46,12 @@ public enum APNSIdentifier {
         return parsed ? UUID(uuid: uuid) : nil
     }
 
-    private static func nibble(_ character: UInt8) -> UInt8? {
-        switch character {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): character - UInt8(ascii: "A") + 10
-        default: nil
-        }
+    /// The value of a hexadecimal digit, or 0xFF.
+    @inline(__always)
+    private static func hexValue(_ character: UInt8) -> UInt8 {
+        let digit = character &- UInt8(ascii: "0")
+        if digit < 10 { return digit }
+        let letter = (character | 0x20) &- UInt8(ascii: "a")
+        return letter < 6 ? letter + 10 : 0xFF
     }
-
 }

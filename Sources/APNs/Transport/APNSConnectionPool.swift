@@ -371,6 +371,14 @@ public final class APNSConnectionPool: APNSTransport {
         state.withLock { $0.isAvailable() }
     }
 
+    /// An executor that runs tasks on the thread driving this pool's connections (see
+    /// ``HTTP2/EventLoopTaskExecutor``): tasks that do little but send pushes can prefer it
+    /// (`withTaskExecutorPreference`) and skip the hand-over between the cooperative pool and
+    /// the I/O thread for every push. Nothing that blocks or runs long may use it.
+    public var taskExecutor: any TaskExecutor {
+        EventLoopTaskExecutor(eventLoop: http2.eventLoop)
+    }
+
     /// A snapshot of the pool, for readiness checks and tests.
     public var status: Status {
         state.withLock { $0.status() }

@@ -62,14 +62,15 @@ package struct APNSRequestHeaderBlock {
 
     /// Writes `:path` (never indexed) and the regular fields.
     package func write(into writer: inout HTTP2HeaderBlockWriter) {
-        let token = deviceToken.utf8
-        writer.append(name: ":path", valueLength: 10 + token.count, neverIndex: true) { out in
-            let prefix: StaticString = "/3/device/"
-            out.baseAddress!.update(from: prefix.utf8Start, count: 10)
-            var index = 10
-            for byte in token {
-                out[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
-                index += 1
+        var token = deviceToken
+        token.withUTF8 { token in
+            writer.append(name: ":path", valueLength: 10 + token.count, neverIndex: true) { out in
+                let prefix: StaticString = "/3/device/"
+                out.baseAddress!.update(from: prefix.utf8Start, count: 10)
+                for index in token.indices {
+                    let byte = token[index]
+                    out[10 + index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+                }
             }
         }
         if let authorization {
