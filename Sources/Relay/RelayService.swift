@@ -1,4 +1,5 @@
 public import APNs
+import Dispatch
 public import Foundation
 public import HTTPServer
 public import HeraldCore
@@ -47,6 +48,8 @@ public final class RelayService: Service {
     private let deliveries: AsyncStream<RelayedPush>
     private let deliveriesInput: AsyncStream<RelayedPush>.Continuation
     private let inFlight = Atomic(0)
+    /// Per environment, when its pool was last seen with a live connection.
+    private let liveness: [APNSEnvironment: Liveness]
     /// Relay requests waiting for room (``Configuration/maxQueuedBeforeWaiting``).
     private let waiters = Mutex(Waiters())
 
@@ -64,6 +67,7 @@ public final class RelayService: Service {
     ) {
         self.configuration = configuration
         self.routes = routes
+        self.liveness = routes.mapValues { _ in Liveness() }
         self.translation = WebPushTranslation(topic: configuration.topic)
         self.logger = logger
         self.now = now
@@ -136,12 +140,26 @@ public final class RelayService: Service {
         case .answer(let response):
             return response
         case .deliver(let push, let route):
-            let status = route.pool.status
-            guard status.usableConnections > 0, !status.isShutDown,
-                inFlight.load(ordering: .relaxed) < configuration.maxQueuedBeforeWaiting
+            guard inFlight.load(ordering: .relaxed) < configuration.maxQueuedBeforeWaiting,
+                hasLiveConnection(route, push.environment)
             else { return nil }
             return hand(push)
         }
+    }
+
+    /// Whether `route`'s pool has a usable connection. The answer is reused for
+    /// ``Liveness/window``: asking the pool takes its lock and builds a status, which showed in
+    /// profiles at relay rates, while a connection can be lost at any moment anyway.
+    private func hasLiveConnection(_ route: Route, _ environment: APNSEnvironment) -> Bool {
+        let liveness = liveness[environment]
+        let now = DispatchTime.now().uptimeNanoseconds
+        if let seen = liveness?.seen.load(ordering: .relaxed), seen != 0, now &- seen < Liveness.window {
+            return true
+        }
+        let status = route.pool.status
+        let live = status.usableConnections > 0 && !status.isShutDown
+        liveness?.seen.store(live ? now : 0, ordering: .relaxed)
+        return live
     }
 
     /// Validates and translates; counts and answers what can be answered without APNs.
@@ -275,6 +293,14 @@ public final class RelayService: Service {
             )
         }
     }
+}
+
+/// When an environment's pool was last seen with a usable connection.
+private final class Liveness: Sendable {
+    /// How long a positive answer is reused, in nanoseconds: 1 ms.
+    static let window: UInt64 = 1_000_000
+    /// `DispatchTime` uptime in nanoseconds; 0 when not known to be live.
+    let seen = Atomic<UInt64>(0)
 }
 
 /// Relay requests waiting for room, first come first served. Ids let a cancelled request take
