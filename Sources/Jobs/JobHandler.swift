@@ -62,6 +62,7 @@ public struct JobHandlers: Sendable {
     struct Entry: Sendable {
         var options: JobKindOptions
         var handler: any JobHandler
+        var onGiveUp: (@Sendable (Job, String) async -> Void)?
     }
 
     private(set) var entries: [String: Entry] = [:]
@@ -72,17 +73,31 @@ public struct JobHandlers: Sendable {
     public init() {}
 
     /// Adds (or replaces) the handler of `kind`.
-    public mutating func register(_ kind: String, options: JobKindOptions = JobKindOptions(), handler: any JobHandler) {
-        entries[kind] = Entry(options: options, handler: handler)
+    ///
+    /// - Parameter onGiveUp: called when the last attempt of a job ends in a retryable failure
+    ///   (returned or thrown), just before the job becomes `dead`, with the failure's text: the
+    ///   place to mark the work's own records failed. Errors there are the hook's to handle.
+    public mutating func register(
+        _ kind: String,
+        options: JobKindOptions = JobKindOptions(),
+        handler: any JobHandler,
+        onGiveUp: (@Sendable (Job, String) async -> Void)? = nil
+    ) {
+        entries[kind] = Entry(options: options, handler: handler, onGiveUp: onGiveUp)
     }
 
     /// Adds (or replaces) the handler of `kind`, given as a closure.
     public mutating func register(
         _ kind: String,
         options: JobKindOptions = JobKindOptions(),
+        onGiveUp: (@Sendable (Job, String) async -> Void)? = nil,
         _ body: @escaping @Sendable (Job) async throws -> JobOutcome
     ) {
-        register(kind, options: options, handler: ClosureJobHandler(body))
+        register(kind, options: options, handler: ClosureJobHandler(body), onGiveUp: onGiveUp)
+    }
+
+    func giveUpHook(for kind: String) -> (@Sendable (Job, String) async -> Void)? {
+        entries[kind]?.onGiveUp
     }
 
     public func options(for kind: String) -> JobKindOptions {

@@ -181,6 +181,11 @@ public final class JobWorker: Service {
         } else {
             outcome = .failed(reason: "no handler for job kind \"\(job.kind)\" in this Herald build")
         }
+        if case .retry(let reason, _) = outcome, job.attempts >= job.maxAttempts,
+            let giveUp = queue.handlers.giveUpHook(for: job.kind)
+        {
+            await giveUp(job, reason)
+        }
         await record(job, outcome)
     }
 

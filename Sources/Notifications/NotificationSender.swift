@@ -62,6 +62,25 @@ public struct NotificationSender: Sendable {
         return .done
     }
 
+    /// The job's last attempt failed (a thrown error, such as the database being unreachable):
+    /// the notification and its tokens without a final result become `failed`, so the notification
+    /// does not stay `sending` for ever. Best effort: what the database refuses is logged, and
+    /// `herald jobs retry` on the dead job sends the tokens still pending.
+    func giveUp(_ job: Job, reason: String) async {
+        guard let id = Self.notificationID(inPayload: job.payload) else { return }
+        let now = clock.now()
+        let text = "gave up after \(job.attempts) attempts: \(reason)"
+        do {
+            _ = try await store.transition(id, from: [.scheduled, .sending], to: .failed, failureReason: text, at: now)
+            _ = try await store.failUnfinished(id, reason: text, at: now)
+        } catch {
+            logger.error(
+                "could not mark a notification failed after its last attempt",
+                metadata: ["notification": .string("\(id)"), "error": .string("\(error)")]
+            )
+        }
+    }
+
     static func payload(for id: UUID) -> String {
         "{\"notification_id\":\"\(RequestIdentifier.lowercaseString(id))\"}"
     }
@@ -80,9 +99,10 @@ public struct NotificationSender: Sendable {
     public func send(_ id: UUID, isLastAttempt: Bool) async throws -> Summary {
         let now = clock.now()
         guard
+            // `failed` too: an operator may retry the dead job of a notification given up on.
             let notification = try await store.transition(
                 id,
-                from: [.scheduled, .sending],
+                from: [.scheduled, .sending, .failed],
                 to: .sending,
                 at: now
             )

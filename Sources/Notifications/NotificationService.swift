@@ -48,7 +48,11 @@ public struct NotificationService: Sendable {
         on handlers: inout JobHandlers,
         options: JobKindOptions = jobOptions
     ) {
-        handlers.register(NotificationJobKind.send, options: options) { job in
+        handlers.register(
+            NotificationJobKind.send,
+            options: options,
+            onGiveUp: { job, reason in await sender.giveUp(job, reason: reason) }
+        ) { job in
             try await sender.run(job)
         }
     }

@@ -103,7 +103,15 @@ struct JobQueueTests {
     func retryThenDead(backend: Backend) async throws {
         var handlers = JobHandlers()
         let calls = CallLog()
-        handlers.register("flaky", options: JobKindOptions(maxAttempts: 3, retryBase: 10, retryMaximum: 15)) { job in
+        let gaveUp = CallLog()
+        handlers.register(
+            "flaky",
+            options: JobKindOptions(maxAttempts: 3, retryBase: 10, retryMaximum: 15),
+            onGiveUp: { job, reason in
+                #expect(reason == "APNs answered 503 ServiceUnavailable")
+                gaveUp.record(job)
+            }
+        ) { job in
             calls.record(job)
             return .retry(reason: "APNs answered 503 ServiceUnavailable")
         }
@@ -132,6 +140,7 @@ struct JobQueueTests {
             #expect(job.status == .dead)
             #expect(job.attempts == 3)
             #expect(calls.count(added.job.id) == 3)
+            #expect(gaveUp.count(added.job.id) == 1, "the give-up hook runs once, on the last attempt")
             clock.advance(3_600)
             #expect(try await worker.runDueJobs() == 0)
         }

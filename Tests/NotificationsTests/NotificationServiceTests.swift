@@ -222,6 +222,33 @@ struct NotificationServiceTests {
         }
     }
 
+    @Test(
+        "when every attempt throws, the notification is marked failed, and a retried job sends it",
+        arguments: Backend.allCases
+    )
+    func gaveUp(_ backend: Backend) async throws {
+        try await NotificationHarness.with(backend) { harness in
+            let created = try await harness.create(tokens: NotificationHarness.tokens(3))
+            // The sender cannot read the tokens: each of the 3 attempts throws.
+            try await harness.database.execute("ALTER TABLE notification_deliveries RENAME TO deliveries_hidden")
+            for _ in 0..<3 {
+                #expect(try await harness.worker.runDueJobs() == 1)
+                harness.clock.advance(61)
+            }
+            try await harness.database.execute("ALTER TABLE deliveries_hidden RENAME TO notification_deliveries")
+            let job = try await harness.job(of: created)
+            #expect(job.status == .dead)
+            let failed = try #require(try await harness.store.notification(id: created.id))
+            #expect(failed.status == .failed)
+            #expect(failed.failureReason?.hasPrefix("gave up after 3 attempts") == true)
+
+            _ = try await harness.service.queue.retry(id: job.id)
+            #expect(try await harness.worker.runDueJobs() == 1)
+            #expect(try await harness.store.notification(id: created.id)?.status == .done)
+            #expect(harness.simulator.deliveries().count == 3)
+        }
+    }
+
     @Test("a send resumed after a partial run sends only the tokens without a result", arguments: Backend.allCases)
     func resume(_ backend: Backend) async throws {
         try await NotificationHarness.with(backend) { harness in
