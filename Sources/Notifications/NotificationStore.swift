@@ -162,6 +162,42 @@ public struct NotificationStore: Sendable {
         )
     }
 
+    // MARK: Retention
+
+    /// Deletes up to `limit` finished notifications (done, failed, cancelled) last changed before
+    /// `cutoff`, with their per-token results; returns how many notifications went.
+    @discardableResult
+    public func prune(finishedBefore cutoff: Date, limit: Int = 500) async throws -> Int {
+        try await database.transaction { tx in
+            let ids = try await tx.query(
+                """
+                SELECT id FROM notifications
+                WHERE status IN ('done', 'failed', 'cancelled') AND updated_at < $1
+                ORDER BY updated_at, id LIMIT $2
+                """,
+                [SQLValue(cutoff), SQLValue(limit)]
+            ).map { try $0.string("id") }
+            guard !ids.isEmpty else { return 0 }
+            let list = ids.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
+            let binds = ids.map { SQLValue.text($0) }
+            try await tx.execute("DELETE FROM notification_deliveries WHERE notification_id IN (\(list))", binds)
+            return try await tx.execute("DELETE FROM notifications WHERE id IN (\(list))", binds)
+        }
+    }
+
+    /// Deletes up to `limit` dead-token records made before `cutoff`.
+    @discardableResult
+    public func pruneDeadTokens(recordedBefore cutoff: Date, limit: Int = 5_000) async throws -> Int {
+        try await database.execute(
+            """
+            DELETE FROM dead_tokens WHERE (app, environment, token) IN (
+                SELECT app, environment, token FROM dead_tokens WHERE recorded_at < $1 ORDER BY recorded_at LIMIT $2
+            )
+            """,
+            [SQLValue(cutoff), SQLValue(limit)]
+        )
+    }
+
     // MARK: Reading
 
     public func notification(id: UUID) async throws -> StoredNotification? {

@@ -153,7 +153,10 @@ enum ServeCommand {
             )
             var handlers = JobHandlers()
             NotificationService.register(sender, on: &handlers)
+            let retention = NotificationRetention(store: sender.store, retention: jobs.retention)
+            retention.register(on: &handlers)
             let queue = JobQueue(database: database, handlers: handlers)
+            try await retention.schedule(on: queue)
             let worker = JobWorker(queue: queue, configuration: jobs, logger: Logger(label: "herald.jobs"))
             let notifications = NotificationService(queue: queue, sender: sender)
 
