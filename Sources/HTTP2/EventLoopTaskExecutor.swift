@@ -1,4 +1,5 @@
 public import HeraldIO
+import Synchronization
 
 /// Runs tasks on an ``HeraldIO/EventLoop``'s thread: a `TaskExecutor` for senders that want their
 /// requests built on the same thread that drives their connections.
@@ -22,6 +23,14 @@ public import HeraldIO
 /// Herald's servers keep their default executors; `herald bench --executor loop` uses this one.
 public final class EventLoopTaskExecutor: TaskExecutor {
     public let eventLoop: EventLoop
+    /// Jobs waiting for the loop, and whether a run of them is already scheduled there: a burst
+    /// of resumed tasks costs one loop task, not one closure each.
+    private let queue = Mutex(Queue())
+
+    private struct Queue: ~Copyable {
+        var jobs: [UnownedJob] = []
+        var scheduled = false
+    }
 
     public init(eventLoop: EventLoop = .shared) {
         self.eventLoop = eventLoop
@@ -29,7 +38,24 @@ public final class EventLoopTaskExecutor: TaskExecutor {
 
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
+        let schedule = queue.withLock { queue -> Bool in
+            queue.jobs.append(job)
+            if queue.scheduled { return false }
+            queue.scheduled = true
+            return true
+        }
+        if schedule { eventLoop.execute { [self] in runJobs() } }
+    }
+
+    /// Loop thread: runs the jobs queued so far (jobs they enqueue run in the next batch).
+    private func runJobs() {
+        let jobs = queue.withLock { queue -> [UnownedJob] in
+            queue.scheduled = false
+            var jobs: [UnownedJob] = []
+            swap(&jobs, &queue.jobs)
+            return jobs
+        }
         let executor = asUnownedTaskExecutor()
-        eventLoop.execute { job.runSynchronously(on: executor) }
+        for job in jobs { job.runSynchronously(on: executor) }
     }
 }

@@ -339,16 +339,21 @@ extension HTTP2ClientResponse: APNSAnswer {
     fileprivate func delivery(attempts: Int) -> APNSDelivery {
         var delivery = APNSDelivery(attempts: attempts)
         forEachHeader { name, value in
-            guard name.count >= 7, name.starts(with: "apns-".utf8) else { return }
-            if name.elementsEqual("apns-id".utf8) {
+            if Self.equal(name, "apns-id") {
                 delivery.apnsID = APNSIdentifier.parse(bytes: value)
-            } else if name.elementsEqual("apns-unique-id".utf8) {
+            } else if Self.equal(name, "apns-unique-id") {
                 delivery.uniqueID = String(decoding: value, as: UTF8.self)
-            } else if name.elementsEqual("apns-request-id".utf8) {
+            } else if Self.equal(name, "apns-request-id") {
                 delivery.requestID = APNSIdentifier.parse(bytes: value)
             }
         }
         return delivery
+    }
+
+    /// Whether the field name `bytes` is `name` (nghttp2 delivers names in lowercase).
+    @inline(__always)
+    private static func equal(_ bytes: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
+        bytes.count == name.utf8CodeUnitCount && memcmp(bytes.baseAddress!, name.utf8Start, bytes.count) == 0
     }
 }
 

@@ -66,10 +66,13 @@ package struct APNSRequestHeaderBlock {
         token.withUTF8 { token in
             writer.append(name: ":path", valueLength: 10 + token.count, neverIndex: true) { out in
                 let prefix: StaticString = "/3/device/"
-                out.baseAddress!.update(from: prefix.utf8Start, count: 10)
-                for index in token.indices {
-                    let byte = token[index]
-                    out[10 + index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+                let start = out.baseAddress!
+                start.update(from: prefix.utf8Start, count: 10)
+                guard let source = token.baseAddress else { return }
+                let tail = start + 10
+                tail.update(from: source, count: token.count)
+                for index in 0..<token.count where tail[index] &- UInt8(ascii: "A") < 26 {
+                    tail[index] |= 0x20
                 }
             }
         }
