@@ -95,6 +95,9 @@ import Testing
         #expect(expected.type.headerValue == expected.header)
         #expect(expected.type.topic(forBundleID: "com.example.app") == expected.topic)
         #expect(expected.type.allowedPriorities == expected.priorities)
+        for priority in APNSPriority.allCases {
+            #expect(expected.type.allows(priority) == expected.priorities.contains(priority), "\(priority)")
+        }
         #expect(expected.type.maxPayloadSize == expected.limit)
         #expect(APNSPushType(headerValue: expected.header) == expected.type)
         #expect(expected.type.description == expected.header)

@@ -112,6 +112,16 @@ public struct APNSPushType: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether ``allowedPriorities`` contains `priority`, without building the array (checked for
+    /// every push).
+    public func allows(_ priority: APNSPriority) -> Bool {
+        switch kind {
+        case .background: priority == .consideringDevicePower
+        case .location, .liveactivity: priority != .prioritizingPower
+        default: true
+        }
+    }
+
     /// The priority sent when a request does not choose one: 5 for background pushes, else 10
     /// (which is also what APNs assumes without the header).
     public var defaultPriority: APNSPriority {

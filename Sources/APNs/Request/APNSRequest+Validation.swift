@@ -26,7 +26,7 @@ extension APNSRequest {
         if let collapseID {
             try APNSRequestChecks.collapseID(collapseID)
         }
-        if !pushType.allowedPriorities.contains(effectivePriority) {
+        if !pushType.allows(effectivePriority) {
             let allowed = pushType.allowedPriorities.map(\.headerValue).joined(separator: " or ")
             let advice = pushType == .background ? " (Apple treats 10 as an error for background pushes)" : ""
             throw APNSValidationError(
