@@ -23,6 +23,10 @@ public final class RelayService: Service {
         /// before it is accepted (202). Each waiting push holds about 10 KB, so this bounds memory
         /// when senders outpace APNs, by slowing them down rather than refusing them.
         public var maxQueuedBeforeWaiting = 1_024
+        /// Run delivery tasks on the I/O thread of their APNs connections
+        /// (``APNs/APNSConnectionPool/taskExecutor``) rather than on Swift's cooperative pool:
+        /// a delivery only sends and counts, and this saves two thread hand-overs per push.
+        public var deliversOnIOThread = true
 
         public init(topic: String) {
             self.topic = topic
@@ -246,9 +250,13 @@ public final class RelayService: Service {
 
     /// Delivers accepted pushes until graceful shutdown, then finishes those already accepted.
     public func run() async throws {
-        await withDiscardingTaskGroup { group in
-            for await push in deliveries {
-                group.addTask { await self.deliver(push) }
+        // One executor per pool, made once: each instance batches the jobs it runs on the loop.
+        let executors = configuration.deliversOnIOThread ? routes.mapValues(\.pool.taskExecutor) : [:]
+        await withTaskExecutorPreference(executors[.production] ?? executors.values.first) {
+            await withDiscardingTaskGroup { group in
+                for await push in deliveries {
+                    group.addTask(executorPreference: executors[push.environment]) { await self.deliver(push) }
+                }
             }
         }
     }
