@@ -262,7 +262,7 @@ struct JobQueueTests {
         }
     }
 
-    @Test("a job due while SQLite Herald was stopped runs after the restart")
+    @Test("jobs due while SQLite Herald was stopped run after the restart, recurring ones per their policy")
     func dueWhileStopped() async throws {
         let test = try await TestDatabase.make(.sqliteFile)
         defer { Task { await test.remove() } }
@@ -275,17 +275,34 @@ struct JobQueueTests {
         }
         var db = try await test.open()
         try await Migrator.migrate(db, HeraldMigrations.all, logger: jobTestLogger)
-        let added = try await JobQueue(database: db, handlers: handlers, clock: clock, metrics: MetricsRegistry())
-            .enqueue(NewJob(kind: "k", dueAt: clock.now().addingTimeInterval(3_600)))
+        let before = JobQueue(database: db, handlers: handlers, clock: clock, metrics: MetricsRegistry())
+        let start = clock.now()
+        let added = try await before.enqueue(NewJob(kind: "k", dueAt: start.addingTimeInterval(3_600)))
+        let hourly = try await before.enqueue(
+            NewJob(kind: "k", dueAt: start.addingTimeInterval(600), schedule: try .every(seconds: 3_600))
+        )
+        let skipping = try await before.enqueue(
+            NewJob(
+                kind: "k",
+                dueAt: start.addingTimeInterval(600),
+                schedule: try .every(seconds: 3_600),
+                missedRuns: .skip
+            )
+        )
         await db.close()
 
-        clock.advance(7_200)
+        clock.advance(3 * 3_600)  // down for three hours: each recurring job missed three runs
         db = try await test.open()
         let queue = JobQueue(database: db, handlers: handlers, clock: clock, metrics: MetricsRegistry())
         let worker = JobWorker(queue: queue, owner: "after-restart", logger: jobTestLogger)
-        #expect(try await worker.runDueJobs() == 1)
+        #expect(try await worker.runDueJobs() == 3)
         #expect(calls.count(added.job.id) == 1)
         #expect(try await queue.job(id: added.job.id)?.status == .done)
+        #expect(calls.count(hourly.job.id) == 1, "run_once: one catch-up run")
+        #expect(calls.count(skipping.job.id) == 0, "skip: the missed run does not run")
+        let next = try await queue.list(statuses: [.pending])
+        #expect(next.count == 2)
+        #expect(next.allSatisfy { $0.dueAt == start.addingTimeInterval(600 + 3 * 3_600) })
         await db.close()
     }
 }
