@@ -168,10 +168,7 @@ public final class RelayService: Service {
 
     /// Validates and translates; counts and answers what can be answered without APNs.
     private func prepare(_ request: HTTPRequest) -> Prepared {
-        let segments = request.rawPath.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        // ["", "push", token, id]: the router matched exactly four segments.
-        let rawToken = segments.count == 4 ? String(Substring(segments[2])) : ""
-        let rawID = segments.count == 4 ? String(Substring(segments[3])) : ""
+        let (rawToken, rawID) = Self.rawSegments(request)
         let push: RelayedPush
         do {
             push = try translation.translate(rawToken: rawToken, rawID: rawID, request: request, now: now())
@@ -243,7 +240,21 @@ public final class RelayService: Service {
     }
 
     private func count(_ encoding: String, status: Int) {
-        relayRequests.increment(labels: [("encoding", encoding), ("status", String(status))])
+        relayRequests.increment(labels: [("encoding", encoding), ("status", status == 202 ? "202" : String(status))])
+    }
+
+    /// The `device_token` and `id` path segments as received (still percent-encoded).
+    private static func rawSegments(_ request: HTTPRequest) -> (token: String, id: String) {
+        // Without an escape in the path, the router's decoded parameters are the raw segments.
+        if !request.rawPath.utf8.contains(UInt8(ascii: "%")), let token = request.parameters["token"],
+            let id = request.parameters["id"]
+        {
+            return (token, id)
+        }
+        let segments = request.rawPath.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        // ["", "push", token, id]: the router matched exactly four segments.
+        guard segments.count == 4 else { return ("", "") }
+        return (String(Substring(segments[2])), String(Substring(segments[3])))
     }
 
     // MARK: Service
