@@ -203,96 +203,147 @@ public final class JobQueue: Sendable {
     /// took the job over after the lease expired).
     @discardableResult
     public func finish(_ job: Job, _ outcome: JobOutcome, owner: String) async throws -> Job? {
-        let now = clock.now()
-        let options = handlers.options(for: job.kind)
-        var status: JobStatus
-        var dueAt = job.dueAt
-        var error: String?
-        switch outcome {
-        case .done:
-            status = .done
-        case .failed(let reason):
-            status = .failed
-            error = reason
-        case .retry(let reason, let after):
-            error = reason
-            if job.attempts < job.maxAttempts {
-                status = .pending
-                let delay =
-                    after ?? options.retryDelay(afterAttempt: job.attempts, jitter: Double.random(in: 0...1))
-                dueAt = now.addingTimeInterval(max(0, delay))
-            } else {
-                status = .dead
-            }
-        }
-        return try await record(job, status: status, dueAt: dueAt, error: error, owner: owner, now: now)
+        try await finish([(job, outcome)], owner: owner)[0]
     }
 
     /// Marks a recurring occurrence that was missed while no instance ran as skipped (status
     /// `cancelled`) and schedules the next one after now.
     @discardableResult
     public func skipMissed(_ job: Job, owner: String) async throws -> Job? {
-        let now = clock.now()
-        let reason =
-            "skipped: due at \(RFC3339.string(from: job.dueAt)) while no instance was running (missed-run policy skip)"
-        return try await record(job, status: .cancelled, dueAt: job.dueAt, error: reason, owner: owner, now: now)
+        try await finish([(job, nil)], owner: owner)[0]
     }
 
-    private func record(
-        _ job: Job,
-        status: JobStatus,
-        dueAt: Date,
-        error: String?,
-        owner: String,
-        now: Date
-    ) async throws -> Job? {
-        let id = RequestIdentifier.lowercaseString(job.id)
-        let next = status.isFinished ? job.schedule.flatMap { nextOccurrence(of: job, schedule: $0, now: now) } : nil
-        let stored = try await database.transaction { tx -> Job? in
-            let rows = try await tx.query(
-                """
-                UPDATE jobs SET status = $3, due_at = $4, last_error = COALESCE($5, last_error),
-                    lease_owner = NULL, lease_expires_at = NULL, updated_at = $6, finished_at = $7
-                WHERE id = $1 AND lease_owner = $2 AND status = 'running'
-                RETURNING \(Self.columns)
-                """,
-                [
-                    .text(id), .text(owner), .text(status.rawValue), SQLValue(dueAt), SQLValue(error), SQLValue(now),
-                    status.isFinished ? SQLValue(now) : .null,
-                ]
-            )
-            guard let row = rows.first else { return nil }
-            if let next {
-                var newJob = NewJob(
-                    kind: job.kind,
-                    payload: job.payload,
-                    dueAt: next,
-                    maxAttempts: job.maxAttempts,
-                    uniqueKey: job.uniqueKey,
-                    schedule: job.schedule,
-                    missedRuns: job.missedRuns
+    /// Records many outcomes in one transaction (one commit, so one disk flush, for the batch);
+    /// a `nil` outcome skips a missed recurring occurrence. Plain completions are one statement.
+    /// Returns each job as stored, or `nil` where the lease was lost.
+    public func finish(_ outcomes: [(Job, JobOutcome?)], owner: String) async throws -> [Job?] {
+        guard !outcomes.isEmpty else { return [] }
+        let now = clock.now()
+        let decisions = outcomes.map { decide($0.0, $0.1, now: now) }
+        let stored = try await database.transaction { tx -> [Job?] in
+            var stored = [Job?](repeating: nil, count: decisions.count)
+            let plain = decisions.indices.filter { decisions[$0].status == .done && decisions[$0].next == nil }
+            if !plain.isEmpty {
+                let list = plain.indices.map { "$\($0 + 3)" }.joined(separator: ", ")
+                let rows = try await tx.query(
+                    """
+                    UPDATE jobs SET status = 'done', lease_owner = NULL, lease_expires_at = NULL, updated_at = $2,
+                        finished_at = $2
+                    WHERE lease_owner = $1 AND status = 'running' AND id IN (\(list))
+                    RETURNING \(Self.columns)
+                    """,
+                    [.text(owner), SQLValue(now)]
+                        + plain.map { .text(RequestIdentifier.lowercaseString(decisions[$0].job.id)) }
                 )
-                newJob.dueAt = next
-                _ = try await self.enqueue(newJob, on: tx)
+                var byID: [UUID: Job] = [:]
+                for row in rows {
+                    let job = try Self.job(from: row)
+                    byID[job.id] = job
+                }
+                for index in plain { stored[index] = byID[decisions[index].job.id] }
             }
-            return try Self.job(from: row)
+            for index in decisions.indices where !(decisions[index].status == .done && decisions[index].next == nil) {
+                stored[index] = try await self.apply(decisions[index], owner: owner, now: now, on: tx)
+            }
+            return stored
         }
-        guard let stored else {
-            metrics.leaseLost.increment(labels: [("kind", job.kind)])
-            return nil
+        for (decision, job) in zip(decisions, stored) { account(decision, stored: job, now: now) }
+        return stored
+    }
+
+    /// What an outcome means for the row.
+    struct Decision {
+        var job: Job
+        var status: JobStatus
+        var dueAt: Date
+        var error: String?
+        /// For a recurring job that finished: the next occurrence's due time.
+        var next: Date?
+    }
+
+    func decide(_ job: Job, _ outcome: JobOutcome?, now: Date) -> Decision {
+        var decision = Decision(job: job, status: .done, dueAt: job.dueAt)
+        switch outcome {
+        case .none:
+            decision.status = .cancelled
+            decision.error =
+                "skipped: due at \(RFC3339.string(from: job.dueAt)) while no instance was running (missed-run policy skip)"
+        case .done:
+            decision.status = .done
+        case .failed(let reason):
+            decision.status = .failed
+            decision.error = reason
+        case .retry(let reason, let after):
+            decision.error = reason
+            if job.attempts < job.maxAttempts {
+                decision.status = .pending
+                let delay =
+                    after
+                    ?? handlers.options(for: job.kind).retryDelay(
+                        afterAttempt: job.attempts,
+                        jitter: Double.random(in: 0...1)
+                    )
+                decision.dueAt = now.addingTimeInterval(max(0, delay))
+            } else {
+                decision.status = .dead
+            }
         }
-        let labels: MetricLabels = [("kind", job.kind)]
-        switch status {
+        if decision.status.isFinished, let schedule = job.schedule {
+            decision.next = nextOccurrence(of: job, schedule: schedule, now: now)
+        }
+        return decision
+    }
+
+    /// Writes one decision inside a transaction; `nil` when the lease was lost.
+    private func apply(_ decision: Decision, owner: String, now: Date, on tx: any DatabaseExecutor) async throws -> Job?
+    {
+        let job = decision.job
+        let rows = try await tx.query(
+            """
+            UPDATE jobs SET status = $3, due_at = $4, last_error = COALESCE($5, last_error),
+                lease_owner = NULL, lease_expires_at = NULL, updated_at = $6, finished_at = $7
+            WHERE id = $1 AND lease_owner = $2 AND status = 'running'
+            RETURNING \(Self.columns)
+            """,
+            [
+                .text(RequestIdentifier.lowercaseString(job.id)), .text(owner), .text(decision.status.rawValue),
+                SQLValue(decision.dueAt), SQLValue(decision.error), SQLValue(now),
+                decision.status.isFinished ? SQLValue(now) : .null,
+            ]
+        )
+        guard let row = rows.first else { return nil }
+        if let next = decision.next {
+            let newJob = NewJob(
+                kind: job.kind,
+                payload: job.payload,
+                dueAt: next,
+                maxAttempts: job.maxAttempts,
+                uniqueKey: job.uniqueKey,
+                schedule: job.schedule,
+                missedRuns: job.missedRuns
+            )
+            _ = try await enqueue(newJob, on: tx)
+        }
+        return try Self.job(from: row)
+    }
+
+    /// Metrics and wake-ups after a decision was committed.
+    private func account(_ decision: Decision, stored: Job?, now: Date) {
+        let labels: MetricLabels = [("kind", decision.job.kind)]
+        guard stored != nil else {
+            metrics.leaseLost.increment(labels: labels)
+            return
+        }
+        switch decision.status {
         case .pending: metrics.retries.increment(labels: labels)
         case .dead: metrics.dead.increment(labels: labels)
         case .failed: metrics.failed.increment(labels: labels)
         case .done, .cancelled, .running: break
         }
-        if status != .pending, let started = job.startedAt {
+        if decision.status != .pending, let started = decision.job.startedAt {
             metrics.duration.observe(max(0, now.timeIntervalSince(started)), labels: labels)
         }
-        if next != nil || status == .pending { wakeup.signal() }
-        return stored
+        if decision.next != nil || decision.status == .pending { wakeup.signal() }
     }
 
     /// The next due time of a recurring job that just ran: for an interval, the first multiple of

@@ -54,6 +54,22 @@ public final class JobWorker: Service {
     /// status reads the whole table, so it happens at most once a minute.
     private let depthSampledAt = Atomic<Int64>(0)
 
+    /// An outcome waiting for the recorder, and the job task waiting for it to be written.
+    private struct Submitted {
+        var job: Job
+        var outcome: JobOutcome?
+        var done: CheckedContinuation<Void, Never>
+    }
+
+    private struct Recording {
+        var waiting: [Submitted] = []
+        /// Set when the claim loop has ended: the recorder stops once `waiting` is empty.
+        var finished = false
+    }
+
+    private let recording = Mutex(Recording())
+    private let recorderWakeup = JobWakeup()
+
     public init(
         queue: JobQueue,
         configuration: JobWorkerConfiguration = JobWorkerConfiguration(),
@@ -98,8 +114,12 @@ public final class JobWorker: Service {
                 "kinds": .string(queue.handlers.kinds.joined(separator: ",")),
             ]
         )
+        recording.withLock { $0.finished = false }
         await withDiscardingTaskGroup { group in
+            group.addTask { await self.recordSubmitted() }
             await loop(group: &group)
+            recording.withLock { $0.finished = true }
+            recorderWakeup.signal()
         }
         await subscription?.cancel()
         logger.info("job worker stopped", metadata: ["owner": .string(owner)])
@@ -156,7 +176,8 @@ public final class JobWorker: Service {
         for job in jobs {
             inFlight.add(1, ordering: .acquiringAndReleasing)
             group.addTask {
-                await self.execute(job)
+                let outcome = await self.execute(job)
+                await self.submit(job, outcome)
                 self.inFlight.subtract(1, ordering: .acquiringAndReleasing)
                 self.queue.wakeup.signal()
             }
@@ -164,8 +185,9 @@ public final class JobWorker: Service {
         return jobs.count == limit
     }
 
-    /// Runs one claimed job and records its outcome.
-    func execute(_ job: Job) async {
+    /// Runs one claimed job; returns its outcome, or `nil` for a missed recurring occurrence the
+    /// `skip` policy drops.
+    func execute(_ job: Job) async -> JobOutcome? {
         let now = queue.clock.now()
         let outcome: JobOutcome?
         if job.schedule != nil, job.missedRuns == .skip,
@@ -186,31 +208,59 @@ public final class JobWorker: Service {
         {
             await giveUp(job, reason)
         }
-        await record(job, outcome)
+        return outcome
     }
 
-    private func record(_ job: Job, _ outcome: JobOutcome?) async {
+    // MARK: Recording outcomes (group commit)
+
+    /// Hands an outcome to the recorder and waits until it is written: outcomes that arrive while
+    /// a batch is being written go together in the next transaction, so a busy worker pays one
+    /// commit per batch instead of one per job.
+    private func submit(_ job: Job, _ outcome: JobOutcome?) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            recording.withLock { $0.waiting.append(Submitted(job: job, outcome: outcome, done: continuation)) }
+            recorderWakeup.signal()
+        }
+    }
+
+    /// The recorder: writes what was submitted, batch after batch, until the worker has stopped
+    /// and nothing is left.
+    private func recordSubmitted() async {
+        while true {
+            let (batch, finished) = recording.withLock { state in
+                let batch = Array(state.waiting.prefix(500))
+                state.waiting.removeFirst(batch.count)
+                return (batch, state.finished)
+            }
+            if batch.isEmpty {
+                if finished { return }
+                await recorderWakeup.wait(for: nil)
+                continue
+            }
+            await record(batch.map { ($0.job, $0.outcome) })
+            for item in batch { item.done.resume() }
+        }
+    }
+
+    private func record(_ outcomes: [(Job, JobOutcome?)]) async {
         for attempt in 1...3 {
             do {
-                let stored =
-                    if let outcome {
-                        try await queue.finish(job, outcome, owner: owner)
-                    } else {
-                        try await queue.skipMissed(job, owner: owner)
-                    }
-                log(job, outcome, stored: stored)
+                let stored = try await queue.finish(outcomes, owner: owner)
+                for ((job, outcome), recorded) in zip(outcomes, stored) { log(job, outcome, stored: recorded) }
                 return
             } catch {
                 logger.error(
-                    "recording a job's outcome failed",
-                    metadata: ["job": .string("\(job.id)"), "attempt": .int(attempt), "error": .string("\(error)")]
+                    "recording job outcomes failed",
+                    metadata: [
+                        "jobs": .int(outcomes.count), "attempt": .int(attempt), "error": .string("\(error)"),
+                    ]
                 )
                 try? await Task.sleep(for: .milliseconds(200 * attempt))
             }
         }
         logger.error(
-            "gave up recording a job's outcome; it runs again when its lease expires",
-            metadata: ["job": .string("\(job.id)"), "kind": .string(job.kind)]
+            "gave up recording job outcomes; those jobs run again when their leases expire",
+            metadata: ["jobs": .int(outcomes.count), "kind": .string(outcomes.first?.0.kind ?? "")]
         )
     }
 
@@ -277,7 +327,12 @@ public final class JobWorker: Service {
             )
             if jobs.isEmpty { return total }
             await withDiscardingTaskGroup { group in
-                for job in jobs { group.addTask { await self.execute(job) } }
+                for job in jobs {
+                    group.addTask {
+                        let outcome = await self.execute(job)
+                        await self.record([(job, outcome)])
+                    }
+                }
             }
             total += jobs.count
         }

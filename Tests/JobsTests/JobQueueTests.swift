@@ -86,6 +86,34 @@ struct JobQueueTests {
         }
     }
 
+    @Test("a batch of outcomes is recorded in one call, each as it says", arguments: Backend.allCases)
+    func batchFinish(backend: Backend) async throws {
+        try await withQueue(backend) { queue, _, clock, _ in
+            for index in 0..<5 { try await queue.enqueue(NewJob(kind: "k", payload: "{\"i\":\(index)}")) }
+            let recurring = try await queue.enqueue(NewJob(kind: "k", schedule: try .every(seconds: 60)))
+            let claimed = try await queue.claim(owner: "a", limit: 10, lease: 30)
+            #expect(claimed.count == 6)
+            let plain = claimed.filter { $0.schedule == nil }
+            // Two leases were taken over by another instance meanwhile.
+            for stolen in [plain[0], plain[4]] {
+                try await queue.database.execute(
+                    "UPDATE jobs SET lease_owner = 'b' WHERE id = $1",
+                    [.text(stolen.id.uuidString.lowercased())]
+                )
+            }
+            let outcomes: [(Job, JobOutcome?)] = [
+                (plain[1], .done), (plain[2], .failed(reason: "bad payload")),
+                (plain[3], .retry(reason: "503", after: 5)), (plain[0], .done),
+                (claimed.first { $0.id == recurring.job.id }!, .done), (plain[4], .done),
+            ]
+            let stored = try await queue.finish(outcomes, owner: "a")
+            #expect(stored.map { $0?.status } == [.done, .failed, .pending, nil, .done, nil])
+            #expect(stored[2]?.dueAt == clock.now().addingTimeInterval(5))
+            let next = try await queue.list(statuses: [.pending], kind: "k")
+            #expect(next.contains { $0.schedule != nil && $0.dueAt == recurring.job.dueAt.addingTimeInterval(60) })
+        }
+    }
+
     @Test("a renewed lease is not recovered", arguments: Backend.allCases)
     func leaseRenewal(backend: Backend) async throws {
         try await withQueue(backend) { queue, _, clock, _ in
