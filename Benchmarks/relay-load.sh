@@ -3,11 +3,14 @@
 # (../shared/bench/apns-sink), loaded by wrk on loopback, next to h2load's rate against the same
 # sink in the same run. Then the fault drill: stop the sink mid-load, time until new requests get
 # 503, check none gets 202 while it is down, start it again, time until 202.
+# The full-speed stage alternates h2load and wrk ROUNDS times (default 3) and reports medians, and
+# the relay's CPU time per request, steadier than rates when other work shares the machine.
 # Every load is bounded by -d; only 127.0.0.1 is used.
 # Usage: Benchmarks/relay-load.sh   (after `make release`, or HERALD_BIN=path/to/herald; needs wrk, h2load, h2o: scripts/bootstrap.sh --bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${DURATION:-10s}
+rounds=${ROUNDS:-3}
 relay_port=${RELAY_PORT:-3950}
 sink_port=${SINK_PORT:-8453}
 sink=${APNS_SINK:-../shared/bench/apns-sink}
@@ -59,6 +62,12 @@ LUA
 sed 's/^local statuses/function delay() return 10 end\nlocal statuses/' "$work/post.lua" >"$work/post-5k.lua"
 
 rss() { awk '/VmRSS/ {printf "%.1f", $2/1024}' "/proc/$relay_pid/status"; }
+# CPU time (user + system, clock ticks) the relay used: per request it is steadier than the rate
+# when other work shares the machine.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$relay_pid/stat"; }
+per_request_us() { # ticks requests
+  awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", (n > 0 ? t * 1e6 / hz / n : 0)}'
+}
 hwm() { awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$relay_pid/status"; }
 h2load_rate() {
   printf '{"aps":{"alert":{"loc-key":"apns-default-message"},"mutable-content":1},"e":"aes128gcm","i":"x","m":"%s"}' "$body" >"$work/apns.json"
@@ -67,12 +76,20 @@ h2load_rate() {
     | sed -E 's/.* ([0-9.]+) req\/s.*/\1/'
 }
 
-echo "== relay at full speed (wrk -t2 -c64 -d$duration), h2load against the sink in the same run"
-reference=$(h2load_rate)
-max=$(wrk -t2 -c64 -d"$duration" --latency -s "$work/post.lua" "http://127.0.0.1:$relay_port")
-echo "$max" | grep -E 'Requests/sec|50%|99%|wrk:'
-rate=$(awk '/Requests\/sec/ {print $2}' <<<"$max")
-echo "relay-load: relay_rate=$rate h2load_sink_rate=$reference ratio=$(awk -v a="$rate" -v b="$reference" 'BEGIN {printf "%.2f", a/b}') rss_mb=$(rss) peak_rss_mb=$(hwm)"
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+echo "== relay at full speed (wrk -t2 -c64 -d$duration), h2load against the sink in the same run, alternating $rounds times"
+references=(); rates=(); cpus=()
+for i in $(seq "$rounds"); do
+  references+=("$(h2load_rate)")
+  before=$(cpu_ticks)
+  max=$(wrk -t2 -c64 -d"$duration" --latency -s "$work/post.lua" "http://127.0.0.1:$relay_port")
+  cpus+=("$(per_request_us $(($(cpu_ticks) - before)) "$(awk '/requests in/ {print $1}' <<<"$max")")")
+  rates+=("$(awk '/Requests\/sec/ {print $2}' <<<"$max")")
+  echo "round $i: h2load_sink_rate=${references[-1]} relay_rate=${rates[-1]} p50=$(awk '/ 50%/ {print $2}' <<<"$max") p99=$(awk '/ 99%/ {print $2}' <<<"$max") cpu_us_per_request=${cpus[-1]} $(grep -E '^wrk:' <<<"$max")"
+done
+reference=$(printf '%s\n' "${references[@]}" | median)
+rate=$(printf '%s\n' "${rates[@]}" | median)
+echo "relay-load: relay_rate=$rate h2load_sink_rate=$reference ratio=$(awk -v a="$rate" -v b="$reference" 'BEGIN {printf "%.2f", a/b}') cpu_us_per_request=$(printf '%s\n' "${cpus[@]}" | median) rss_mb=$(rss) peak_rss_mb=$(hwm) (medians)"
 
 echo "== relay at about 5,000 req/s (wrk -t2 -c53, 10 ms between requests per connection)"
 fixed=$(wrk -t2 -c53 -d"$duration" --latency -s "$work/post-5k.lua" "http://127.0.0.1:$relay_port")
