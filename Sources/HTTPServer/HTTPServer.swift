@@ -1,4 +1,3 @@
-import Foundation
 public import HeraldCore
 import Synchronization
 
@@ -45,11 +44,7 @@ public final class HTTPServer: Service {
         public var shutdownTimeout: Duration = .seconds(10)
         /// libmicrohttpd threads doing socket I/O. Handlers run on Swift's pool, except immediate
         /// ones (``HTTPResponder/respondImmediately(to:)``), which run on these.
-        ///
-        /// Default: 2, or 1 on a machine with fewer than 4 cores. There these threads compete with
-        /// the APNs I/O thread and Swift's pool, and the relay under wrk used less CPU per request
-        /// and had a lower p99 with one than with two.
-        public var threadCount: Int = ProcessInfo.processInfo.activeProcessorCount < 4 ? 1 : 2
+        public var threadCount: Int = 2
 
         public init() {}
     }
