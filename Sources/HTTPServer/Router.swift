@@ -158,19 +158,21 @@ public struct Router: HTTPResponder {
         // One pass, no intermediate arrays: the most specific route for the method, and for GET
         // in case a HEAD request has no route of its own. Parameters are decoded only for the
         // chosen route; matching itself allocates nothing.
-        var matched = false
+        // Methods are compared first: they are short, and most routes differ in them.
         var exact: Int?
         var get: Int?
-        for index in routes.indices where Self.matches(routes[index].segments, segments) {
-            matched = true
+        let isHead = method == "HEAD"
+        for index in routes.indices {
             let candidate = routes[index]
             if candidate.method == method {
+                guard Self.matches(candidate.segments, segments) else { continue }
                 if exact.map({ Self.isLessSpecific(routes[$0], than: candidate) }) ?? true { exact = index }
-            } else if method == "HEAD", candidate.method == "GET" {
+            } else if isHead, candidate.method == "GET" {
+                guard Self.matches(candidate.segments, segments) else { continue }
                 if get.map({ Self.isLessSpecific(routes[$0], than: candidate) }) ?? true { get = index }
             }
         }
-        guard matched else {
+        guard exact != nil || get != nil || routes.contains(where: { Self.matches($0.segments, segments) }) else {
             return .answer(
                 .error(
                     status: 404,
