@@ -30,10 +30,11 @@ apns_url=$(grep -oE 'APNs URL +https://[0-9.:]+' "$work/simulator.log" | grep -o
 export APNS_CA_FILE="$work/ca.pem" APNS_PRODUCTION_URL="$apns_url" APNS_SANDBOX_URL="$apns_url"
 
 port=$(free_port)
-PORT=$port HOST=127.0.0.1 DATABASE_URL=${DATABASE_URL:-sqlite:$work/herald.sqlite} HERALD_API_KEYS=bench-key \
+PORT=$port HOST=127.0.0.1 DATABASE_URL=${DATABASE_URL:-sqlite:$work/herald.sqlite} HERALD_API_KEYS=fanout-bench-key-0123456789 \
   LOG_LEVEL=warning "$herald" serve >"$work/serve.log" 2>&1 &
 serve_pid=$!
 for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.05; done
+curl -sf "http://127.0.0.1:$port/healthz" >/dev/null || { echo "fanout: herald serve did not start:" >&2; cat "$work/serve.log" >&2; exit 1; }
 
 python3 - "$tokens" >"$work/request.json" <<'PY'
 import json, os, sys
@@ -46,17 +47,17 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 fanout=(); bench=()
 for i in $(seq "$rounds"); do
   start=$(date +%s.%N)
-  id=$(curl -sf -H 'Authorization: Bearer bench-key' -H 'Content-Type: application/json' \
+  id=$(curl -sf -H 'Authorization: Bearer fanout-bench-key-0123456789' -H 'Content-Type: application/json' \
     --data-binary "@$work/request.json" "http://127.0.0.1:$port/v1/notifications" | jq -r .id)
   while :; do
-    status=$(curl -sf -H 'Authorization: Bearer bench-key' "http://127.0.0.1:$port/v1/notifications/$id?limit=1" \
+    status=$(curl -sf -H 'Authorization: Bearer fanout-bench-key-0123456789' "http://127.0.0.1:$port/v1/notifications/$id?limit=1" \
       | jq -r .status)
     case $status in done|failed|cancelled) break ;; esac
     sleep 0.02
   done
   end=$(date +%s.%N)
   seconds=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.3f", b-a}')
-  results=$(curl -sf -H 'Authorization: Bearer bench-key' "http://127.0.0.1:$port/v1/notifications/$id?limit=1" \
+  results=$(curl -sf -H 'Authorization: Bearer fanout-bench-key-0123456789' "http://127.0.0.1:$port/v1/notifications/$id?limit=1" \
     | jq -c .counts)
   echo "fanout#$i tokens=$tokens status=$status seconds=$seconds counts=$results" >&2
   fanout+=("$seconds")

@@ -224,19 +224,20 @@ enum JobsBenchCommand {
         queue.wake()
     }
 
-    /// Waits until no job of `kind` due by `lastDue` is pending or running. The query stays on
-    /// the two partial indexes (pending by due time, running by lease), so polling it does not
-    /// read the million rows the benchmark keeps in the table.
+    /// Waits until no job of `kind` due by `lastDue` is pending or running. Each query stays on
+    /// one partial index (pending by due time, running by lease), so polling does not read the
+    /// million rows the benchmark keeps in the table.
     static func waitUntilDone(_ database: any Database, kind: String, lastDue: Date) async throws {
         while true {
-            let left = try await database.queryFirst(
-                """
-                SELECT id FROM jobs
-                WHERE kind = $1 AND ((status = 'pending' AND due_at <= $2) OR status = 'running') LIMIT 1
-                """,
+            let pending = try await database.queryFirst(
+                "SELECT id FROM jobs WHERE status = 'pending' AND due_at <= $2 AND kind = $1 LIMIT 1",
                 [.text(kind), SQLValue(lastDue)]
             )
-            if left == nil { return }
+            let running = try await database.queryFirst(
+                "SELECT id FROM jobs WHERE status = 'running' AND kind = $1 LIMIT 1",
+                [.text(kind)]
+            )
+            if pending == nil, running == nil { return }
             try await Task.sleep(for: .milliseconds(50))
         }
     }

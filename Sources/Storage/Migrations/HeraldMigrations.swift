@@ -45,7 +45,10 @@ public enum HeraldMigrations {
                     WHERE status IN ('done', 'failed', 'cancelled', 'dead');
                 CREATE UNIQUE INDEX jobs_active_unique_key ON jobs (unique_key)
                     WHERE unique_key IS NOT NULL AND status IN ('pending', 'running');
-                CREATE INDEX jobs_status_created ON jobs (status, created_at);
+                -- Listing (herald jobs list) reads newest first. Deliberately not (status, ...):
+                -- SQLite, without statistics, would prefer such an index to the partial ones above
+                -- for `status = 'pending'` and scan every pending job on each claim.
+                CREATE INDEX jobs_created ON jobs (created_at);
                 """
         ),
         Migration(
