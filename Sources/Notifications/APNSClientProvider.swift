@@ -95,10 +95,20 @@ public final class APNSClientProvider: Sendable {
 
     /// The shared client for `app` in `environment`, made on first use.
     public func client(for app: APNSAppConfiguration, environment: APNSEnvironment) throws -> APNSClient {
+        try connection(for: app, environment: environment).client
+    }
+
+    /// The shared client for `app` in `environment` and the pool under it, made on first use:
+    /// everything that pushes for that app (notifications, the relay) shares one pool and one
+    /// provider token.
+    public func connection(
+        for app: APNSAppConfiguration,
+        environment: APNSEnvironment
+    ) throws -> (client: APNSClient, pool: APNSConnectionPool) {
         let key = Key(bundleID: app.bundleID, environment: environment)
         return try state.withLock { state in
             guard !state.isShutDown else { throw CancellationError() }
-            if let (client, _) = state.clients[key] { return client }
+            if let (client, pool) = state.clients[key] { return (client, pool) }
             var tokens: (any APNSTokenProvider)?
             if let signingKey = app.credentials.signingKey {
                 let name = "\(signingKey.teamID)/\(signingKey.keyID)"
@@ -120,7 +130,7 @@ public final class APNSClientProvider: Sendable {
                 logger: logger
             )
             state.clients[key] = (client, pool)
-            return client
+            return (client, pool)
         }
     }
 

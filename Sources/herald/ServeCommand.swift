@@ -136,13 +136,13 @@ enum ServeCommand {
         logger: Logger
     ) async throws {
         let database = try await DatabaseFactory.open(url: configuration.databaseURL, logger: logger)
-        let relay = apns.map { RelayWiring(settings: $0, logger: logger) }
         let clients = APNSClientProvider(
             apps: apns?.apps ?? [],
             endpoints: apns?.endpoints ?? APNSEndpoints(),
             logger: Logger(label: "herald.apns")
         )
         do {
+            let relay = try apns.map { try RelayWiring(settings: $0, clients: clients) }
             try await Migrator.migrate(database, HeraldMigrations.all, logger: logger)
 
             // Durable notifications: the store, the notification.send handler, the queue and its worker.
@@ -162,7 +162,7 @@ enum ServeCommand {
 
             var router = Router()
             var checks: [any ReadinessCheck] = [DatabaseReadiness(database: database)]
-            if let relay { checks.append(relay.readiness) }
+            if apns != nil { checks.append(APNsReadiness(clients: clients)) }
             SystemRoutes(checks: checks).register(on: &router)
             relay?.service.register(on: &router)
             NotificationRoutes(service: notifications, keys: apiKeys).register(on: &router)
@@ -200,12 +200,10 @@ enum ServeCommand {
                 try await tasks.waitForAll()
             }
         } catch {
-            await relay?.shutdown()
             await clients.shutdown()
             await database.close()
             throw error
         }
-        await relay?.shutdown()
         await clients.shutdown()
         await database.close()
     }
@@ -252,55 +250,38 @@ struct APNsSettings {
     }
 }
 
-/// The relay's APNs side: one pool and client per environment, opened lazily, sharing one token.
+/// The relay's APNs side: for each environment its app serves, the shared client and pool of
+/// ``APNSClientProvider`` (the same ones notifications use), opened lazily.
 struct RelayWiring {
     let service: RelayService
-    let pools: [APNSConnectionPool]
-    let readiness: APNsReadiness
 
-    init(settings: APNsSettings, logger: Logger) {
+    init(settings: APNsSettings, clients: APNSClientProvider) throws {
         let app = settings.relayApp
-        let tokens = app.credentials.signingKey.map { APNSTokenManager(signingKey: $0, clock: ContinuousClock()) }
         var routes: [APNSEnvironment: RelayService.Route] = [:]
-        var pools: [APNSConnectionPool] = []
         for environment in APNSEnvironment.allCases where app.serves(environment) {
-            let pool = APNSConnectionPool(
-                endpoint: settings.endpoints.push(environment),
-                tls: APNSTLSConfiguration(caFile: settings.endpoints.caFile, credentials: app.credentials),
-                logger: Logger(label: "herald.apns")
-            )
-            let client = APNSClient(
-                transport: pool,
-                credentials: app.credentials,
-                tokenProvider: tokens,
-                logger: Logger(label: "herald.apns")
-            )
+            let (client, pool) = try clients.connection(for: app, environment: environment)
             routes[environment] = RelayService.Route(pool: pool, client: client)
-            pools.append(pool)
         }
-        self.pools = pools
         self.service = RelayService(
             configuration: RelayService.Configuration(topic: app.bundleID),
             routes: routes,
             logger: Logger(label: "herald.relay")
         )
-        self.readiness = APNsReadiness(pools: pools)
-    }
-
-    func shutdown() async {
-        for pool in pools { await pool.shutdown() }
     }
 }
 
-/// `/readyz`'s APNs check: fails while every pool is backing off after failed connects.
+/// `/readyz`'s APNs check: fails while a pool opened so far has no usable connection and its
+/// connects have failed since one last answered (between retries as well as during backoff).
 struct APNsReadiness: ReadinessCheck {
     let name = "apns"
-    let pools: [APNSConnectionPool]
+    let clients: APNSClientProvider
 
     func check() async throws {
-        let down = pools.filter { !$0.isAvailable }
+        let down = clients.pools.map { ($0, $0.status) }.filter { _, status in
+            status.usableConnections == 0 && status.consecutiveConnectFailures > 0
+        }
         guard down.isEmpty else {
-            throw APNsDown(endpoints: down.map { "\($0.endpoint)" }, reason: down.first?.status.lastConnectError)
+            throw APNsDown(endpoints: down.map { "\($0.0.endpoint)" }, reason: down.first?.1.lastConnectError)
         }
     }
 
