@@ -15,11 +15,19 @@ public protocol HTTPResponder: Sendable {
     /// I/O, no waiting), and when it returns `nil` it must have changed nothing, because the same
     /// request is then given to ``respond(to:)``.
     func respondImmediately(to request: HTTPRequest) -> HTTPResponse?
+
+    /// The largest body accepted for `method` (upper case) on `rawPath` (still percent-encoded),
+    /// or `nil` for the server's ``HTTPServer/Configuration/maxBodySize``. Asked on an I/O thread
+    /// once the headers are in, before any byte of the body is kept; must not block.
+    func maximumBodySize(method: String, rawPath: String) -> Int?
 }
 
 extension HTTPResponder {
     /// Never answers immediately: every request goes to ``respond(to:)``.
     public func respondImmediately(to request: HTTPRequest) -> HTTPResponse? { nil }
+
+    /// The server's limit for every request.
+    public func maximumBodySize(method: String, rawPath: String) -> Int? { nil }
 }
 
 /// Code that runs around a responder: it may change the request, answer by itself, or change
@@ -101,6 +109,11 @@ public struct MiddlewareChain: HTTPResponder {
     /// answer at once.
     public func respondImmediately(to request: HTTPRequest) -> HTTPResponse? {
         immediate(request, layer: 0)
+    }
+
+    /// The wrapped responder's limit (middleware does not change what a route accepts).
+    public func maximumBodySize(method: String, rawPath: String) -> Int? {
+        responder.maximumBodySize(method: method, rawPath: rawPath)
     }
 
     private func immediate(_ request: HTTPRequest, layer: Int) -> HTTPResponse? {

@@ -48,6 +48,8 @@ final class RequestContext: Sendable {
         var phase: Phase = .awaitingHeaders
         var head: Head?
         var body: [UInt8] = []
+        /// This request's body limit: its route's, else the server's.
+        var bodyLimit = 0
         var discardedBytes = 0
         /// Whether ``ServerCore`` counts this request as in flight.
         var counted = false

@@ -39,19 +39,23 @@ public struct Router: HTTPResponder {
         let segments: [Segment]
         let handler: Handler
         let immediate: ImmediateHandler?
+        /// The route's own body limit; `nil`: the server's.
+        let maxBodySize: Int?
 
         init(
             method: String,
             pattern: String,
             segments: [Segment],
             handler: @escaping Handler,
-            immediate: ImmediateHandler?
+            immediate: ImmediateHandler?,
+            maxBodySize: Int?
         ) {
             self.method = method
             self.pattern = pattern
             self.segments = segments
             self.handler = handler
             self.immediate = immediate
+            self.maxBodySize = maxBodySize
         }
     }
 
@@ -80,6 +84,19 @@ public struct Router: HTTPResponder {
         add(method, pattern, handler, immediate: nil)
     }
 
+    /// Adds a route whose requests may carry bodies up to `maxBodySize` bytes, instead of the
+    /// server's ``HTTPServer/Configuration/maxBodySize`` (larger or smaller); beyond it the client
+    /// gets 413 before the body is kept.
+    public mutating func on(
+        _ method: String,
+        _ pattern: String,
+        maxBodySize: Int,
+        _ handler: @escaping Handler
+    ) {
+        precondition(maxBodySize >= 0, "a body limit cannot be negative")
+        add(method, pattern, handler, immediate: nil, maxBodySize: maxBodySize)
+    }
+
     /// Adds a route answered synchronously, on the server's I/O thread, without a task hop.
     /// `handler` must not block.
     public mutating func on(
@@ -105,7 +122,8 @@ public struct Router: HTTPResponder {
         _ method: String,
         _ pattern: String,
         _ handler: @escaping Handler,
-        immediate: ImmediateHandler?
+        immediate: ImmediateHandler?,
+        maxBodySize: Int? = nil
     ) {
         precondition(pattern.hasPrefix("/"), "route pattern must start with '/': \(pattern)")
         let method = method.uppercased()
@@ -115,7 +133,14 @@ public struct Router: HTTPResponder {
             }
             return .literal(RequestTarget.percentDecode(segment) ?? String(segment))
         }
-        let route = Route(method: method, pattern: pattern, segments: segments, handler: handler, immediate: immediate)
+        let route = Route(
+            method: method,
+            pattern: pattern,
+            segments: segments,
+            handler: handler,
+            immediate: immediate,
+            maxBodySize: maxBodySize
+        )
         if let existing = routes.firstIndex(where: { $0.method == method && $0.segments == segments }) {
             routes[existing] = route
         } else {
@@ -150,6 +175,16 @@ public struct Router: HTTPResponder {
             guard let immediate = route.immediate, let response = immediate(routed) else { return nil }
             return Self.finish(response, route: route, headFallback: headFallback)
         }
+    }
+
+    /// The limit of the route `method` on `rawPath` would reach, if it has its own.
+    public func maximumBodySize(method: String, rawPath: String) -> Int? {
+        let segments = Self.split(rawPath)
+        var best: Route?
+        for route in routes where route.method == method && Self.matches(route.segments, segments) {
+            if best.map({ Self.isLessSpecific($0, than: route) }) ?? true { best = route }
+        }
+        return best?.maxBodySize
     }
 
     private func resolve(_ request: HTTPRequest) -> Resolution {

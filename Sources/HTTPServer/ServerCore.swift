@@ -171,8 +171,11 @@ final class ServerCore: Sendable {
         case .receiving:
             return dispatch(context, connection: connection)
         case .tooLarge:
-            context.state.withLock { $0.phase = .answered }
-            return queue(Self.bodyTooLarge(limit: limits.maxBodySize), for: context, forceClose: true)
+            let limit = context.state.withLock { state in
+                state.phase = .answered
+                return state.bodyLimit
+            }
+            return queue(Self.bodyTooLarge(limit: limit), for: context, forceClose: true)
         case .resumed(let response):
             context.state.withLock { $0.phase = .answered }
             guard let response else { return false }
@@ -260,18 +263,22 @@ final class ServerCore: Sendable {
             )
         }
 
+        let normalizedMethod =
+            methodName.utf8.contains(where: { $0 >= UInt8(ascii: "a") }) ? methodName.uppercased() : methodName
+        let bodyLimit =
+            responder.maximumBodySize(method: normalizedMethod, rawPath: target.rawPath) ?? limits.maxBodySize
         var expectedLength = 0
         if let declared = headers["Content-Length"] {
             let length = UInt64(declared.trimmingSpaces()) ?? UInt64.max
-            guard length <= UInt64(limits.maxBodySize) else {
+            guard length <= UInt64(bodyLimit) else {
                 // libmicrohttpd refuses the upload and closes once this is sent.
-                return reject(Self.bodyTooLarge(limit: limits.maxBodySize), context: context)
+                return reject(Self.bodyTooLarge(limit: bodyLimit), context: context)
             }
             expectedLength = Int(length)
         }
 
         let head = RequestContext.Head(
-            method: methodName.utf8.contains(where: { $0 >= UInt8(ascii: "a") }) ? methodName.uppercased() : methodName,
+            method: normalizedMethod,
             target: target,
             path: path,
             headers: headers,
@@ -279,6 +286,7 @@ final class ServerCore: Sendable {
         )
         context.state.withLock { state in
             state.head = head
+            state.bodyLimit = bodyLimit
             state.body.reserveCapacity(expectedLength)
             state.phase = .receiving
         }
@@ -291,17 +299,17 @@ final class ServerCore: Sendable {
         return context.state.withLock { state in
             switch state.phase {
             case .receiving:
-                if state.body.count + bytes.count <= limits.maxBodySize {
+                if state.body.count + bytes.count <= state.bodyLimit {
                     state.body.append(contentsOf: bytes)
                 } else {
                     state.phase = .tooLarge
-                    state.discardedBytes = state.body.count + bytes.count - limits.maxBodySize
+                    state.discardedBytes = state.body.count + bytes.count - state.bodyLimit
                     state.body = []
                 }
                 return true
             case .tooLarge:
                 state.discardedBytes += bytes.count
-                return state.discardedBytes <= limits.discardAllowance
+                return state.discardedBytes <= max(limits.discardAllowance, state.bodyLimit)
             default:
                 return true
             }

@@ -26,7 +26,8 @@ public struct NotificationRoutes: Sendable {
 
     public func register(on router: inout Router) {
         let routes = self
-        router.post("/v1/notifications") { request in
+        // 10,000 tokens of up to 200 characters: this route alone takes bodies up to 4 MiB.
+        router.on("POST", "/v1/notifications", maxBodySize: NotificationLimits.maximumBodyBytes) { request in
             try await routes.authorized(request) { try await routes.create($0) }
         }
         router.get("/v1/notifications/{id}") { request in

@@ -171,8 +171,8 @@ enum ServeCommand {
             var http = HTTPServer.Configuration()
             http.host = configuration.host
             http.port = configuration.port
-            // POST /v1/notifications takes up to 10,000 tokens; the relay checks its own 4096.
-            http.maxBodySize = max(configuration.maxBodySize, NotificationLimits.maximumBodyBytes)
+            // POST /v1/notifications sets its own, larger limit (10,000 tokens).
+            http.maxBodySize = configuration.maxBodySize
             http.shutdownTimeout = configuration.shutdownTimeout
             let server = HTTPServer(configuration: http, responder: router, logger: Logger(label: "herald.http"))
             var services: [any Service] = [server, worker]
