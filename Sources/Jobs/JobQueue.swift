@@ -63,21 +63,11 @@ public final class JobQueue: Sendable {
         try validate(newJob)
         let now = clock.now()
         let dueAt = newJob.dueAt ?? now
-        let id = RequestIdentifier.nextUUID()
-        let maxAttempts = newJob.maxAttempts ?? handlers.options(for: newJob.kind).maxAttempts
+        var binds: [SQLValue] = []
+        let row = insertRow(newJob, dueAt: dueAt, now: now, binds: &binds)
         let inserted = try await executor.query(
-            """
-            INSERT INTO jobs (id, kind, payload, status, due_at, attempts, max_attempts, unique_key, schedule,
-                missed_runs, created_at, updated_at)
-            VALUES ($1, $2, $3, 'pending', $4, 0, $5, $6, $7, $8, $9, $9)
-            ON CONFLICT DO NOTHING
-            RETURNING \(Self.columns)
-            """,
-            [
-                .text(RequestIdentifier.lowercaseString(id)), .text(newJob.kind), .text(newJob.payload),
-                SQLValue(dueAt), SQLValue(maxAttempts), SQLValue(newJob.uniqueKey),
-                SQLValue(newJob.schedule?.jsonText), .text(newJob.missedRuns.rawValue), SQLValue(now),
-            ]
+            "\(Self.insertPrefix) \(row) ON CONFLICT DO NOTHING RETURNING \(Self.columns)",
+            binds
         )
         if let row = inserted.first {
             try await notify(dueAt: dueAt, on: executor)
@@ -103,41 +93,45 @@ public final class JobQueue: Sendable {
         let now = clock.now()
         var inserted = 0
         var earliest: Date?
-        // 12 binds a row; 400 rows stay under both drivers' parameter limits.
+        // 9 binds a row; 400 rows stay under both drivers' parameter limits.
         for start in stride(from: 0, to: newJobs.count, by: 400) {
             let chunk = newJobs[start..<min(start + 400, newJobs.count)]
             var binds: [SQLValue] = []
-            binds.reserveCapacity(chunk.count * 11)
+            binds.reserveCapacity(chunk.count * 9)
             var rows: [String] = []
             for newJob in chunk {
                 try validate(newJob)
                 let dueAt = newJob.dueAt ?? now
                 earliest = min(earliest ?? dueAt, dueAt)
-                let base = binds.count
-                binds += [
-                    .text(RequestIdentifier.lowercaseString(RequestIdentifier.nextUUID())), .text(newJob.kind),
-                    .text(newJob.payload), SQLValue(dueAt),
-                    SQLValue(newJob.maxAttempts ?? handlers.options(for: newJob.kind).maxAttempts),
-                    SQLValue(newJob.uniqueKey), SQLValue(newJob.schedule?.jsonText), .text(newJob.missedRuns.rawValue),
-                    SQLValue(now),
-                ]
-                let p = (1...9).map { "$\(base + $0)" }
-                rows.append(
-                    "(\(p[0]), \(p[1]), \(p[2]), 'pending', \(p[3]), 0, \(p[4]), \(p[5]), \(p[6]), \(p[7]), \(p[8]), \(p[8]))"
-                )
+                rows.append(insertRow(newJob, dueAt: dueAt, now: now, binds: &binds))
             }
             inserted += try await executor.execute(
-                """
-                INSERT INTO jobs (id, kind, payload, status, due_at, attempts, max_attempts, unique_key, schedule,
-                    missed_runs, created_at, updated_at)
-                VALUES \(rows.joined(separator: ", "))
-                ON CONFLICT DO NOTHING
-                """,
+                "\(Self.insertPrefix) \(rows.joined(separator: ", ")) ON CONFLICT DO NOTHING",
                 binds
             )
         }
         if let earliest, inserted > 0 { try await notify(dueAt: earliest, on: executor) }
         return inserted
+    }
+
+    static let insertPrefix = """
+        INSERT INTO jobs (id, kind, payload, status, due_at, attempts, max_attempts, unique_key, schedule,
+            missed_runs, created_at, updated_at) VALUES
+        """
+
+    /// One `VALUES` row for a new pending job, its nine values appended to `binds`.
+    private func insertRow(_ newJob: NewJob, dueAt: Date, now: Date, binds: inout [SQLValue]) -> String {
+        let base = binds.count
+        binds += [
+            .text(RequestIdentifier.lowercaseString(RequestIdentifier.nextUUID())), .text(newJob.kind),
+            .text(newJob.payload), SQLValue(dueAt),
+            SQLValue(newJob.maxAttempts ?? handlers.options(for: newJob.kind).maxAttempts),
+            SQLValue(newJob.uniqueKey), SQLValue(newJob.schedule?.jsonText), .text(newJob.missedRuns.rawValue),
+            SQLValue(now),
+        ]
+        let p = (1...9).map { "$\(base + $0)" }
+        return
+            "(\(p[0]), \(p[1]), \(p[2]), 'pending', \(p[3]), 0, \(p[4]), \(p[5]), \(p[6]), \(p[7]), \(p[8]), \(p[8]))"
     }
 
     /// Tells this process's worker to look for due jobs now.

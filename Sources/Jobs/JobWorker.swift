@@ -246,7 +246,7 @@ public final class JobWorker: Service {
         for attempt in 1...3 {
             do {
                 let stored = try await queue.finish(outcomes, owner: owner)
-                for ((job, outcome), recorded) in zip(outcomes, stored) { log(job, outcome, stored: recorded) }
+                for ((job, _), recorded) in zip(outcomes, stored) { log(job, stored: recorded) }
                 return
             } catch {
                 logger.error(
@@ -264,7 +264,7 @@ public final class JobWorker: Service {
         )
     }
 
-    private func log(_ job: Job, _ outcome: JobOutcome?, stored: Job?) {
+    private func log(_ job: Job, stored: Job?) {
         var metadata: [String: LogValue] = [
             "job": .string(job.id.uuidString.lowercased()), "kind": .string(job.kind), "attempt": .int(job.attempts),
         ]
@@ -284,7 +284,6 @@ public final class JobWorker: Service {
         case .cancelled: logger.notice("missed recurring job skipped", metadata: metadata)
         case .running: break
         }
-        _ = outcome
     }
 
     /// Renews this instance's leases, recovers expired ones, prunes, and samples the gauges.

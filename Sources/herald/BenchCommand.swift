@@ -44,9 +44,9 @@ enum BenchCommand {
                 throw UsageError("--url \(url) is not valid: use https://HOST[:PORT]")
             }
             endpoint = parsedEndpoint
-            count = try positive(parsed, "count", default: 100_000, maximum: 100_000_000)
-            connections = try positive(parsed, "connections", default: 1, maximum: 64)
-            concurrency = try positive(parsed, "concurrency", default: 1000, maximum: 100_000)
+            count = try parsed.integer("count", default: 100_000, range: 1...100_000_000)
+            connections = try parsed.integer("connections", default: 1, range: 1...64)
+            concurrency = try parsed.integer("concurrency", default: 1000, range: 1...100_000)
             switch parsed.value("executor") ?? "pool" {
             case "pool": onLoop = false
             case "loop": onLoop = true
@@ -212,22 +212,8 @@ enum BenchCommand {
         }
     }
 
-    private static func positive(
-        _ parsed: ParsedArguments,
-        _ name: String,
-        default fallback: Int,
-        maximum: Int
-    )
-        throws(UsageError) -> Int
-    {
-        guard let text = parsed.value(name) else { return fallback }
-        guard let value = Int(text), (1...maximum).contains(value) else {
-            throw UsageError("--\(name) \(text) is not valid: use a whole number from 1 to \(maximum)")
-        }
-        return value
-    }
-
-    private static func format(_ value: Double, _ digits: Int) -> String {
+    /// `value` with `digits` decimals (also used by `herald jobs bench`).
+    static func format(_ value: Double, _ digits: Int) -> String {
         String(format: "%.\(digits)f", value)
     }
 

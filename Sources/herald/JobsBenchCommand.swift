@@ -160,7 +160,7 @@ enum JobsBenchCommand {
         try await insert(queue, count: filler, kind: kinds.filler) { _ in farFuture }
         let fillSeconds = seconds(since: fillStart)
         print(
-            "jobs-bench: backend=\(backend) scheduled \(filler) future jobs in \(format(fillSeconds, 1)) s "
+            "jobs-bench: backend=\(backend) scheduled \(filler) future jobs in \(BenchCommand.format(fillSeconds, 1)) s "
                 + "(\(Int(Double(filler) / max(fillSeconds, 0.001)))/s)"
         )
 
@@ -173,7 +173,7 @@ enum JobsBenchCommand {
         let backlogSeconds = seconds(since: backlogStart)
         let backlogRate = Double(settings.backlog) / max(backlogSeconds, 0.001)
         print(
-            "jobs-bench: backlog \(settings.backlog) jobs drained in \(format(backlogSeconds, 2)) s "
+            "jobs-bench: backlog \(settings.backlog) jobs drained in \(BenchCommand.format(backlogSeconds, 2)) s "
                 + "= \(Int(backlogRate)) jobs/s (claim + complete, \(settings.instances) instance(s))"
         )
 
@@ -245,10 +245,6 @@ enum JobsBenchCommand {
     static func seconds(since start: ContinuousClock.Instant) -> Double {
         let (whole, fraction) = (ContinuousClock.now - start).components
         return Double(whole) + Double(fraction) / 1e18
-    }
-
-    static func format(_ value: Double, _ digits: Int) -> String {
-        String(format: "%.\(digits)f", value)
     }
 
     /// The workers: child processes, or one worker task in this process.
