@@ -81,7 +81,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
     /// While nghttp2 processes received bytes, finished streams are resumed in one burst at the
     /// end of the read batch (after new output is written), not one by one in callbacks.
     private var deferringResumes = false
-    private var pendingResumes: [(continuation: UnsafeContinuation<Void, any Error>, error: (any Error)?)] = []
+    private var pendingResumes: [(waiter: ClientStream.Waiter, error: (any Error)?)] = []
 
     /// Output above this stays in nghttp2 until the socket drains.
     private static let outputHighWater = 1 << 20
@@ -130,7 +130,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         return limit < 0 ? nil : limit
     }
 
-    /// Queues `stream` (whose continuation is set) for the loop, or fails it at once when the
+    /// Queues `stream` (whose waiter is set) for the loop, or fails it at once when the
     /// connection no longer takes requests.
     func submit(_ stream: ClientStream) {
         let (rejection, schedule) = shared.withLock { shared -> (HTTP2Error?, Bool) in
@@ -142,8 +142,8 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         }
         if let rejection {
             stream.phase = .done
-            stream.continuation?.resume(throwing: rejection)
-            stream.continuation = nil
+            stream.waiter?.resume(throwing: rejection)
+            stream.waiter = nil
         } else if schedule, let drainTask {
             eventLoop.execute(drainTask)
         }
@@ -298,55 +298,51 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         )
     }
 
-    /// Resumes the stream's continuation (once) and forgets its deadline and queue slot.
-    /// Resumes the stream's task, which builds the response from the stream's fields.
+    /// Resumes the stream's waiter, which builds the response from the stream's fields.
     func finishWithResponse(_ stream: ClientStream) {
-        guard let continuation = retire(stream) else { return }
+        guard let waiter = retire(stream) else { return }
         if deferringResumes {
-            pendingResumes.append((continuation, nil))
+            pendingResumes.append((waiter, nil))
         } else {
-            continuation.resume()
+            waiter.resume(throwing: nil)
         }
     }
 
     func finish(_ stream: ClientStream, throwing error: any Error) {
-        guard let continuation = retire(stream) else { return }
+        guard let waiter = retire(stream) else { return }
         if let error = error as? HTTP2Error {
             metrics.requestFailures.increment(labels: [
                 ("cause", error.code.description), ("safe_to_retry", error.isSafeToRetry ? "true" : "false"),
             ])
         }
         if deferringResumes {
-            pendingResumes.append((continuation, error))
+            pendingResumes.append((waiter, error))
         } else {
-            continuation.resume(throwing: error)
+            waiter.resume(throwing: error)
         }
     }
 
     private func resumeDeferred() {
         deferringResumes = false
         guard !pendingResumes.isEmpty else { return }
-        for (continuation, error) in pendingResumes {
-            if let error {
-                continuation.resume(throwing: error)
-            } else {
-                continuation.resume()
-            }
+        for (waiter, error) in pendingResumes {
+            waiter.resume(throwing: error)
         }
         pendingResumes.removeAll(keepingCapacity: pendingResumes.count <= 4096)
     }
 
-    func retire(_ stream: ClientStream) -> UnsafeContinuation<Void, any Error>? {
-        guard stream.phase != .done, let continuation = stream.continuation else { return nil }
+    /// Takes the stream's waiter (once) and forgets its deadline and queue slot.
+    func retire(_ stream: ClientStream) -> ClientStream.Waiter? {
+        guard stream.phase != .done, let waiter = stream.waiter else { return nil }
         if stream.phase == .queued { queuedCount -= 1 }
         stream.phase = .done
-        stream.continuation = nil
+        stream.waiter = nil
         if stream.inTimeoutList {
             defaultDeadlines.remove(stream)
         } else if stream.heapIndex >= 0 {
             customDeadlines.remove(stream)
         }
-        return continuation
+        return waiter
     }
 
     /// Opens streams from the queue while the peer's limit allows.

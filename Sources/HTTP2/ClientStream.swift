@@ -2,12 +2,12 @@ import CNGHTTP2
 
 /// One request on its way through a ``ClientSession``.
 ///
-/// `@unchecked Sendable`: the task calling `send` creates it and sets ``continuation`` before
-/// handing it to the session through the session's `Mutex`; from then on every mutable property
-/// is read and written only on the session's event loop thread, until the loop resumes the
-/// continuation. After that the loop no longer writes the response fields, and the resumed task
-/// reads them to build the ``HTTP2Response`` (off the loop thread, so that String decoding does
-/// not cost the loop time). Likewise the request's header block is encoded by the sending task,
+/// `@unchecked Sendable`: the sender creates it and sets ``waiter`` before handing it to the
+/// session through the session's `Mutex`; from then on every mutable property is read and written
+/// only on the session's event loop thread, until the loop resumes the waiter. After that the loop
+/// no longer writes the response fields, and the resumed task (or the completion handler) reads
+/// them to build the ``HTTP2Response`` (a resumed task does so off the loop thread, so that String
+/// decoding does not cost the loop time). Likewise the request's header block is encoded by the sending task,
 /// so the loop only hands nghttp2 a ready `nghttp2_nv` array.
 final class ClientStream: @unchecked Sendable {
     enum Phase {
@@ -17,15 +17,33 @@ final class ClientStream: @unchecked Sendable {
         case queued
         /// Submitted to nghttp2 with a stream id.
         case open
-        /// The continuation has been resumed.
+        /// The waiter has been resumed.
         case done
+    }
+
+    /// Who learns that the stream finished: a task suspended in `send`, or a completion handler
+    /// (``HTTP2ClientConnection/submit(method:fieldCount:byteCount:body:writeFields:completion:)``),
+    /// which runs on the loop thread.
+    enum Waiter {
+        case task(UnsafeContinuation<Void, any Error>)
+        /// Called with `nil` when the response is complete, else with the request's error.
+        case handler(@Sendable ((any Error)?) -> Void)
+
+        func resume(throwing error: (any Error)?) {
+            switch self {
+            case .task(let continuation):
+                if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+            case .handler(let handler):
+                handler(error)
+            }
+        }
     }
 
     /// The request body (the header fields live only in ``requestFields``).
     let body: [UInt8]
     /// The request's own timeout in nanoseconds, or nil for the connection's default.
     let timeoutOverride: UInt64?
-    var continuation: UnsafeContinuation<Void, any Error>?
+    var waiter: Waiter?
     var phase = Phase.submitted
     var cancelRequested = false
     var streamID: Int32 = 0

@@ -169,12 +169,50 @@ public final class HTTP2ClientConnection: Sendable {
         return HTTP2ClientResponse(stream: stream)
     }
 
+    /// Sends a request like ``send(method:fieldCount:byteCount:body:timeout:writeFields:)``, but
+    /// without a task: `completion` gets the response or the error, once, on the loop thread
+    /// (or at once on the caller's thread when the connection no longer takes requests). It must
+    /// not block: it runs between the loop's reads and writes.
+    ///
+    /// For senders that hand off many small requests from threads that are not Swift tasks (the
+    /// relay answers on the HTTP server's threads): no task, continuation or executor hop per
+    /// request.
+    package func submit(
+        method: String,
+        fieldCount: Int,
+        byteCount: Int,
+        body: [UInt8],
+        writeFields: (inout HTTP2HeaderBlockWriter) -> Void,
+        completion: @escaping @Sendable (Result<HTTP2ClientResponse, any Error>) -> Void
+    ) {
+        let stream = ClientStream(
+            method: method,
+            authority: session.defaultAuthority,
+            scheme: session.defaultScheme,
+            fieldCount: fieldCount,
+            byteCount: byteCount,
+            body: body,
+            timeoutOverride: nil,
+            writeFields: writeFields
+        )
+        // The handler keeps the stream alive until it has run (the session may let go of it
+        // first); the stream drops the handler when it retires, which ends the cycle.
+        stream.waiter = .handler { [stream] error in
+            if let error {
+                completion(.failure(error))
+            } else {
+                completion(.success(HTTP2ClientResponse(stream: stream)))
+            }
+        }
+        session.submit(stream)
+    }
+
     @inline(__always)
     private func exchange(_ stream: ClientStream) async throws {
         let session = self.session
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-                stream.continuation = continuation
+                stream.waiter = .task(continuation)
                 session.submit(stream)
             }
         } onCancel: {

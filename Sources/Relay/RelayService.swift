@@ -23,11 +23,6 @@ public final class RelayService: Service {
         /// before it is accepted (202). Each waiting push holds about 10 KB, so this bounds memory
         /// when senders outpace APNs, by slowing them down rather than refusing them.
         public var maxQueuedBeforeWaiting = 1_024
-        /// Run delivery tasks on the I/O thread of their APNs connections
-        /// (``APNs/APNSConnectionPool/taskExecutor``) rather than on Swift's cooperative pool:
-        /// a delivery only sends and counts, and this saves two thread hand-overs per push.
-        public var deliversOnIOThread = true
-
         public init(topic: String) {
             self.topic = topic
         }
@@ -49,9 +44,12 @@ public final class RelayService: Service {
     private let translation: WebPushTranslation
     private let logger: Logger
     private let now: @Sendable () -> Date
-    private let deliveries: AsyncStream<RelayedPush>
-    private let deliveriesInput: AsyncStream<RelayedPush>.Continuation
+    /// Pushes accepted and not yet answered by APNs.
     private let inFlight = Atomic(0)
+    /// Set by ``triggerGracefulShutdown()``: new pushes get 503.
+    private let stopping = Atomic(false)
+    /// `run()` waiting for the shutdown to be asked for and the accepted pushes to finish.
+    private let drain = Mutex(Drain())
     /// Per environment, when its pool was last seen with a live connection.
     private let liveness: [APNSEnvironment: Liveness]
     /// Relay requests waiting for room (``Configuration/maxQueuedBeforeWaiting``).
@@ -75,7 +73,6 @@ public final class RelayService: Service {
         self.translation = WebPushTranslation(topic: configuration.topic)
         self.logger = logger
         self.now = now
-        (deliveries, deliveriesInput) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
         relayRequests = metrics.counter(
             "herald_relay_requests_total",
             help: "Relay requests answered, by content encoding and HTTP status."
@@ -134,7 +131,7 @@ public final class RelayService: Service {
             return unavailable("APNs (\(push.environment)) cannot be reached right now")
         }
         await waitForRoom()
-        return hand(push)
+        return hand(push, on: route)
     }
 
     /// Answers one relay request without waiting, or returns `nil` (having changed nothing) when
@@ -147,7 +144,7 @@ public final class RelayService: Service {
             guard inFlight.load(ordering: .relaxed) < configuration.maxQueuedBeforeWaiting,
                 hasLiveConnection(route, push.environment)
             else { return nil }
-            return hand(push)
+            return hand(push, on: route)
         }
     }
 
@@ -196,20 +193,48 @@ public final class RelayService: Service {
         return .deliver(push, route)
     }
 
-    /// Queues `push` for delivery on the connection that is now live: 202, or 503 when too many
-    /// pushes wait for APNs or the relay is shutting down.
-    private func hand(_ push: RelayedPush) -> HTTPResponse {
-        let admitted = inFlight.wrappingAdd(1, ordering: .relaxed).newValue <= configuration.maxInFlight
-        guard admitted, case .enqueued = deliveriesInput.yield(push) else {
-            inFlight.subtract(1, ordering: .relaxed)
+    /// Hands `push` to the APNs client for the connection that is now live: 202, or 503 when
+    /// too many pushes wait for APNs or the relay is shutting down.
+    ///
+    /// The push goes out from the calling thread (the HTTP server's, for immediate answers) and
+    /// APNs' answer is handled on the connection's I/O thread: no task per push.
+    private func hand(_ push: RelayedPush, on route: Route) -> HTTPResponse {
+        // Counted before `stopping` is read (both sequentially consistent), so that `run()`,
+        // which sets `stopping` before it looks at the count, cannot miss this push.
+        let admitted = inFlight.wrappingAdd(1, ordering: .sequentiallyConsistent).newValue <= configuration.maxInFlight
+        guard admitted, !stopping.load(ordering: .sequentiallyConsistent) else {
             // This request may have taken a waiter's turn without delivering anything: pass it on.
-            waiters.withLock { $0.next() }?.resume()
+            release()
             count(push.encoding, status: 503)
-            return unavailable("too many pushes are waiting for APNs")
+            return admitted
+                ? unavailable("the relay is shutting down") : unavailable("too many pushes are waiting for APNs")
         }
         pending.add(1)
         count(push.encoding, status: 202)
+        route.client.submit(push.request) { [self] result in
+            pending.add(-1)
+            record(result, for: push)
+            release()
+        }
         return HTTPResponse(status: 202)
+    }
+
+    /// One push fewer in flight: lets a waiting request through, and `run()` return once
+    /// shutting down with none left.
+    private func release() {
+        let left = inFlight.wrappingSubtract(1, ordering: .sequentiallyConsistent).newValue
+        waiters.withLock { $0.next() }?.resume()
+        if left == 0, stopping.load(ordering: .sequentiallyConsistent) { resumeDrainedRun() }
+    }
+
+    /// Resumes `run()` if shutdown was asked for and nothing is in flight.
+    private func resumeDrainedRun() {
+        let waiter = drain.withLock { drain -> CheckedContinuation<Void, Never>? in
+            guard drain.stopping, inFlight.load(ordering: .sequentiallyConsistent) == 0 else { return nil }
+            defer { drain.waiter = nil }
+            return drain.waiter
+        }
+        waiter?.resume()
     }
 
     /// Returns once fewer than ``Configuration/maxQueuedBeforeWaiting`` pushes wait for APNs,
@@ -259,59 +284,62 @@ public final class RelayService: Service {
 
     // MARK: Service
 
-    /// Delivers accepted pushes until graceful shutdown, then finishes those already accepted.
+    /// Returns after graceful shutdown (or cancellation), once every accepted push has APNs'
+    /// answer. Pushes themselves are sent by the requests that accept them.
     public func run() async throws {
-        // One executor per pool, made once: each instance batches the jobs it runs on the loop.
-        let executors = configuration.deliversOnIOThread ? routes.mapValues(\.pool.taskExecutor) : [:]
-        await withTaskExecutorPreference(executors[.production] ?? executors.values.first) {
-            await withDiscardingTaskGroup { group in
-                for await push in deliveries {
-                    group.addTask(executorPreference: executors[push.environment]) { await self.deliver(push) }
-                }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                drain.withLock { $0.waiter = continuation }
+                resumeDrainedRun()
             }
+        } onCancel: {
+            triggerGracefulShutdown()
         }
     }
 
     /// Stops taking pushes; `run()` returns once the accepted ones have APNs' answer.
     public func triggerGracefulShutdown() {
-        deliveriesInput.finish()
-        // Waiting requests go on to find the stream finished and answer 503.
+        drain.withLock { $0.stopping = true }
+        stopping.store(true, ordering: .sequentiallyConsistent)
+        // Waiting requests go on to find the relay stopping and answer 503.
         for waiter in waiters.withLock({ $0.removeAll() }) { waiter.resume() }
+        resumeDrainedRun()
     }
 
-    private func deliver(_ push: RelayedPush) async {
-        defer {
-            inFlight.subtract(1, ordering: .relaxed)
-            pending.add(-1)
-            waiters.withLock { $0.next() }?.resume()
-        }
-        guard let route = routes[push.environment] else { return }
-        let token = APNSDeviceToken.shortened(push.request.deviceToken)
-        do {
-            switch try await route.client.send(push.request) {
-            case .delivered:
-                apnsResponses.increment(labels: [("reason", "success")])
-            case .rejected(let rejection):
-                apnsResponses.increment(labels: [("reason", rejection.reason.metricLabel)])
-                var metadata: [String: LogValue] = [
-                    "reason": .string("\(rejection.reason)"),
-                    "status": .int(rejection.status),
-                    "token": .string(token),
-                    "environment": .string("\(push.environment)"),
-                ]
-                if let since = rejection.deviceTokenInvalidSince {
-                    metadata["unregistered_at"] = .string(RFC3339.string(from: since))
-                }
-                logger.warning("APNs refused a relayed push", metadata: metadata)
+    /// Logs and counts APNs' answer to a relayed push.
+    private func record(_ result: Result<APNSSendResult, any Error>, for push: RelayedPush) {
+        switch result {
+        case .success(.delivered):
+            apnsResponses.increment(labels: [("reason", "success")])
+        case .success(.rejected(let rejection)):
+            apnsResponses.increment(labels: [("reason", rejection.reason.metricLabel)])
+            var metadata: [String: LogValue] = [
+                "reason": .string("\(rejection.reason)"),
+                "status": .int(rejection.status),
+                "token": .string(APNSDeviceToken.shortened(push.request.deviceToken)),
+                "environment": .string("\(push.environment)"),
+            ]
+            if let since = rejection.deviceTokenInvalidSince {
+                metadata["unregistered_at"] = .string(RFC3339.string(from: since))
             }
-        } catch {
+            logger.warning("APNs refused a relayed push", metadata: metadata)
+        case .failure(let error):
             apnsResponses.increment(labels: [("reason", "transport_error")])
             logger.warning(
                 "relayed push not delivered",
-                metadata: ["token": .string(token), "error": .string("\(error)")]
+                metadata: [
+                    "token": .string(APNSDeviceToken.shortened(push.request.deviceToken)),
+                    "error": .string("\(error)"),
+                ]
             )
         }
     }
+}
+
+/// Whether `run()` should return, and its continuation while it waits.
+private struct Drain {
+    var stopping = false
+    var waiter: CheckedContinuation<Void, Never>?
 }
 
 /// When an environment's pool was last seen with a usable connection.

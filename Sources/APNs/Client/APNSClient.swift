@@ -93,6 +93,45 @@ public struct APNSClient: Sendable {
         )
     }
 
+    /// Sends a device push like ``send(_:)``, but hands APNs' answer to `completion` instead of
+    /// returning it, and needs no task on the usual path.
+    ///
+    /// With a connection pool, a cached provider token and a connection with a free stream, the
+    /// push goes out straight from the caller's thread, and a 2xx answer reaches `completion` on
+    /// the connection's loop thread, so `completion` must not block. Everything else (no token
+    /// yet, connecting, other statuses and the retries they get) continues in a task, with the
+    /// same retries and results as ``send(_:)``.
+    ///
+    /// Unlike ``send(_:)``, the request is not validated here: build it valid (the relay does)
+    /// or call ``APNSRequest/validate()`` first.
+    package func submit(
+        _ request: APNSRequest,
+        completion: @escaping @Sendable (Result<APNSSendResult, any Error>) -> Void
+    ) {
+        let authorization = tokenProvider?.cachedAuthorization()
+        guard let pool, tokenProvider == nil || authorization != nil else {
+            Task { completion(await Self.result { try await self.send(request) }) }
+            return
+        }
+        pool.submit(request, authorizationHeaderValue: authorization?.headerValue) { [self] first in
+            if case .success(let response) = first, (200..<300).contains(response.status) {
+                completion(.success(.delivered(response.delivery(attempts: 1))))
+                return
+            }
+            Task {
+                completion(
+                    await Self.result { try await self.sendRetrying(request, on: pool, first: (authorization, first)) }
+                )
+            }
+        }
+    }
+
+    private static func result(
+        _ body: () async throws -> APNSSendResult
+    ) async -> Result<APNSSendResult, any Error> {
+        do { return .success(try await body()) } catch { return .failure(error) }
+    }
+
     /// The pool's direct path. The first attempt runs here with as little state as possible (a
     /// task's async frames stay allocated while it waits for APNs, and a sender may have thousands
     /// of pushes in flight); anything but a success on it continues in ``perform(label:policy:first:_:)``.

@@ -139,6 +139,97 @@ public final class APNSConnectionPool: APNSTransport {
         ) { block.write(into: &$0) }
     }
 
+    /// Sends a device push like ``send(_:authorizationHeaderValue:)``, but without a task on the
+    /// usual path: `completion` gets APNs' response (whatever its status) or the error, once.
+    ///
+    /// When a connection with a free stream is at hand, the push goes to it straight from the
+    /// caller's thread and `completion` runs on the connection's loop thread, so it must not
+    /// block. Everything else (connecting, waiting for a connection, sending again after a
+    /// connection failed) continues in a task, and `completion` runs there.
+    package func submit(
+        _ request: APNSRequest,
+        authorizationHeaderValue: String?,
+        completion: @escaping @Sendable (Result<HTTP2ClientResponse, any Error>) -> Void
+    ) {
+        let block = APNSRequestHeaderBlock(request, authorizationHeaderValue: authorizationHeaderValue)
+        let body = request.payload
+        let (acquired, effects) = locked { state, effects -> ConnectionPoolState.Acquisition? in
+            guard state.enter() else { return nil }
+            return state.acquire(mayConnect: true, effects: &effects)
+        }
+        guard let acquisition = acquired else {
+            completion(
+                .failure(
+                    APNSConnectionPoolError(code: .shutDown, endpoint: endpoint, reason: "no new requests are taken")
+                )
+            )
+            return
+        }
+        guard effects.isEmpty, case .use(let id, let connection) = acquisition else {
+            continueInTask(from: .acquired(acquisition, effects), block: block, body: body, completion: completion)
+            return
+        }
+        connection.submit(
+            method: "POST",
+            fieldCount: block.fieldCount,
+            byteCount: block.byteCount,
+            body: body,
+            writeFields: { block.write(into: &$0) }
+        ) { [self] result in
+            switch result {
+            case .failure(let error):
+                continueInTask(from: .failed(id: id, error), block: block, body: body, completion: completion)
+            case .success(let response):
+                let status = response.status
+                let (waiters, after) = locked { state, effects -> [CheckedContinuation<Void, Never>]? in
+                    state.release(
+                        id,
+                        outcome: .response(status: status, body: status == 503 ? response.body : []),
+                        effects: &effects
+                    )
+                    return effects.isEmpty ? state.leave() : nil
+                }
+                if let waiters {
+                    for waiter in waiters { waiter.resume() }
+                } else {
+                    Task {
+                        await perform(after)
+                        leave()
+                    }
+                }
+                completion(.success(response))
+            }
+        }
+    }
+
+    /// The rest of a ``submit(_:authorizationHeaderValue:completion:)`` that could not finish on
+    /// the direct path.
+    @inline(never)
+    private func continueInTask(
+        from step: ExchangeStep,
+        block: APNSRequestHeaderBlock,
+        body: [UInt8],
+        completion: @escaping @Sendable (Result<HTTP2ClientResponse, any Error>) -> Void
+    ) {
+        Task {
+            let result: Result<HTTP2ClientResponse, any Error>
+            do {
+                result = .success(
+                    try await exchangeSlowly(
+                        from: step,
+                        method: "POST",
+                        fieldCount: block.fieldCount,
+                        byteCount: block.byteCount,
+                        body: body
+                    ) { block.write(into: &$0) }
+                )
+            } catch {
+                result = .failure(error)
+            }
+            completion(result)
+        }
+    }
+
     /// Sends one request on a pooled connection (another one when APNs did not process it).
     ///
     /// The usual case — a connection with a free stream, a response, nothing to log or close —

@@ -4,7 +4,7 @@ package import HTTP2
 /// A device push's HTTP/2 header fields, written straight into the block nghttp2 reads: the same
 /// fields, order and indexing as ``APNSRequest/httpRequest(authorization:)``, without building the
 /// path, the `apns-id` string, an ``APNSHTTPRequest`` or ``HTTP2/HTTP2Headers`` on the way.
-package struct APNSRequestHeaderBlock {
+package struct APNSRequestHeaderBlock: Sendable {
     /// Fields written (after `:method`, `:scheme`, `:authority`, which the connection adds).
     package let fieldCount: Int
     /// Name and value bytes written.

@@ -1,0 +1,101 @@
+import APNs
+import Foundation
+import Synchronization
+import Testing
+
+/// `APNSClient.submit(_:completion:)`, the relay's way to send without a task per push, against
+/// the test APNs server over HTTP/2 and TLS: the same answers and retries as `send`.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct SubmitEndToEndTests {
+    @Test("submit: the first push connects, the rest go straight to the connection; each is answered once")
+    func delivers() async throws {
+        try await withHarness { h in
+            let requests = (0..<300).map { _ in APNSRequest.alert() }
+            let results = try await Self.submitAll(requests, with: h.client)
+            #expect(results.count == requests.count)
+            for (request, result) in zip(requests, results) {
+                guard case .success(.delivered(let delivery)) = result else {
+                    Issue.record("expected delivery, got \(result)")
+                    continue
+                }
+                #expect(delivery.apnsID == request.id)
+                #expect(delivery.attempts == 1)
+                #expect(h.requests(for: request.id).count == 1)
+            }
+            #expect(h.pool.status.openConnections == 1)
+        }
+    }
+
+    @Test("submit: 429 is retried with backoff, then delivered, as with send")
+    func retries() async throws {
+        try await withHarness(retryPolicy: .default) { h in
+            // One delivered push first, so that the throttled one takes the direct path.
+            _ = try await Self.submitAll([APNSRequest.alert()], with: h.client)
+            h.server.fake.throttle(Fixtures.token, count: 2)
+            let request = APNSRequest.alert()
+            let results = try await stepping(h.clock, sleeps: 2) {
+                try await Self.submitAll([request], with: h.client)
+            }
+            guard case .success(.delivered(let delivery)) = results.first else {
+                Issue.record("expected delivery, got \(results)")
+                return
+            }
+            #expect(delivery.attempts == 3)
+            #expect(h.requests(for: request.id).count == 3)
+            #expect(h.clock.sleepCount == 2)
+        }
+    }
+
+    @Test("submit: a permanent refusal is answered once, without a retry")
+    func permanentRefusal() async throws {
+        try await withHarness(retryPolicy: .default) { h in
+            _ = try await Self.submitAll([APNSRequest.alert()], with: h.client)
+            h.server.intercept { received in .respond(.apnsError(400, "BadDeviceToken", apnsID: received.apnsID)) }
+            let request = APNSRequest.alert()
+            let results = try await Self.submitAll([request], with: h.client)
+            guard case .success(.rejected(let rejection)) = results.first else {
+                Issue.record("expected a rejection, got \(results)")
+                return
+            }
+            #expect(rejection.reason.rawValue == "BadDeviceToken")
+            #expect(rejection.attempts == 1)
+            #expect(h.requests(for: request.id).count == 1)
+            #expect(h.clock.sleepCount == 0)
+        }
+    }
+
+    @Test("submit after the pool shut down fails at once with shutDown")
+    func afterShutdown() async throws {
+        try await withHarness { h in
+            _ = try await Self.submitAll([APNSRequest.alert()], with: h.client)
+            await h.pool.shutdown()
+            let results = try await Self.submitAll([APNSRequest.alert()], with: h.client)
+            guard case .failure(let error as APNSConnectionPoolError) = results.first else {
+                Issue.record("expected APNSConnectionPoolError, got \(results)")
+                return
+            }
+            #expect(error.code == .shutDown)
+        }
+    }
+
+    /// Submits every request from this thread, then waits for all the answers, in request order.
+    static func submitAll(
+        _ requests: [APNSRequest],
+        with client: APNSClient
+    ) async throws -> [Result<APNSSendResult, any Error>] {
+        let answers = Mutex([Int: Result<APNSSendResult, any Error>]())
+        let done = AsyncStream<Void>.makeStream()
+        for (index, request) in requests.enumerated() {
+            client.submit(request) { result in
+                let complete = answers.withLock { answers in
+                    #expect(answers[index] == nil, "a push was answered twice")
+                    answers[index] = result
+                    return answers.count == requests.count
+                }
+                if complete { done.continuation.finish() }
+            }
+        }
+        for await _ in done.stream {}
+        return answers.withLock { answers in requests.indices.compactMap { answers[$0] } }
+    }
+}
