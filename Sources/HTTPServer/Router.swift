@@ -67,11 +67,14 @@ public struct Router: HTTPResponder {
     }
 
     private enum Segment: Sendable, Equatable {
-        case literal(String)
+        /// A decoded literal, and its UTF-8 bytes for matching paths without escapes.
+        case literal(String, [UInt8])
         case parameter(String)
     }
 
     private var routes: [Route] = []
+    /// The routes with their own body limit (``on(_:_:maxBodySize:_:)``), usually few.
+    private var limitedRoutes: [Route] = []
 
     public init() {}
 
@@ -131,7 +134,8 @@ public struct Router: HTTPResponder {
             if segment.hasPrefix("{"), segment.hasSuffix("}"), segment.count > 2 {
                 return .parameter(String(segment.dropFirst().dropLast()))
             }
-            return .literal(RequestTarget.percentDecode(segment) ?? String(segment))
+            let literal = RequestTarget.percentDecode(segment) ?? String(segment)
+            return .literal(literal, Array(literal.utf8))
         }
         let route = Route(
             method: method,
@@ -146,6 +150,7 @@ public struct Router: HTTPResponder {
         } else {
             routes.append(route)
         }
+        limitedRoutes = routes.filter { $0.maxBodySize != nil }
     }
 
     public mutating func get(_ pattern: String, _ handler: @escaping Handler) { on("GET", pattern, handler) }
@@ -179,16 +184,52 @@ public struct Router: HTTPResponder {
 
     /// The limit of the route `method` on `rawPath` would reach, if it has its own.
     public func maximumBodySize(method: String, rawPath: String) -> Int? {
-        let segments = Self.split(rawPath)
-        var best: Route?
-        for route in routes where route.method == method && Self.matches(route.segments, segments) {
-            if best.map({ Self.isLessSpecific($0, than: route) }) ?? true { best = route }
+        guard limitedRoutes.contains(where: { $0.method == method }) else { return nil }
+        return Self.withMatcher(rawPath) { matches, _ in
+            guard limitedRoutes.contains(where: { $0.method == method && matches($0) }) else { return nil }
+            // The most specific route of all, not only of the limited ones: a more specific route
+            // without its own limit has the server's.
+            var best: Route?
+            for route in routes where route.method == method && matches(route) {
+                if best.map({ Self.isLessSpecific($0, than: route) }) ?? true { best = route }
+            }
+            return best?.maxBodySize
         }
-        return best?.maxBodySize
+    }
+
+    /// Runs `body` with a matcher for `rawPath` and a decoder of a matching route's parameters.
+    ///
+    /// Paths without `%` escapes (nearly all) are matched byte by byte without splitting them
+    /// into segments first; the others are split, and their literal segments decoded.
+    private static func withMatcher<T>(
+        _ rawPath: String,
+        _ body: (_ matches: (Route) -> Bool, _ parameters: (Route) -> [String: String]) -> T
+    ) -> T {
+        var path = rawPath
+        return path.withUTF8 { bytes in
+            guard !bytes.contains(UInt8(ascii: "%")) else {
+                let segments = split(rawPath)
+                return body({ matches($0.segments, segments) }, { parameters($0.segments, segments) })
+            }
+            let count = segmentCount(bytes)
+            return body(
+                { $0.segments.count == count && matches($0.segments, bytes) },
+                { parameters($0.segments, bytes) }
+            )
+        }
     }
 
     private func resolve(_ request: HTTPRequest) -> Resolution {
-        let segments = Self.split(request.rawPath)
+        Self.withMatcher(request.rawPath) { matches, parameters in
+            resolve(request, matches: matches, parameters: parameters)
+        }
+    }
+
+    private func resolve(
+        _ request: HTTPRequest,
+        matches: (Route) -> Bool,
+        parameters: (Route) -> [String: String]
+    ) -> Resolution {
         let method = request.method
         // One pass, no intermediate arrays: the most specific route for the method, and for GET
         // in case a HEAD request has no route of its own. Parameters are decoded only for the
@@ -200,14 +241,14 @@ public struct Router: HTTPResponder {
         for index in routes.indices {
             let candidate = routes[index]
             if candidate.method == method {
-                guard Self.matches(candidate.segments, segments) else { continue }
+                guard matches(candidate) else { continue }
                 if exact.map({ Self.isLessSpecific(routes[$0], than: candidate) }) ?? true { exact = index }
             } else if isHead, candidate.method == "GET" {
-                guard Self.matches(candidate.segments, segments) else { continue }
+                guard matches(candidate) else { continue }
                 if get.map({ Self.isLessSpecific(routes[$0], than: candidate) }) ?? true { get = index }
             }
         }
-        guard exact != nil || get != nil || routes.contains(where: { Self.matches($0.segments, segments) }) else {
+        guard exact != nil || get != nil || routes.contains(where: matches) else {
             return .answer(
                 .error(
                     status: 404,
@@ -217,7 +258,7 @@ public struct Router: HTTPResponder {
             )
         }
         guard let chosen = exact ?? get else {
-            var allowed = Set(routes.filter { Self.matches($0.segments, segments) }.map(\.method))
+            var allowed = Set(routes.filter(matches).map(\.method))
             if allowed.contains("GET") { allowed.insert("HEAD") }
             let allow = allowed.sorted().joined(separator: ", ")
             var response = HTTPResponse.error(
@@ -230,7 +271,7 @@ public struct Router: HTTPResponder {
         }
         let route = routes[chosen]
         var routed = request
-        routed.parameters = Self.parameters(route.segments, segments)
+        routed.parameters = parameters(route)
         return .route(route, routed, headFallback: exact == nil)
     }
 
@@ -265,11 +306,62 @@ public struct Router: HTTPResponder {
         return segments
     }
 
+    /// How many segments ``split(_:)`` would find in `path`.
+    private static func segmentCount(_ path: UnsafeBufferPointer<UInt8>) -> Int {
+        guard !path.isEmpty else { return 0 }
+        var count = 1
+        for (index, byte) in path.enumerated() where byte == UInt8(ascii: "/") && index > 0 { count += 1 }
+        return count
+    }
+
+    /// The ranges of `path`'s segments, in order, handed to `body` one by one until it returns
+    /// `false`; the same segments as ``split(_:)``. `path` has ``segmentCount(_:)`` of them.
+    private static func forEachSegment(
+        _ path: UnsafeBufferPointer<UInt8>,
+        _ body: (Int, Range<Int>) -> Bool
+    ) -> Bool {
+        guard !path.isEmpty else { return true }
+        var start = path[0] == UInt8(ascii: "/") ? 1 : 0
+        var number = 0
+        while true {
+            var end = start
+            while end < path.count, path[end] != UInt8(ascii: "/") { end += 1 }
+            guard body(number, start..<end) else { return false }
+            guard end < path.count else { return true }
+            start = end + 1
+            number += 1
+        }
+    }
+
+    /// Whether `path` (without escapes, with as many segments as `pattern`) matches `pattern`.
+    private static func matches(_ pattern: [Segment], _ path: UnsafeBufferPointer<UInt8>) -> Bool {
+        forEachSegment(path) { number, range in
+            switch pattern[number] {
+            case .literal(_, let literal):
+                return literal.count == range.count && literal.elementsEqual(path[range])
+            case .parameter:
+                return !range.isEmpty
+            }
+        }
+    }
+
+    /// The parameters of a route that matches `path` (without escapes).
+    private static func parameters(_ pattern: [Segment], _ path: UnsafeBufferPointer<UInt8>) -> [String: String] {
+        var parameters: [String: String] = [:]
+        _ = forEachSegment(path) { number, range in
+            if case .parameter(let name) = pattern[number] {
+                parameters[name] = String(decoding: UnsafeBufferPointer(rebasing: path[range]), as: UTF8.self)
+            }
+            return true
+        }
+        return parameters
+    }
+
     private static func matches(_ pattern: [Segment], _ segments: [Substring]) -> Bool {
         guard pattern.count == segments.count else { return false }
         for (expected, actual) in zip(pattern, segments) {
             switch expected {
-            case .literal(let literal):
+            case .literal(let literal, _):
                 if actual.utf8.contains(UInt8(ascii: "%")) {
                     guard literal == RequestTarget.percentDecode(actual) ?? String(actual) else { return false }
                 } else {

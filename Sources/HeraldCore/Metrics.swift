@@ -125,6 +125,9 @@ final class MetricFamily: Sendable {
     struct Samples {
         var list: [Sample] = []
         var index: [MetricLabelKey: Int] = [:]
+        /// The sample updated last: a hot label set is found again by comparing its labels,
+        /// which costs less than hashing them.
+        var recent = -1
     }
 
     let name: String
@@ -144,15 +147,17 @@ final class MetricFamily: Sendable {
     func update(labels: MetricLabels, _ body: (inout Sample, [Double]) -> Void) {
         let buckets = self.buckets
         samples.withLock { samples in
-            let key = MetricLabelKey(labels)
             let index: Int
-            if let existing = samples.index[key] {
+            if samples.recent >= 0, MetricLabelKey.equal(samples.list[samples.recent].labels, labels) {
+                index = samples.recent
+            } else if let existing = samples.index[MetricLabelKey(labels)] {
                 index = existing
             } else {
                 index = samples.list.count
                 samples.list.append(Sample(labels: labels, bucketCounts: Array(repeating: 0, count: buckets.count)))
-                samples.index[key] = index
+                samples.index[MetricLabelKey(labels)] = index
             }
+            samples.recent = index
             body(&samples.list[index], buckets)
         }
     }
@@ -167,8 +172,15 @@ struct MetricLabelKey: Hashable {
     }
 
     static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.labels.count == rhs.labels.count
-            && zip(lhs.labels, rhs.labels).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        equal(lhs.labels, rhs.labels)
+    }
+
+    static func equal(_ lhs: MetricLabels, _ rhs: MetricLabels) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        for index in lhs.indices where lhs[index].0 != rhs[index].0 || lhs[index].1 != rhs[index].1 {
+            return false
+        }
+        return true
     }
 
     func hash(into hasher: inout Hasher) {

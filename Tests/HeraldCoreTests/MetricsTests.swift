@@ -31,4 +31,20 @@ import Testing
         gauge.set(7)
         #expect(registry.value("in_flight") == 7)
     }
+
+    @Test("label sets that alternate, differ in one value or in their length each keep their own sample")
+    func labelSetsStayApart() {
+        let registry = MetricsRegistry()
+        let counter = registry.counter("sent_total", help: "Sent.")
+        let sets: [MetricLabels] = [
+            [("reason", "success")], [("reason", "BadDeviceToken")], [("reason", "success")],
+            [("reason", "success"), ("env", "sandbox")], [], [("reason", "success")], [("REASON", "success")],
+        ]
+        for labels in sets { counter.increment(labels: labels) }
+        #expect(registry.value("sent_total", labels: [("reason", "success")]) == 3)
+        #expect(registry.value("sent_total", labels: [("reason", "BadDeviceToken")]) == 1)
+        #expect(registry.value("sent_total", labels: [("reason", "success"), ("env", "sandbox")]) == 1)
+        #expect(registry.value("sent_total") == 1)
+        #expect(registry.value("sent_total", labels: [("REASON", "success")]) == 1)
+    }
 }

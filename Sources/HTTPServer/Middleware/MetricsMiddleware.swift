@@ -38,7 +38,7 @@ public struct MetricsMiddleware: HTTPMiddleware {
     }
 
     private func record(_ request: HTTPRequest, _ response: HTTPResponse?, since start: ContinuousClock.Instant) {
-        let method = Self.knownMethods.contains(request.method) ? request.method : "OTHER"
+        let method = Self.isKnown(method: request.method) ? request.method : "OTHER"
         let route = RouteRecorder.label(for: response)
         requests.increment(
             labels: [("method", method), ("route", route), ("status", Self.statusLabel(response?.status ?? 500))]
@@ -59,7 +59,11 @@ public struct MetricsMiddleware: HTTPMiddleware {
         }
     }
 
-    private static let knownMethods: Set<String> = [
-        "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE",
-    ]
+    /// A method of RFC 9110 or PATCH (compared rather than hashed: this runs for every request).
+    private static func isKnown(method: String) -> Bool {
+        switch method {
+        case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE": true
+        default: false
+        }
+    }
 }
