@@ -5,6 +5,9 @@
 # 503, check none gets 202 while it is down, start it again, time until 202.
 # The full-speed stage alternates h2load and wrk ROUNDS times (default 3) and reports medians, and
 # the relay's CPU time per request, steadier than rates when other work shares the machine.
+# h2load sends what the relay sends for each push, with values of the same length: an
+# ES256-JWT-shaped `authorization` as long as the one the relay signs (key BENCHKEY01, team
+# BENCHTEAM1), `apns-id`, `apns-push-type`, `apns-priority`, `apns-expiration` and `apns-topic`.
 # Every load is bounded by -d; only 127.0.0.1 is used.
 # Usage: Benchmarks/relay-load.sh   (after `make release`, or HERALD_BIN=path/to/herald; needs wrk, h2load, h2o: scripts/bootstrap.sh --bench)
 set -euo pipefail
@@ -18,6 +21,7 @@ work=$(mktemp -d /tmp/herald-relay-bench.XXXXXX)
 cleanup() {
   [ -n "${relay_pid:-}" ] && kill -TERM "$relay_pid" 2>/dev/null && wait "$relay_pid" 2>/dev/null
   [ -n "${sink_pid:-}" ] && kill "$sink_pid" 2>/dev/null && wait "$sink_pid" 2>/dev/null
+  [ -n "${floor_pid:-}" ] && kill "$floor_pid" 2>/dev/null && wait "$floor_pid" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -64,32 +68,58 @@ sed 's/^local statuses/function delay() return 10 end\nlocal statuses/' "$work/p
 rss() { awk '/VmRSS/ {printf "%.1f", $2/1024}' "/proc/$relay_pid/status"; }
 # CPU time (user + system, clock ticks) the relay used: per request it is steadier than the rate
 # when other work shares the machine.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$relay_pid/stat"; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/${1:-$relay_pid}/stat"; }
 per_request_us() { # ticks requests
   awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", (n > 0 ? t * 1e6 / hz / n : 0)}'
 }
 hwm() { awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$relay_pid/status"; }
+b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
+jwt="$(printf '{"alg":"ES256","kid":"BENCHKEY01"}' | b64url).$(printf '{"iss":"BENCHTEAM1","iat":%s}' "$(date +%s)" | b64url).$(head -c 64 /dev/urandom | b64url)"
 h2load_rate() {
-  printf '{"aps":{"alert":{"loc-key":"apns-default-message"},"mutable-content":1},"e":"aes128gcm","i":"x","m":"%s"}' "$body" >"$work/apns.json"
+  # The payload the relay builds from the wrk request: the body, base64url-encoded, and its id.
+  printf '{"aps":{"alert":{"loc-key":"apns-default-message"},"mutable-content":1},"e":"aes128gcm","i":"0FE8C1A6-4B7E-4F7A-9E2A-0D3C1B6A9F10","m":"%s"}' \
+    "$(printf '%s' "$body" | b64url)" >"$work/apns.json"
   h2load -n 100000 -c 1 -m 1000 -d "$work/apns.json" -H 'apns-topic: com.example.bench' -H 'apns-push-type: alert' \
-    -H 'authorization: bearer x.y.z' "https://127.0.0.1:$sink_port/3/device/$token" | grep -E 'finished in' \
+    -H "authorization: bearer $jwt" -H 'apns-id: 0f6a3c1e-3b7d-4c8e-9a51-2d4e6f708192' -H 'apns-priority: 10' \
+    -H "apns-expiration: $(($(date +%s) + 3600))" "https://127.0.0.1:$sink_port/3/device/$token" | grep -E 'finished in' \
     | sed -E 's/.* ([0-9.]+) req\/s.*/\1/'
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "== relay at full speed (wrk -t2 -c64 -d$duration), h2load against the sink in the same run, alternating $rounds times"
-references=(); rates=(); cpus=()
+# Besides the relay's CPU time per request, the sink's and wrk's: the three share the machine,
+# so the relay's rate is bounded by their sum.
+references=(); rates=(); cpus=(); sink_cpus=(); wrk_cpus=()
 for i in $(seq "$rounds"); do
   references+=("$(h2load_rate)")
-  before=$(cpu_ticks)
-  max=$(wrk -t2 -c64 -d"$duration" --latency -s "$work/post.lua" "http://127.0.0.1:$relay_port")
-  cpus+=("$(per_request_us $(($(cpu_ticks) - before)) "$(awk '/requests in/ {print $1}' <<<"$max")")")
+  before=$(cpu_ticks); sink_before=$(cpu_ticks "$sink_pid")
+  max=$(/usr/bin/time -f 'cpu %U %S' -o "$work/wrk-time" \
+    wrk -t2 -c64 -d"$duration" --latency -s "$work/post.lua" "http://127.0.0.1:$relay_port")
+  requests=$(awk '/requests in/ {print $1}' <<<"$max")
+  cpus+=("$(per_request_us $(($(cpu_ticks) - before)) "$requests")")
+  sink_cpus+=("$(per_request_us $(($(cpu_ticks "$sink_pid") - sink_before)) "$requests")")
+  wrk_cpus+=("$(awk -v n="$requests" '/^cpu / {printf "%.1f", ($2 + $3) * 1e6 / n}' "$work/wrk-time")")
   rates+=("$(awk '/Requests\/sec/ {print $2}' <<<"$max")")
-  echo "round $i: h2load_sink_rate=${references[-1]} relay_rate=${rates[-1]} p50=$(awk '/ 50%/ {print $2}' <<<"$max") p99=$(awk '/ 99%/ {print $2}' <<<"$max") cpu_us_per_request=${cpus[-1]} $(grep -E '^wrk:' <<<"$max")"
+  echo "round $i: h2load_sink_rate=${references[-1]} relay_rate=${rates[-1]} p50=$(awk '/ 50%/ {print $2}' <<<"$max") p99=$(awk '/ 99%/ {print $2}' <<<"$max") cpu_us_per_request: relay=${cpus[-1]} sink=${sink_cpus[-1]} wrk=${wrk_cpus[-1]} $(grep -E '^wrk:' <<<"$max")"
 done
 reference=$(printf '%s\n' "${references[@]}" | median)
 rate=$(printf '%s\n' "${rates[@]}" | median)
-echo "relay-load: relay_rate=$rate h2load_sink_rate=$reference ratio=$(awk -v a="$rate" -v b="$reference" 'BEGIN {printf "%.2f", a/b}') cpu_us_per_request=$(printf '%s\n' "${cpus[@]}" | median) rss_mb=$(rss) peak_rss_mb=$(hwm) (medians)"
+echo "relay-load: relay_rate=$rate h2load_sink_rate=$reference ratio=$(awk -v a="$rate" -v b="$reference" 'BEGIN {printf "%.2f", a/b}') cpu_us_per_request=$(printf '%s\n' "${cpus[@]}" | median) sink_cpu_us=$(printf '%s\n' "${sink_cpus[@]}" | median) wrk_cpu_us=$(printf '%s\n' "${wrk_cpus[@]}" | median) rss_mb=$(rss) peak_rss_mb=$(hwm) (medians)"
+
+# The floor of the HTTP side: libmicrohttpd in C, set up as Herald's server, answering 202
+# without doing anything (Benchmarks/mhd-floor.c). Needs gcc; skipped without it.
+if command -v gcc >/dev/null && gcc -O2 -o "$work/mhd-floor" Benchmarks/mhd-floor.c -lmicrohttpd 2>"$work/gcc.log"; then
+  "$work/mhd-floor" "$((relay_port + 1))" &
+  floor_pid=$!
+  for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$((relay_port + 1))/" && break; sleep 0.1; done
+  floor_before=$(cpu_ticks "$floor_pid")
+  floor=$(wrk -t2 -c64 -d"$duration" -s "$work/post.lua" "http://127.0.0.1:$((relay_port + 1))")
+  floor_cpu=$(per_request_us $(($(cpu_ticks "$floor_pid") - floor_before)) "$(awk '/requests in/ {print $1}' <<<"$floor")")
+  kill "$floor_pid"; wait "$floor_pid" 2>/dev/null || true; floor_pid=
+  echo "relay-load: floor (libmicrohttpd in C answering 202, nothing else): rate=$(awk '/Requests\/sec/ {print $2}' <<<"$floor") cpu_us_per_request=$floor_cpu"
+else
+  echo "relay-load: floor skipped (no gcc or libmicrohttpd headers: $(head -c 200 "$work/gcc.log" 2>/dev/null))"
+fi
 
 echo "== relay at about 5,000 req/s (wrk -t2 -c53, 10 ms between requests per connection)"
 fixed=$(wrk -t2 -c53 -d"$duration" --latency -s "$work/post-5k.lua" "http://127.0.0.1:$relay_port")
