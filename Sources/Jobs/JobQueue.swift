@@ -306,19 +306,22 @@ public final class JobQueue: Sendable {
             ]
         )
         guard let row = rows.first else { return nil }
-        if let next = decision.next {
-            let newJob = NewJob(
-                kind: job.kind,
-                payload: job.payload,
-                dueAt: next,
-                maxAttempts: job.maxAttempts,
-                uniqueKey: job.uniqueKey,
-                schedule: job.schedule,
-                missedRuns: job.missedRuns
-            )
-            _ = try await enqueue(newJob, on: tx)
-        }
+        if let next = decision.next { try await enqueueOccurrence(of: job, dueAt: next, on: tx) }
         return try Self.job(from: row)
+    }
+
+    /// Adds the occurrence of recurring `job` due at `dueAt`.
+    private func enqueueOccurrence(of job: Job, dueAt: Date, on tx: any DatabaseExecutor) async throws {
+        let newJob = NewJob(
+            kind: job.kind,
+            payload: job.payload,
+            dueAt: dueAt,
+            maxAttempts: job.maxAttempts,
+            uniqueKey: job.uniqueKey,
+            schedule: job.schedule,
+            missedRuns: job.missedRuns
+        )
+        _ = try await enqueue(newJob, on: tx)
     }
 
     /// Metrics and wake-ups after a decision was committed.
@@ -366,31 +369,41 @@ public final class JobQueue: Sendable {
     }
 
     /// Returns running jobs whose lease expired (their instance died or stalled) to `pending`, due
-    /// now, or makes them `dead` when they have no attempts left.
+    /// now, or makes them `dead` when they have no attempts left; a recurring job made dead gets
+    /// its next occurrence, so that its schedule goes on.
     @discardableResult
     public func recoverExpiredLeases() async throws -> Int {
         let now = clock.now()
-        let rows = try await database.query(
-            """
-            UPDATE jobs SET
-                status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'pending' END,
-                due_at = $1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $1,
-                last_error = 'lease expired: the instance running it stopped before finishing',
-                finished_at = CASE WHEN attempts >= max_attempts THEN $1 ELSE NULL END
-            WHERE status = 'running' AND lease_expires_at < $1
-            RETURNING kind, status
-            """,
-            [SQLValue(now)]
-        )
-        for row in rows {
-            let kind = try row.string("kind")
-            metrics.leaseExpired.increment(labels: [("kind", kind)])
-            if try row.string("status") == JobStatus.dead.rawValue {
-                metrics.dead.increment(labels: [("kind", kind)])
+        let recovered = try await database.transaction { tx -> [Job] in
+            let rows = try await tx.query(
+                """
+                UPDATE jobs SET
+                    status = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'pending' END,
+                    due_at = CASE WHEN attempts >= max_attempts THEN due_at ELSE $1 END,
+                    lease_owner = NULL, lease_expires_at = NULL, updated_at = $1,
+                    last_error = 'lease expired: the instance running it stopped before finishing',
+                    finished_at = CASE WHEN attempts >= max_attempts THEN $1 ELSE NULL END
+                WHERE status = 'running' AND lease_expires_at < $1
+                RETURNING \(Self.columns)
+                """,
+                [SQLValue(now)]
+            )
+            let jobs = try rows.map(Self.job(from:))
+            // A recurring job that died this way keeps its schedule: its next occurrence is added
+            // as if the attempt had failed for good, so the chain does not end with a crash.
+            for job in jobs where job.status == .dead {
+                guard let schedule = job.schedule, let next = self.nextOccurrence(of: job, schedule: schedule, now: now)
+                else { continue }
+                try await self.enqueueOccurrence(of: job, dueAt: next, on: tx)
             }
+            return jobs
         }
-        if !rows.isEmpty { wakeup.signal() }
-        return rows.count
+        for job in recovered {
+            metrics.leaseExpired.increment(labels: [("kind", job.kind)])
+            if job.status == .dead { metrics.dead.increment(labels: [("kind", job.kind)]) }
+        }
+        if !recovered.isEmpty { wakeup.signal() }
+        return recovered.count
     }
 
     /// The earliest due time of a pending job (read from the due index).

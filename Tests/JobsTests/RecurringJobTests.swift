@@ -51,6 +51,39 @@ struct RecurringJobTests {
         }
     }
 
+    @Test(
+        "a recurring job whose last attempt dies with its instance (lease expired) keeps its schedule",
+        arguments: Backend.allCases
+    )
+    func chainSurvivesLeaseExpiry(backend: Backend) async throws {
+        try await withQueue(backend) { queue, _, clock, _ in
+            let start = clock.now()
+            let first = try await queue.enqueue(
+                NewJob(
+                    kind: "ping",
+                    dueAt: start,
+                    maxAttempts: 1,
+                    uniqueKey: "wake-ping",
+                    schedule: try .every(seconds: 300)
+                )
+            )
+            _ = try #require(try await queue.claim(owner: "crashed", limit: 1, lease: 30).first)
+            clock.advance(31)
+            #expect(try await queue.recoverExpiredLeases() == 1)
+
+            let dead = try #require(try await queue.job(id: first.job.id))
+            #expect(dead.status == .dead)
+            #expect(dead.lastError?.contains("lease expired") == true)
+            let next = try await Self.pending(queue)
+            #expect(next.dueAt == start.addingTimeInterval(300))
+            #expect(next.schedule == .interval(seconds: 300))
+            #expect(next.uniqueKey == "wake-ping")
+            #expect(next.attempts == 0)
+            #expect(try await queue.recoverExpiredLeases() == 0, "recovery runs once per expired lease")
+            #expect(try await queue.list(statuses: [.pending]).count == 1)
+        }
+    }
+
     @Test("missed runs: run_once runs one catch-up and keeps the phase", arguments: Backend.allCases)
     func missedRunOnce(backend: Backend) async throws {
         let calls = CallLog()
