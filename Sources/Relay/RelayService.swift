@@ -227,10 +227,12 @@ public final class RelayService: Service {
         if left == 0, stopping.load(ordering: .sequentiallyConsistent) { resumeDrainedRun() }
     }
 
-    /// Resumes `run()` if shutdown was asked for and nothing is in flight.
+    /// Resumes `run()` if shutdown was asked for and nothing is in flight (or it gave up waiting).
     private func resumeDrainedRun() {
         let waiter = drain.withLock { drain -> CheckedContinuation<Void, Never>? in
-            guard drain.stopping, inFlight.load(ordering: .sequentiallyConsistent) == 0 else { return nil }
+            guard drain.stopping, drain.abandoned || inFlight.load(ordering: .sequentiallyConsistent) == 0 else {
+                return nil
+            }
             defer { drain.waiter = nil }
             return drain.waiter
         }
@@ -284,8 +286,9 @@ public final class RelayService: Service {
 
     // MARK: Service
 
-    /// Returns after graceful shutdown (or cancellation), once every accepted push has APNs'
-    /// answer. Pushes themselves are sent by the requests that accept them.
+    /// Returns after graceful shutdown, once every accepted push has APNs' answer; when
+    /// cancelled (the shutdown grace period ran out), at once, logging how many pushes were still
+    /// waiting. Pushes themselves are sent by the requests that accept them.
     public func run() async throws {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -294,6 +297,12 @@ public final class RelayService: Service {
             }
         } onCancel: {
             triggerGracefulShutdown()
+            drain.withLock { $0.abandoned = true }
+            resumeDrainedRun()
+        }
+        let waiting = inFlight.load(ordering: .sequentiallyConsistent)
+        if waiting > 0 {
+            logger.warning("relay stopped before APNs answered every push", metadata: ["pushes": .int(waiting)])
         }
     }
 
@@ -339,6 +348,8 @@ public final class RelayService: Service {
 /// Whether `run()` should return, and its continuation while it waits.
 private struct Drain {
     var stopping = false
+    /// Cancelled: return without waiting for APNs' answers.
+    var abandoned = false
     var waiter: CheckedContinuation<Void, Never>?
 }
 

@@ -22,11 +22,13 @@ struct RelayHarness {
     let port: Int
 
     /// Runs `body` with a relay whose production and sandbox environments both go to one simulator
-    /// (or, with `apnsPort`, to that port, where nothing may listen).
+    /// (or, with `apnsPort`, to that port, where nothing may listen). With `runsService` false,
+    /// `body` runs the relay service's `run()` itself.
     static func with(
         apnsPort: Int? = nil,
         metrics: MetricsRegistry = MetricsRegistry(),
         maxQueuedBeforeWaiting: Int = 1_024,
+        runsService: Bool = true,
         _ body: (RelayHarness) async throws -> Void
     ) async throws {
         let key = try APNSSigningKey(keyID: "RELAYKEY01", teamID: "RELAYTEAM1", privateKey: P256PrivateKey())
@@ -100,7 +102,7 @@ struct RelayHarness {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await simulator.run() }
             group.addTask { try await server.run() }
-            group.addTask { try await service.run() }
+            if runsService { group.addTask { try await service.run() } }
             defer {
                 server.triggerGracefulShutdown()
                 service.triggerGracefulShutdown()

@@ -33,4 +33,23 @@ struct RelayShutdownTests {
             #expect(metrics.value("herald_relay_apns_responses_total", labels: [("reason", "success")]) == 2)
         }
     }
+
+    @Test func cancelledRunReturnsWithoutWaitingForAPNs() async throws {
+        let metrics = MetricsRegistry()
+        try await RelayHarness.with(metrics: metrics, runsService: false) { relay in
+            let running = Task { try await relay.service.run() }
+            let token = randomToken()
+            #expect(try await relay.post("/push/\(token)/warm").status == 202)
+            _ = try await relay.deliveries(token: token)
+            _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.seconds(2)), token: token))
+            #expect(try await relay.post("/push/\(token)/slow").status == 202)
+
+            // The grace period ran out: run() returns although APNs has not answered yet.
+            relay.service.triggerGracefulShutdown()
+            running.cancel()
+            try await running.value
+            #expect(metrics.value("herald_relay_in_flight") == 1)
+            #expect(metrics.value("herald_relay_apns_responses_total", labels: [("reason", "success")]) == 1)
+        }
+    }
 }
