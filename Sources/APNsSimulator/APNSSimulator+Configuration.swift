@@ -33,6 +33,9 @@ extension APNSSimulator {
         public var keys: [APNSSimulatorKey] = []
         /// The team (`iss`) of keys that name none; nil: any team (still one per connection).
         public var teamID: String?
+        /// The APNs environment the simulator plays, for keys restricted to one
+        /// (``APNSSimulatorKey/environment``); nil: either, and restricted keys work everywhere.
+        public var environment: APNSEnvironment?
         /// The apps served, by bundle ID; empty: any well-formed bundle ID.
         public var topics: [String] = []
         /// Apps without the Broadcast Capability (`FeatureNotEnabled`).

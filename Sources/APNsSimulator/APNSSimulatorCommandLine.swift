@@ -10,7 +10,8 @@ public enum APNSSimulatorCommandLine {
         name: "herald simulator",
         summary: "Run a validating APNs-compatible server (HTTP/2 over TLS) with a JSON control API.",
         usage: "herald simulator [--host H] [--port 8443] [--control-port 8444] [--cleartext-port P] "
-            + "[--tls-cert F --tls-key F] [--cert-out F] [--key KEYID:PEM]... [--team ID] [--topic BUNDLE]...",
+            + "[--tls-cert F --tls-key F] [--cert-out F] [--key KEYID[@ENV]:PEM]... [--team ID] [--topic BUNDLE]... "
+            + "[--environment sandbox|production]",
         options: [
             .init("host", value: "H", help: "Address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)."),
             .init("port", value: "PORT", help: "HTTP/2-over-TLS port (default 8443; 0 picks a free one)."),
@@ -25,9 +26,10 @@ public enum APNSSimulatorCommandLine {
             .init("cert-out", value: "F", help: "Where to write the generated certificate for clients to trust."),
             .init(
                 "key",
-                value: "KEYID:PEM",
+                value: "KEYID[@ENV]:PEM",
                 repeatable: true,
-                help: "A provider-token key: Key ID, ':', a PEM file (public key or the .p8). Default: a generated one."
+                help: "A provider-token key: Key ID, optionally @sandbox or @production for a key restricted to it, "
+                    + "':', a PEM file (public key or the .p8). Default: a generated one."
             ),
             .init(
                 "team",
@@ -35,6 +37,12 @@ public enum APNSSimulatorCommandLine {
                 help: "The Team ID tokens must carry in iss (default: any, or a generated one)."
             ),
             .init("topic", value: "BUNDLE", repeatable: true, help: "An app's bundle ID to serve (default: any)."),
+            .init(
+                "environment",
+                value: "ENV",
+                help: "The APNs environment played, sandbox or production: keys restricted to the other one get "
+                    + "403 BadEnvironmentKeyIdInToken (default: either)."
+            ),
             .init(
                 "max-concurrent-streams",
                 value: "N",
@@ -87,6 +95,12 @@ public enum APNSSimulatorCommandLine {
         }
         configuration.topics = parsed.all("topic")
         configuration.teamID = parsed.value("team")
+        if let name = parsed.value("environment") {
+            guard let environment = APNSEnvironment(name: name) else {
+                throw UsageError("--environment \(name) is not an APNs environment: use sandbox or production")
+            }
+            configuration.environment = environment
+        }
         var generatedKey: APNSSigningKey?
         do {
             configuration.keys = try parsed.all("key").map { try APNSSimulatorKey.parse($0) }

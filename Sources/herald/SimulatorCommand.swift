@@ -91,6 +91,7 @@ enum SimulatorCommand {
         if let controlURL { lines.append("  Control API   \(controlURL)/deliveries") }
         let topics = configuration.topics.isEmpty ? "any bundle ID" : configuration.topics.joined(separator: ", ")
         lines.append("  Topics        \(topics)")
+        if let environment = configuration.environment { lines.append("  Environment   \(environment)") }
         if let key = options.generatedKey, let keyFile {
             lines.append("  Signing key   \(keyFile)")
             lines.append(
@@ -98,7 +99,10 @@ enum SimulatorCommand {
             )
         } else {
             for key in configuration.keys {
-                lines.append("  Key           \(key.keyID), team \(key.teamID ?? configuration.teamID ?? "any")")
+                let restriction = key.environment.map { ", \($0) only" } ?? ""
+                lines.append(
+                    "  Key           \(key.keyID), team \(key.teamID ?? configuration.teamID ?? "any")\(restriction)"
+                )
             }
         }
         if let key = options.generatedKey, let token = try? APNSProviderToken(signingKey: key, issuedAt: Date()) {

@@ -133,4 +133,43 @@ import Testing
         let otherTeam = try APNSSigningKey(keyID: key.keyID, teamID: "TEAMZZZZZ9", privateKey: key.privateKey)
         #expect(verifier.verify(try APNSProviderToken(signingKey: otherTeam, issuedAt: start).value).rejection != nil)
     }
+
+    @Test("a key restricted to one environment: BadEnvironmentKeyIdInToken in the other, fine in its own")
+    func environmentRestrictedKeys() throws {
+        let sandboxOnly = try APNSSigningKey(keyID: "KEYSANDBX1", teamID: "TEAMAAAAA1", privateKey: P256PrivateKey())
+        let productionOnly = try APNSSigningKey(keyID: "KEYPRODUC1", teamID: "TEAMAAAAA1", privateKey: P256PrivateKey())
+        let keys = [
+            APNSSimulatorKey(
+                keyID: sandboxOnly.keyID,
+                publicKey: sandboxOnly.privateKey.publicKey,
+                environment: .sandbox
+            ),
+            APNSSimulatorKey(
+                keyID: productionOnly.keyID,
+                publicKey: productionOnly.privateKey.publicKey,
+                environment: .production
+            ),
+            APNSSimulatorKey(keyID: key.keyID, publicKey: key.privateKey.publicKey),
+        ]
+        func token(_ key: APNSSigningKey) throws -> String {
+            try APNSProviderToken(signingKey: key, issuedAt: start).value
+        }
+
+        let production = ProviderTokenVerifier(keys: keys, teamID: "TEAMAAAAA1", environment: .production)
+        let refused = production.verify(try token(sandboxOnly))
+        #expect(refused.rejection?.status == 403)
+        #expect(refused.rejection?.reason == .badEnvironmentKeyIdInToken)
+        #expect(refused.claims?.keyID == sandboxOnly.keyID)
+        #expect(production.verify(try token(productionOnly)).rejection == nil)
+        #expect(production.verify(try token(key)).rejection == nil)
+
+        let sandbox = ProviderTokenVerifier(keys: keys, teamID: "TEAMAAAAA1", environment: .sandbox)
+        #expect(sandbox.verify(try token(productionOnly)).rejection?.reason == .badEnvironmentKeyIdInToken)
+        #expect(sandbox.verify(try token(sandboxOnly)).rejection == nil)
+
+        // A simulator that plays no particular environment accepts restricted keys.
+        let either = ProviderTokenVerifier(keys: keys, teamID: "TEAMAAAAA1")
+        #expect(either.verify(try token(sandboxOnly)).rejection == nil)
+        #expect(either.verify(try token(productionOnly)).rejection == nil)
+    }
 }

@@ -250,8 +250,8 @@ import Testing
         try privateKey.pemRepresentation.write(toFile: privateFile, atomically: true, encoding: .utf8)
         let parsed = try APNSSimulatorCommandLine.spec.parse([
             "--host", "0.0.0.0", "--port", "0", "--control-port", "9000", "--cleartext-port", "9001",
-            "--key", "KEYAAAAAA1:\(publicFile)", "--key", "KEYBBBBBB2:\(privateFile)", "--team", "TEAMAAAAA1",
-            "--topic", "com.a", "--topic", "com.b", "--max-concurrent-streams", "500",
+            "--key", "KEYAAAAAA1:\(publicFile)", "--key", "KEYBBBBBB2@sandbox:\(privateFile)", "--team", "TEAMAAAAA1",
+            "--topic", "com.a", "--topic", "com.b", "--max-concurrent-streams", "500", "--environment", "production",
         ])
         let options = try APNSSimulatorCommandLine.options(parsed)
         #expect(options.generatedKey == nil)
@@ -262,6 +262,8 @@ import Testing
         #expect(configuration.cleartextPort == 9001)
         #expect(configuration.keys.map(\.keyID) == ["KEYAAAAAA1", "KEYBBBBBB2"])
         #expect(configuration.keys.allSatisfy { $0.publicKey == privateKey.publicKey })
+        #expect(configuration.keys.map(\.environment) == [nil, .sandbox])
+        #expect(configuration.environment == .production)
         #expect(configuration.teamID == "TEAMAAAAA1")
         #expect(configuration.topics == ["com.a", "com.b"])
         #expect(configuration.maxConcurrentStreams == 500)
@@ -274,6 +276,7 @@ import Testing
             ["--port", "70000"], ["--tls-cert", "/nonexistent"], ["--key", "NOCOLON"],
             ["--key", "K:/nonexistent/file"],
             ["--topic", "not a bundle"], ["extra"], ["--max-concurrent-streams", "0"], ["--team", "lower"],
+            ["--environment", "staging"], ["--key", "K@staging:/nonexistent/file"],
         ] {
             #expect(throws: UsageError.self, "\(arguments)") {
                 try APNSSimulatorCommandLine.options(APNSSimulatorCommandLine.spec.parse(arguments))

@@ -31,7 +31,11 @@ final class SimulatorCore: Sendable {
         self.devices = DevicePushValidator(apps: apps, malformedPayloadReason: configuration.malformedPayloadReason)
         self.broadcasts = BroadcastValidator(apps: apps)
         self.channelRequests = ChannelRequestValidator(apps: apps)
-        self.verifier = ProviderTokenVerifier(keys: configuration.keys, teamID: configuration.teamID)
+        self.verifier = ProviderTokenVerifier(
+            keys: configuration.keys,
+            teamID: configuration.teamID,
+            environment: configuration.environment
+        )
         self.rules = configuration.providerTokenRules
         self.maxConcurrentStreams = configuration.maxConcurrentStreams
         self.wallClock = configuration.wallClock

@@ -21,16 +21,20 @@ struct TokenVerification: Sendable {
 }
 
 /// Checks provider tokens against the configured keys: `alg` ES256, a known `kid`, the key's team
-/// as `iss`, and the signature (raw or DER). Pure apart from the ECDSA arithmetic.
+/// as `iss`, and the signature (raw or DER), then that a key restricted to one environment is
+/// used in the one the simulator plays (403 `BadEnvironmentKeyIdInToken`). Pure apart from the
+/// ECDSA arithmetic.
 struct ProviderTokenVerifier: Sendable {
     private let keys: [String: APNSSimulatorKey]
     private let teamID: String?
+    private let environment: APNSEnvironment?
 
-    init(keys: [APNSSimulatorKey], teamID: String?) {
+    init(keys: [APNSSimulatorKey], teamID: String?, environment: APNSEnvironment? = nil) {
         var byID: [String: APNSSimulatorKey] = [:]
         for key in keys { byID[key.keyID] = key }
         self.keys = byID
         self.teamID = teamID
+        self.environment = environment
     }
 
     /// Verifies the compact JWT `token` (without `bearer `).
@@ -51,6 +55,9 @@ struct ProviderTokenVerifier: Sendable {
         }
         guard decoded.isSignatureValid(for: key.publicKey) else {
             return TokenVerification(claims: claims, rejection: .forbidden(.invalidProviderToken))
+        }
+        if let restricted = key.environment, let environment, restricted != environment {
+            return TokenVerification(claims: claims, rejection: .forbidden(.badEnvironmentKeyIdInToken))
         }
         return TokenVerification(claims: claims, rejection: nil)
     }
