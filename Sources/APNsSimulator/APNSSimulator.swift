@@ -28,7 +28,8 @@ import HeraldIO
 /// ```
 ///
 /// What it checks and in which order: docs/SIMULATOR.md (in code: `DevicePushValidator`,
-/// `BroadcastValidator`, `ChannelRequestValidator`, `ConnectionAuthentication`).
+/// `BroadcastValidator`, `ChannelRequestValidator`, `ConnectionAuthentication`, and
+/// `CertificateIdentity` for clients that present a provider certificate instead of tokens).
 /// Connections start with SETTINGS_MAX_CONCURRENT_STREAMS
 /// ``Configuration/initialMaxConcurrentStreams`` (1) and get
 /// ``Configuration/maxConcurrentStreams`` (1000) after their first success; nghttp2 refuses
@@ -81,7 +82,10 @@ public final class APNSSimulator: Service {
         let tls: TLSContext?
         do {
             tls = try identity.map {
-                try TLSContext(configuration: .makeServer(certificateChainPEM: $0.certificate, privateKeyPEM: $0.key))
+                var server = TLSConfiguration.makeServer(certificateChainPEM: $0.certificate, privateKeyPEM: $0.key)
+                // As APNs: a client may authenticate with a provider certificate instead of tokens.
+                server.certificateVerification = .requestClientCertificate
+                return try TLSContext(configuration: server)
             }
         } catch {
             throw APNSSimulatorError("the TLS certificate or key cannot be used: \(error)")

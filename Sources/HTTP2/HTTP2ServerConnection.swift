@@ -1,3 +1,4 @@
+public import HeraldIO
 import Synchronization
 
 /// Controls of one connection accepted by ``HTTP2Server``, for handlers (through
@@ -10,13 +11,18 @@ import Synchronization
 public final class HTTP2ServerConnection: Sendable {
     /// Unique within the server, counting from 1.
     public let id: Int
+    /// The client's TLS certificate, when the server's TLS configuration asks for one
+    /// (``HeraldIO/TLSConfiguration/CertificateVerification/requestClientCertificate``) and the
+    /// client presented one.
+    public let peerCertificate: TLSPeerCertificate?
     /// Weak: a handle kept after its connection closed must not keep the session alive.
     private weak let session: ServerSession?
     private let pings = Atomic<Int>(0)
 
-    init(id: Int, session: ServerSession) {
+    init(id: Int, session: ServerSession, peerCertificate: TLSPeerCertificate?) {
         self.id = id
         self.session = session
+        self.peerCertificate = peerCertificate
     }
 
     /// PING frames received from the client so far.

@@ -221,7 +221,7 @@ final class ServerSession: ChannelHandler, @unchecked Sendable {
         self.channel = channel
         // Made here, not in init: the handle and the session refer to each other until
         // channelInactive, which only channels that became active receive.
-        handle = HTTP2ServerConnection(id: id, session: self)
+        handle = HTTP2ServerConnection(id: id, session: self, peerCertificate: channel.peerCertificate)
         lastReadTime = EventLoop.monotonicNanoseconds()
         core.register(self)
         guard let nghttp2 else { return }

@@ -31,14 +31,18 @@ public struct SelfSignedCertificate: Sendable, CustomStringConvertible {
     ///   - key: the certificate's key, which also signs it.
     ///   - validity: how long the certificate is valid from now. It is also valid from five
     ///     minutes ago, to allow for clock skew.
+    ///   - userID: a subject user ID (UID) to add, as Apple's push certificates carry the bundle ID.
+    ///   - extensions: further extensions, given as OID and DER value (non-critical).
     /// - Throws: ``CryptoError`` with code `.invalidArgument` for an empty or too long common
-    ///   name, a name that is neither a DNS name nor an IP address, or a validity that is not
-    ///   positive.
+    ///   name, a name that is neither a DNS name nor an IP address, a validity that is not
+    ///   positive, or an extension OID OpenSSL cannot read.
     public static func generate(
         commonName: String,
         subjectAlternativeNames: [String],
         key: P256PrivateKey,
-        validity: Duration = .seconds(86_400 * 365)
+        validity: Duration = .seconds(86_400 * 365),
+        userID: String? = nil,
+        extensions: [(oid: String, value: [UInt8])] = []
     ) throws -> SelfSignedCertificate {
         guard (1...64).contains(commonName.utf8.count), !commonName.utf8.contains(0) else {
             throw CryptoError(.invalidArgument, "A certificate's common name must be 1 to 64 bytes of text.")
@@ -62,7 +66,7 @@ public struct SelfSignedCertificate: Sendable, CustomStringConvertible {
             X509_gmtime_adj(X509_getm_notAfter(certificate), Int(clamping: validSeconds)) != nil ? 1 : 0,
             "set the end of validity"
         )
-        try setNames(certificate, commonName: commonName)
+        try setNames(certificate, commonName: commonName, userID: userID)
         try key.key.withUnsafePointer { key in
             try check(X509_set_pubkey(certificate, key), "set the certificate's public key")
         }
@@ -73,6 +77,9 @@ public struct SelfSignedCertificate: Sendable, CustomStringConvertible {
         try addExtension(certificate, NID_authority_key_identifier, "keyid:always")
         if !subjectAlternativeNames.isEmpty {
             try addSubjectAlternativeNames(certificate, subjectAlternativeNames)
+        }
+        for (oid, value) in extensions {
+            try addExtension(certificate, oid: oid, value: value)
         }
         try key.key.withUnsafePointer { key in
             try check(X509_sign(certificate, key, EVP_sha256()) > 0 ? 1 : 0, "sign the certificate")
@@ -108,7 +115,7 @@ public struct SelfSignedCertificate: Sendable, CustomStringConvertible {
         }
     }
 
-    private static func setNames(_ certificate: OpaquePointer, commonName: String) throws {
+    private static func setNames(_ certificate: OpaquePointer, commonName: String, userID: String?) throws {
         guard let name = X509_NAME_new() else {
             throw CryptoError.openSSL(.internalFailure, "OpenSSL could not allocate a name.")
         }
@@ -119,6 +126,15 @@ public struct SelfSignedCertificate: Sendable, CustomStringConvertible {
         }
         guard added == 1 else {
             throw CryptoError.openSSL(.invalidArgument, "The certificate's common name was not accepted.")
+        }
+        if let userID {
+            let userIDBytes = Array(userID.utf8)
+            let addedUserID = userIDBytes.withNonNullBytes { bytes, count in
+                X509_NAME_add_entry_by_NID(name, NID_userId, MBSTRING_UTF8, bytes, Int32(count), -1, 0)
+            }
+            guard addedUserID == 1, !userIDBytes.isEmpty else {
+                throw CryptoError.openSSL(.invalidArgument, "The certificate's user ID was not accepted.")
+            }
         }
         try check(X509_set_subject_name(certificate, name), "set the subject name")
         try check(X509_set_issuer_name(certificate, name), "set the issuer name")
@@ -134,6 +150,25 @@ public struct SelfSignedCertificate: Sendable, CustomStringConvertible {
         }
         defer { X509_EXTENSION_free(fileExtension) }
         try check(X509_add_ext(certificate, fileExtension, -1), "add the certificate extension \(value)")
+    }
+
+    /// Adds a non-critical extension from its dotted OID and DER value.
+    private static func addExtension(_ certificate: OpaquePointer, oid: String, value: [UInt8]) throws {
+        guard let object = OBJ_txt2obj(oid, 1) else {
+            OpenSSLErrorQueue.clear()
+            throw CryptoError(.invalidArgument, "\(oid) is not a dotted object identifier.")
+        }
+        defer { ASN1_OBJECT_free(object) }
+        guard let data = ASN1_OCTET_STRING_new() else {
+            throw CryptoError.openSSL(.internalFailure, "OpenSSL could not allocate an extension value.")
+        }
+        defer { ASN1_OCTET_STRING_free(data) }
+        try check(value.withNonNullBytes { ASN1_OCTET_STRING_set(data, $0, Int32($1)) }, "set the extension \(oid)")
+        guard let created = X509_EXTENSION_create_by_OBJ(nil, object, 0, data) else {
+            throw CryptoError.openSSL(.internalFailure, "OpenSSL could not make the certificate extension \(oid).")
+        }
+        defer { X509_EXTENSION_free(created) }
+        try check(X509_add_ext(certificate, created, -1), "add the certificate extension \(oid)")
     }
 
     /// Adds the subject alternative names, built entry by entry (no configuration-string parsing,

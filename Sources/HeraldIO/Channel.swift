@@ -50,6 +50,9 @@ public final class Channel: @unchecked Sendable {
 
     /// The ALPN protocol the TLS handshake selected (nil for cleartext or none).
     public private(set) var applicationProtocol: String?
+    /// The client's certificate, on a server whose TLS configuration asks for one with
+    /// ``TLSConfiguration/CertificateVerification/requestClientCertificate``; nil otherwise.
+    public private(set) var peerCertificate: TLSPeerCertificate?
 
     private static let readBufferSize = 64 * 1024
     private static let readsPerEvent = 16
@@ -265,6 +268,9 @@ public final class Channel: @unchecked Sendable {
         }
         if let tls {
             applicationProtocol = tls.negotiatedProtocol
+            if tls.context.configuration.certificateVerification == .requestClientCertificate {
+                peerCertificate = tls.peerCertificate
+            }
             let wanted = tls.context.configuration.applicationProtocols
             if tls.context.configuration.role == .client, !wanted.isEmpty,
                 !wanted.contains(where: { $0 == applicationProtocol })

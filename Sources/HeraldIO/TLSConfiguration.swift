@@ -25,6 +25,10 @@ public struct TLSConfiguration: Sendable {
         /// Client: the server's chain must lead to a trusted root and match the host name (or IP
         /// address). Server: the client must present a certificate that leads to a trusted root.
         case full
+        /// Server only: a client certificate is asked for and any is taken, or none, whoever issued
+        /// it; the handler reads it from ``Channel/peerCertificate`` and judges it itself. For test
+        /// servers such as the APNs simulator, never for a server that trusts what it is shown.
+        case requestClientCertificate
     }
 
     public var role: Role

@@ -75,6 +75,13 @@ final class TLSConnection {
         return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
     }
 
+    /// The certificate the peer presented in the handshake, if any.
+    var peerCertificate: TLSPeerCertificate? {
+        guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
+        defer { X509_free(certificate) }
+        return TLSPeerCertificate(certificate: certificate)
+    }
+
     /// True when OpenSSL holds bytes read from the socket that have not been returned yet.
     var hasBufferedBytes: Bool { SSL_has_pending(ssl) == 1 }
 

@@ -61,9 +61,13 @@ public final class TLSContext: @unchecked Sendable {
                 throw TLSError(code: .configuration, message: "cannot set ALPN protocols: \(OpenSSLErrors.drain())")
             }
         case .server:
-            if configuration.certificateVerification == .full {
+            switch configuration.certificateVerification {
+            case .full:
                 SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
-            } else {
+            case .requestClientCertificate:
+                // Ask for a certificate; whatever the chain check finds, the handshake goes on.
+                SSL_CTX_set_verify(context, SSL_VERIFY_PEER) { _, _ in 1 }
+            case .none:
                 SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
             }
             if alpnCount > 0 {

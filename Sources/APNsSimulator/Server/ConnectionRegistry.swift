@@ -2,8 +2,9 @@ import Foundation
 import HTTP2
 import Synchronization
 
-/// One HTTP/2 connection's simulator state: its provider-token state (bound team and key, token
-/// in use, verified tokens), its request count, and whether its stream limit has been raised.
+/// One HTTP/2 connection's simulator state: how it authenticates (provider tokens, or the client
+/// certificate of its TLS handshake), its provider-token state (bound team and key, token in use,
+/// verified tokens), its request count, and whether its stream limit has been raised.
 final class SimulatorConnection: Sendable {
     private struct State: Sendable {
         var authentication = ConnectionAuthentication()
@@ -14,12 +15,14 @@ final class SimulatorConnection: Sendable {
     let id: Int
     /// Weak: the simulator must not keep a closed connection's session alive.
     weak let handle: HTTP2ServerConnection?
+    let credentials: ConnectionCredentials
     private let state = Mutex(State())
     private let streamLimitRaised = Atomic<Bool>(false)
 
     init(handle: HTTP2ServerConnection) {
         self.id = handle.id
         self.handle = handle
+        self.credentials = ConnectionCredentials(handle.peerCertificate)
     }
 
     /// Counts a request and, when `authenticate` is set, checks its provider token.

@@ -15,6 +15,8 @@ final class SimulatorCore: Sendable {
     private let verifier: ProviderTokenVerifier
     private let rules: ProviderTokenRules
     private let maxConcurrentStreams: Int
+    /// The environment played, for environment-bound keys and certificates; nil: either.
+    private let environment: APNSEnvironment?
     let wallClock: @Sendable () -> Date
     private let sleep: @Sendable (Duration) async throws -> Void
     private let logger: Logger
@@ -38,6 +40,7 @@ final class SimulatorCore: Sendable {
         )
         self.rules = configuration.providerTokenRules
         self.maxConcurrentStreams = configuration.maxConcurrentStreams
+        self.environment = configuration.environment
         self.wallClock = configuration.wallClock
         self.sleep = configuration.sleep
         self.logger = configuration.logger
@@ -47,22 +50,41 @@ final class SimulatorCore: Sendable {
     func respond(to request: HTTP2ServerRequest, listener: Int) async -> HTTP2ServerResponse {
         let now = wallClock()
         let connection = connections.connection(for: request.connection, listener: listener)
-        let input = SimulatorRequest(
+        var input = SimulatorRequest(
             method: request.method,
             path: request.path,
             headers: request.headers,
             body: request.body
         )
         let route = SimulatorRoute(path: input.path)
+        let credentials = certificateCheck(&input, route: route, connection: connection)
         let response: HTTP2ServerResponse
         let effects: FaultEffects
         switch route {
         case .device(let token):
-            (response, effects) = device(input, token: token, connection: connection, now: now)
+            (response, effects) = device(
+                input,
+                token: token,
+                connection: connection,
+                credentials: credentials,
+                now: now
+            )
         case .broadcast(let bundleID):
-            (response, effects) = broadcast(input, bundleID: bundleID, connection: connection, now: now)
+            (response, effects) = broadcast(
+                input,
+                bundleID: bundleID,
+                connection: connection,
+                credentials: credentials,
+                now: now
+            )
         case .channels, .allChannels:
-            (response, effects) = channel(input, route: route, connection: connection, now: now)
+            (response, effects) = channel(
+                input,
+                route: route,
+                connection: connection,
+                credentials: credentials,
+                now: now
+            )
         case .unknown:
             let (stream, _) = connection.beginRequest(
                 authorization: nil,
@@ -103,23 +125,78 @@ final class SimulatorCore: Sendable {
         return response
     }
 
-    /// The steps every route shares: the route's early header checks, then the provider token
-    /// (only when those passed), then the route's own checks (only when both passed).
+    /// How a request's connection authenticates it: by provider token, or by its certificate,
+    /// which has already been checked (then `rejection` says what it refused).
+    private struct CredentialCheck {
+        var usesToken: Bool
+        var rejection: SimulatorRejection?
+    }
+
+    /// On a certificate-based connection: the certificate's verdict for this request, and the
+    /// bundle ID added as `apns-topic` to a device push that names none (single-topic
+    /// certificates, APNS.md §2.2). Broadcasts and channel requests name their app in the path,
+    /// which must be one of the certificate's topics (403 `TopicMismatch`).
+    private func certificateCheck(
+        _ request: inout SimulatorRequest,
+        route: SimulatorRoute,
+        connection: SimulatorConnection
+    ) -> CredentialCheck {
+        switch connection.credentials {
+        case .providerToken:
+            return CredentialCheck(usesToken: true)
+        case .unusableCertificate:
+            return CredentialCheck(usesToken: false, rejection: .forbidden(.badCertificate))
+        case .certificate(let identity):
+            let pathApp: String?
+            switch route {
+            case .device: pathApp = nil
+            case .broadcast(let bundleID): pathApp = bundleID
+            case .channels(let bundleID), .allChannels(let bundleID): pathApp = bundleID
+            case .unknown: return CredentialCheck(usesToken: false)
+            }
+            if let pathApp {
+                switch identity.topic(for: nil, environment: environment) {
+                case .failure(let rejection) where rejection.status == 403:
+                    return CredentialCheck(usesToken: false, rejection: rejection)
+                default:
+                    let allowed = identity.topics.contains(pathApp)
+                    return CredentialCheck(usesToken: false, rejection: allowed ? nil : .forbidden(.topicMismatch))
+                }
+            }
+            switch identity.topic(for: request.header("apns-topic"), environment: environment) {
+            case .success(let topic):
+                if request.header("apns-topic") == nil {
+                    var headers = request.headers
+                    headers.add(name: "apns-topic", value: topic)
+                    request.headers = headers
+                }
+                return CredentialCheck(usesToken: false)
+            case .failure(let rejection):
+                return CredentialCheck(usesToken: false, rejection: rejection)
+            }
+        }
+    }
+
+    /// The steps every route shares: the route's early header checks, then the credentials — the
+    /// provider token, or the connection's certificate — (only when those passed), then the
+    /// route's own checks (only when both passed).
     private func admit<Checked>(
         _ request: SimulatorRequest,
         connection: SimulatorConnection,
+        credentials: CredentialCheck,
         now: Date,
         early: SimulatorRejection?,
         then check: () -> Result<Checked, SimulatorRejection>
     ) -> (stream: Int, authentication: AuthenticationResult?, checked: Checked?, rejection: SimulatorRejection?) {
         let (stream, authentication) = connection.beginRequest(
             authorization: request.header("authorization"),
-            authenticate: early == nil,
+            authenticate: early == nil && credentials.usesToken,
             now: now,
             rules: rules,
             verifier: verifier
         )
-        guard let rejection = early ?? authentication?.rejection else {
+        let credentialRejection = credentials.usesToken ? authentication?.rejection : credentials.rejection
+        guard let rejection = early ?? credentialRejection else {
             switch check() {
             case .success(let checked): return (stream, authentication, checked, nil)
             case .failure(let refusal): return (stream, authentication, nil, refusal)
@@ -139,11 +216,13 @@ final class SimulatorCore: Sendable {
         _ request: SimulatorRequest,
         token: String,
         connection: SimulatorConnection,
+        credentials: CredentialCheck,
         now: Date
     ) -> (HTTP2ServerResponse, FaultEffects) {
         let (stream, authentication, push, rejection) = admit(
             request,
             connection: connection,
+            credentials: credentials,
             now: now,
             early: devices.checkRequest(request, token: token)
         ) { devices.checkNotification(request, token: token) }
@@ -194,11 +273,13 @@ final class SimulatorCore: Sendable {
         _ request: SimulatorRequest,
         bundleID: String,
         connection: SimulatorConnection,
+        credentials: CredentialCheck,
         now: Date
     ) -> (HTTP2ServerResponse, FaultEffects) {
         let (stream, authentication, push, rejection) = admit(
             request,
             connection: connection,
+            credentials: credentials,
             now: now,
             early: broadcasts.checkRequest(request)
         ) { broadcasts.checkBroadcast(request, bundleID: bundleID) }
@@ -233,11 +314,13 @@ final class SimulatorCore: Sendable {
         _ request: SimulatorRequest,
         route: SimulatorRoute,
         connection: SimulatorConnection,
+        credentials: CredentialCheck,
         now: Date
     ) -> (HTTP2ServerResponse, FaultEffects) {
         let (stream, _, checked, rejection) = admit(
             request,
             connection: connection,
+            credentials: credentials,
             now: now,
             early: channelRequests.checkRequest(request, route: route)
         ) { channelRequests.checkOperation(request, route: route) }
