@@ -130,15 +130,20 @@ echo "== fault: stop the sink mid-load, then start it again"
 wrk -t1 -c16 -d8s -s "$work/post.lua" "http://127.0.0.1:$relay_port" >"$work/fault-wrk.log" 2>&1 &
 wrk_pid=$!
 sleep 2
-post() { curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Encoding: aes128gcm' --data-binary x \
-  "http://127.0.0.1:$relay_port/push/$token/fault"; }
+# The status code; the response headers go to $work/fault-headers.
+post() { curl -s -o /dev/null -D "$work/fault-headers" -w '%{http_code}' -X POST -H 'Content-Encoding: aes128gcm' \
+  --data-binary x "http://127.0.0.1:$relay_port/push/$token/fault"; }
 kill "$sink_pid"; wait "$sink_pid" 2>/dev/null || true; sink_pid=
 stopped=$(date +%s.%N)
 first503=""
 while :; do
   code=$(post)
   now=$(date +%s.%N)
-  [ "$code" = 503 ] && { first503=$(awk -v a="$now" -v b="$stopped" 'BEGIN {printf "%.3f", a-b}'); break; }
+  if [ "$code" = 503 ]; then
+    first503=$(awk -v a="$now" -v b="$stopped" 'BEGIN {printf "%.3f", a-b}')
+    retry_after=$(awk -F': *' 'tolower($1) == "retry-after" {gsub(/\r/, "", $2); print $2}' "$work/fault-headers")
+    break
+  fi
   awk -v a="$now" -v b="$stopped" 'BEGIN {exit !(a-b > 5)}' && break
   sleep 0.02
 done
@@ -158,4 +163,4 @@ for _ in $(seq 500); do
   sleep 0.02
 done
 wait "$wrk_pid" || true
-echo "relay-load: fault first_503_after_s=${first503:-never} accepted_while_down=$accepted_while_down/$checked first_202_after_restart_s=${first202:-never}"
+echo "relay-load: fault first_503_after_s=${first503:-never} retry_after=${retry_after:-missing} accepted_while_down=$accepted_while_down/$checked first_202_after_restart_s=${first202:-never}"
