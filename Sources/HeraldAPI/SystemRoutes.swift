@@ -16,6 +16,10 @@ public struct SystemRoutes: Sendable {
     public var metrics: MetricsRegistry
     /// How long one readiness check may take before it counts as failed.
     public var checkTimeout: Duration
+    /// Run before `/metrics` renders, to bring sampled gauges up to date (the job queue's depth);
+    /// each may take ``metricsRefreshTimeout`` at most, after which the last values are shown.
+    public var metricsRefreshers: [@Sendable () async -> Void] = []
+    public var metricsRefreshTimeout: Duration = .seconds(1)
 
     public init(checks: [any ReadinessCheck], metrics: MetricsRegistry = .shared, checkTimeout: Duration = .seconds(2))
     {
@@ -29,8 +33,15 @@ public struct SystemRoutes: Sendable {
         router.head("/") { _ in HTTPResponse(status: 200) }
         router.get("/healthz") { _ in .json(["status": "ok"]) }
         router.get("/readyz") { _ in await readiness() }
-        router.get("/metrics") { [metrics] _ in
-            .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        router.get("/metrics") { [metrics, metricsRefreshers, metricsRefreshTimeout] _ in
+            if !metricsRefreshers.isEmpty {
+                await withTaskGroup(of: Void.self) { group in
+                    for refresh in metricsRefreshers {
+                        group.addTask { try? await Self.withTimeout(metricsRefreshTimeout) { await refresh() } }
+                    }
+                }
+            }
+            return .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
     }
 
@@ -77,18 +88,33 @@ public struct SystemRoutes: Sendable {
     }
 
     static func withTimeout(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws {
-        try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
+        // `body` runs in a task of its own, not a child: a task group would wait for a body that
+        // ignores cancellation (a query stuck in the database driver) past the timeout.
+        let (outcomes, input) = AsyncStream<Result<Void, any Error>?>.makeStream()
+        let work = Task {
+            do {
                 try await body()
-                return true
+                input.yield(.success(()))
+            } catch {
+                input.yield(.failure(error))
             }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return false
-            }
-            let finished = try await group.next() ?? false
-            group.cancelAll()
-            if !finished { throw TimeoutError(timeout: timeout) }
+        }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            input.yield(nil)
+        }
+        var iterator = outcomes.makeAsyncIterator()
+        let first = await iterator.next() ?? nil
+        input.finish()
+        timer.cancel()
+        switch first {
+        case .success?:
+            return
+        case .failure(let error)?:
+            throw error
+        case nil:
+            work.cancel()
+            throw TimeoutError(timeout: timeout)
         }
     }
 }

@@ -51,8 +51,11 @@ public final class JobWorker: Service {
     private let inFlight = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     /// When the queue-depth gauges were last sampled (milliseconds since 1970); counting every
-    /// status reads the whole table, so it happens at most once a minute.
+    /// status reads the whole table, so maintenance does it once a minute, and a scrape of
+    /// `/metrics` (``refreshQueueGauges(olderThan:)``) at most as often as it is asked to.
     private let depthSampledAt = Atomic<Int64>(0)
+    /// A sample is being taken: concurrent scrapes do not start another.
+    private let sampling = Atomic<Bool>(false)
 
     /// An outcome waiting for the recorder, and the job task waiting for it to be written.
     private struct Submitted {
@@ -299,17 +302,38 @@ public final class JobWorker: Service {
             let now = queue.clock.now()
             let pruned = try await queue.prune(finishedBefore: now.addingTimeInterval(-configuration.retention))
             if pruned > 0 { logger.debug("pruned finished jobs", metadata: ["count": .int(pruned)]) }
-            let nowMilliseconds = Int64(now.timeIntervalSince1970 * 1000)
-            guard nowMilliseconds - depthSampledAt.load(ordering: .relaxed) >= 60_000 else { return }
-            depthSampledAt.store(nowMilliseconds, ordering: .relaxed)
-            let summary = try await queue.summary()
-            for status in JobStatus.allCases {
-                queue.metrics.depth.set(Double(summary.count(status)), labels: [("status", status.rawValue)])
-            }
-            queue.metrics.oldestDueAge.set(summary.oldestDue.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+            try await sampleQueueGauges(olderThan: .seconds(60))
         } catch {
             logger.error("job queue maintenance failed", metadata: ["error": .string("\(error)")])
         }
+    }
+
+    /// Samples the queue-depth and oldest-due gauges unless a sample is younger than `maxAge`
+    /// (or being taken): for `/metrics`, so that a scrape sees the queue as it is without every
+    /// scrape counting the table. Failures are logged; the gauges keep their last values.
+    public func refreshQueueGauges(olderThan maxAge: Duration) async {
+        do {
+            try await sampleQueueGauges(olderThan: maxAge)
+        } catch {
+            logger.warning("sampling the job queue gauges failed", metadata: ["error": .string("\(error)")])
+        }
+    }
+
+    private func sampleQueueGauges(olderThan maxAge: Duration) async throws {
+        let now = queue.clock.now()
+        let nowMilliseconds = Int64(now.timeIntervalSince1970 * 1000)
+        let (seconds, attoseconds) = maxAge.components
+        let maxAgeMilliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        guard nowMilliseconds - depthSampledAt.load(ordering: .relaxed) >= maxAgeMilliseconds,
+            sampling.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
+        else { return }
+        defer { sampling.store(false, ordering: .releasing) }
+        let summary = try await queue.summary()
+        for status in JobStatus.allCases {
+            queue.metrics.depth.set(Double(summary.count(status)), labels: [("status", status.rawValue)])
+        }
+        queue.metrics.oldestDueAge.set(summary.oldestDue.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+        depthSampledAt.store(nowMilliseconds, ordering: .relaxed)
     }
 
     /// One pass for tests and tools: recovers expired leases, then claims and runs every due job

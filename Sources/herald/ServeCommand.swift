@@ -163,7 +163,10 @@ enum ServeCommand {
             var router = Router()
             var checks: [any ReadinessCheck] = [DatabaseReadiness(database: database)]
             if apns != nil { checks.append(APNsReadiness(clients: clients)) }
-            SystemRoutes(checks: checks).register(on: &router)
+            var system = SystemRoutes(checks: checks)
+            // A scrape sees the job queue as it is, counted at most every 10 s.
+            system.metricsRefreshers = [{ await worker.refreshQueueGauges(olderThan: .seconds(10)) }]
+            system.register(on: &router)
             relay?.service.register(on: &router)
             NotificationRoutes(service: notifications, keys: apiKeys).register(on: &router)
             simulator?.simulator.control.register(on: &router, prefix: "/simulator")

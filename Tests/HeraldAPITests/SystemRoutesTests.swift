@@ -3,6 +3,7 @@ import HTTPServer
 import HeraldAPI
 import HeraldCore
 import Storage
+import Synchronization
 import Testing
 
 @Suite struct SystemRoutesTests {
@@ -18,6 +19,39 @@ import Testing
     struct HangingCheck: ReadinessCheck {
         let name = "slow"
         func check() async throws { try await Task.sleep(for: .seconds(60)) }
+    }
+
+    /// Waits, deaf to cancellation, until the test lets it go (as a call stuck in a C driver does).
+    final class Gate: Sendable {
+        private let waiting = Mutex<[CheckedContinuation<Void, Never>]>([])
+        private let opened = Mutex(false)
+
+        func wait() async {
+            await withCheckedContinuation { continuation in
+                let wait = opened.withLock { opened in
+                    if !opened { waiting.withLock { $0.append(continuation) } }
+                    return !opened
+                }
+                if !wait { continuation.resume() }
+            }
+        }
+
+        func open() {
+            let waiters = opened.withLock { opened in
+                opened = true
+                return waiting.withLock { waiting in
+                    defer { waiting = [] }
+                    return waiting
+                }
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    struct StuckCheck: ReadinessCheck {
+        let name = "stuck"
+        let gate: Gate
+        func check() async throws { await gate.wait() }
     }
 
     func router(checks: [any ReadinessCheck], metrics: MetricsRegistry = MetricsRegistry()) -> Router {
@@ -80,5 +114,32 @@ import Testing
         #expect(response.status == 200)
         #expect(response.headers["Content-Type"]?.hasPrefix("text/plain; version=0.0.4") == true)
         #expect(String(decoding: response.body, as: UTF8.self).contains("herald_test_total 1\n"))
+    }
+
+    @Test("a check that ignores cancellation still answers within the timeout")
+    func stuckCheckTimesOut() async throws {
+        let gate = Gate()
+        defer { gate.open() }
+        let response = try await router(checks: [StuckCheck(gate: gate)])
+            .respond(to: HTTPRequest(method: "GET", path: "/readyz"))
+        #expect(response.status == 503)
+        let checks = try #require(try json(response)["checks"] as? [String: [String: Any]])
+        #expect((checks["stuck"]?["error"] as? String)?.hasPrefix("no answer within") == true)
+    }
+
+    @Test("/metrics runs its refreshers first, and renders without one that does not finish")
+    func metricsRefreshers() async throws {
+        let metrics = MetricsRegistry()
+        let depth = metrics.gauge("herald_test_depth", help: "A sampled gauge.")
+        let gate = Gate()
+        defer { gate.open() }
+        var routes = SystemRoutes(checks: [], metrics: metrics)
+        routes.metricsRefreshTimeout = .milliseconds(200)
+        routes.metricsRefreshers = [{ depth.set(42) }, { await gate.wait() }]
+        var router = Router()
+        routes.register(on: &router)
+        let response = try await router.respond(to: HTTPRequest(method: "GET", path: "/metrics"))
+        #expect(response.status == 200)
+        #expect(String(decoding: response.body, as: UTF8.self).contains("herald_test_depth 42\n"))
     }
 }

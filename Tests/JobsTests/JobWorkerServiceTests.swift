@@ -100,3 +100,36 @@ struct JobWorkerServiceTests {
         await test.remove()
     }
 }
+
+@Suite("Job queue gauges")
+struct JobQueueGaugeTests {
+    @Test("a scrape refreshes the depth gauges, at most as often as it asks", arguments: Backend.allCases)
+    func refreshedOnScrape(backend: Backend) async throws {
+        try await withDatabase(backend, poolSize: 2) { db, _ in
+            try await Migrator.migrate(db, HeraldMigrations.all, logger: jobTestLogger)
+            let clock = ManualClock()
+            let metrics = MetricsRegistry()
+            let queue = JobQueue(database: db, handlers: JobHandlers(), clock: clock, metrics: metrics)
+            let worker = JobWorker(
+                queue: queue,
+                configuration: JobWorkerConfiguration(),
+                owner: "a",
+                logger: jobTestLogger
+            )
+            func depth() -> Double? { metrics.value("herald_jobs_queue_depth", labels: [("status", "pending")]) }
+
+            for _ in 0..<3 { try await queue.enqueue(NewJob(kind: "k", dueAt: clock.now().addingTimeInterval(-30))) }
+            await worker.refreshQueueGauges(olderThan: .seconds(10))
+            #expect(depth() == 3)
+            #expect(metrics.value("herald_jobs_oldest_due_age_seconds") == 30)
+
+            for _ in 0..<2 { try await queue.enqueue(NewJob(kind: "k")) }
+            clock.advance(5)
+            await worker.refreshQueueGauges(olderThan: .seconds(10))
+            #expect(depth() == 3, "a sample 5 s old is fresh enough")
+            clock.advance(5)
+            await worker.refreshQueueGauges(olderThan: .seconds(10))
+            #expect(depth() == 5)
+        }
+    }
+}
