@@ -87,6 +87,14 @@ final class ServerSession: ChannelHandler, @unchecked Sendable {
 
     func goAway(lastStreamID: Int?, errorCode: HTTP2ErrorCode, debugData: [UInt8], closeImmediately: Bool) {
         guard !closed, let nghttp2 else { return }
+        if goingAway, lastStreamID == nil, errorCode == .noError, debugData.isEmpty {
+            // A GOAWAY already went out, perhaps with a reason (the APNs simulator's `Shutdown`);
+            // the server's plain one at shutdown would only replace it at the client.
+            if closeImmediately { closeAfterWrite = true }
+            flushSession()
+            closeIfDone()
+            return
+        }
         let last = lastStreamID.map { Int32(clamping: $0) } ?? nghttp2_session_get_last_proc_stream_id(nghttp2.pointer)
         debugData.withUnsafeBufferPointer { data in
             _ = nghttp2_submit_goaway(

@@ -274,6 +274,36 @@ struct HTTP2ConnectionTests {
         }
     }
 
+    @Test("a GOAWAY with a reason is not replaced by the server's plain one at graceful shutdown")
+    func goAwayReasonSurvivesShutdown() async throws {
+        let metrics = MetricsRegistry()
+        let release = AsyncStream<Void>.makeStream()
+        let handler: HTTP2Server.Handler = { request in
+            request.connection.goAway(debugData: #"{"reason":"Shutdown"}"#)
+            for await _ in release.stream {}
+            return HTTP2ServerResponse(status: 200)
+        }
+        try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
+            var configuration = clientConfiguration()
+            configuration.metrics = metrics
+            let connection = try await HTTP2ClientConnection.connect(
+                host: "localhost",
+                port: server.port,
+                tls: try certificates.clientContext(),
+                configuration: configuration
+            )
+            async let response = connection.send(HTTP2Request(path: "/held"))
+            #expect(try await eventually { connection.status.goAway != nil })
+            // The stream is still open: the server's own GOAWAY would reach the client first.
+            server.triggerGracefulShutdown()
+            try await Task.sleep(for: .milliseconds(100))
+            release.continuation.finish()
+            #expect(try await response.status == 200)
+            #expect(connection.status.goAway?.reason == "Shutdown")
+            #expect(metrics.value("herald_http2_client_goaways_total", labels: [("error_code", "NO_ERROR")]) == 1)
+        }
+    }
+
     @Test("a server that does not select h2 via ALPN is a clear error")
     func alpnMismatch() async throws {
         try await withServer(
