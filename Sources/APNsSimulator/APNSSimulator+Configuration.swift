@@ -45,6 +45,10 @@ extension APNSSimulator {
         public var initialMaxConcurrentStreams = 1
         /// SETTINGS_MAX_CONCURRENT_STREAMS after it. APNs has been seen sending 1000.
         public var maxConcurrentStreams = 1000
+        /// After a refused device push or broadcast, lower the connection's
+        /// SETTINGS_MAX_CONCURRENT_STREAMS to this until its next success, as APNs has been seen to
+        /// do (APNS.md, rdar 27870881); nil (the default) keeps the limit.
+        public var streamLimitAfterRejection: Int?
         /// Deliveries kept for `GET /deliveries`; the oldest go first.
         public var deliveryCapacity = 10_000
         /// Channels per app. APNs: 10,000 per environment.

@@ -48,6 +48,12 @@ public enum APNSSimulatorCommandLine {
                 value: "N",
                 help: "Streams per connection after its first success (default 1000)."
             ),
+            .init(
+                "streams-after-rejection",
+                value: "N",
+                help: "Lower a connection's stream limit to N after a refused push, until its next success, "
+                    + "as APNs has been seen to do (default: keep it)."
+            ),
         ]
     )
 
@@ -76,6 +82,12 @@ public enum APNSSimulatorCommandLine {
                 throw UsageError("--max-concurrent-streams \(text) is not a number from 1 to 100000")
             }
             configuration.maxConcurrentStreams = value
+        }
+        if let text = parsed.value("streams-after-rejection") {
+            guard let value = Int(text), (1...100_000).contains(value) else {
+                throw UsageError("--streams-after-rejection \(text) is not a number from 1 to 100000")
+            }
+            configuration.streamLimitAfterRejection = value
         }
         switch (parsed.value("tls-cert"), parsed.value("tls-key")) {
         case (nil, nil):

@@ -29,6 +29,61 @@ import Testing
         }
     }
 
+    @Test(
+        "with streamLimitAfterRejection, a refused push lowers the limit until the next success",
+        arguments: [nil, 1] as [Int?]
+    )
+    func rejectionLowersTheLimit(lowered: Int?) async throws {
+        try await withSimulator(configure: {
+            $0.maxConcurrentStreams = 250
+            $0.streamLimitAfterRejection = lowered
+        }) { fixture in
+            let connection = try await fixture.connect()
+            let jwt = try fixture.jwt()
+            #expect(try await connection.send(fixture.devicePush(jwt: jwt)).status == 200)
+            #expect(connection.status.maxConcurrentStreams == 250)
+            let refused = try await connection.send(fixture.devicePush(token: "abcd", jwt: jwt))
+            #expect(refused.reason == "BadDeviceToken")
+            #expect(connection.status.maxConcurrentStreams == (lowered ?? 250))
+            _ = try await connection.send(fixture.devicePush(token: "abcd", jwt: jwt))
+            #expect(connection.status.maxConcurrentStreams == (lowered ?? 250))
+            #expect(try await connection.send(fixture.devicePush(jwt: jwt)).status == 200)
+            #expect(connection.status.maxConcurrentStreams == 250)
+            await connection.close()
+        }
+    }
+
+    @Test("Herald's client keeps sending while refusals drop the limit to 1: each push answered once")
+    func clientUnderLoweredLimits() async throws {
+        try await withSimulator(configure: { $0.streamLimitAfterRejection = 1 }) { fixture in
+            let (client, pool) = fixture.makeClient()
+            let refusedToken = String(repeating: "cd", count: 32)
+            _ = fixture.simulator.addFault(
+                APNSSimulatorFault(.respond(status: 400, reason: .badDeviceToken), token: refusedToken)
+            )
+            let results = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
+                for index in 0..<300 {
+                    group.addTask {
+                        let token = index % 10 == 9 ? refusedToken : SimulatorFixture.token
+                        let request = APNSRequest(
+                            deviceToken: token,
+                            pushType: .alert,
+                            topic: .bundleID(SimulatorFixture.bundleID),
+                            payload: Array(#"{"aps":{"alert":"x"}}"#.utf8)
+                        )
+                        return (index, try await client.send(request).answer.status)
+                    }
+                }
+                return try await group.reduce(into: [Int: Int]()) { $0[$1.0] = $1.1 }
+            }
+            #expect(results.count == 300)
+            #expect(results.filter { $0.value == 200 }.count == 270)
+            #expect(results.filter { $0.value == 400 }.allSatisfy { $0.key % 10 == 9 })
+            #expect(fixture.simulator.deliveries(.init(status: 200)).count == 270)
+            await pool.shutdown()
+        }
+    }
+
     @Test func aStreamAboveTheLimitIsRefused() async throws {
         try await withSimulator { fixture in
             let raw = try await RawFrameConnection.connect(port: try #require(fixture.simulator.cleartextPort))

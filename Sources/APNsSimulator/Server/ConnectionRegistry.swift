@@ -18,6 +18,7 @@ final class SimulatorConnection: Sendable {
     let credentials: ConnectionCredentials
     private let state = Mutex(State())
     private let streamLimitRaised = Atomic<Bool>(false)
+    private let streamLimitLowered = Atomic<Bool>(false)
 
     init(handle: HTTP2ServerConnection) {
         self.id = handle.id
@@ -53,6 +54,19 @@ final class SimulatorConnection: Sendable {
     func claimFirstSuccess() -> Bool {
         guard !streamLimitRaised.load(ordering: .relaxed) else { return false }
         return streamLimitRaised.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged
+    }
+
+    /// True when a rejection should lower the stream limit: the limit was raised and is not
+    /// lowered already.
+    func claimLowering() -> Bool {
+        guard streamLimitRaised.load(ordering: .relaxed) else { return false }
+        return streamLimitLowered.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged
+    }
+
+    /// True when a success should restore a lowered stream limit.
+    func claimRestoring() -> Bool {
+        guard streamLimitLowered.load(ordering: .relaxed) else { return false }
+        return streamLimitLowered.compareExchange(expected: true, desired: false, ordering: .relaxed).exchanged
     }
 
     /// Distinct provider tokens verified on this connection so far.

@@ -15,6 +15,7 @@ final class SimulatorCore: Sendable {
     private let verifier: ProviderTokenVerifier
     private let rules: ProviderTokenRules
     private let maxConcurrentStreams: Int
+    private let streamLimitAfterRejection: Int?
     /// The environment played, for environment-bound keys and certificates; nil: either.
     private let environment: APNSEnvironment?
     let wallClock: @Sendable () -> Date
@@ -40,6 +41,7 @@ final class SimulatorCore: Sendable {
         )
         self.rules = configuration.providerTokenRules
         self.maxConcurrentStreams = configuration.maxConcurrentStreams
+        self.streamLimitAfterRejection = configuration.streamLimitAfterRejection
         self.environment = configuration.environment
         self.wallClock = configuration.wallClock
         self.sleep = configuration.sleep
@@ -112,9 +114,15 @@ final class SimulatorCore: Sendable {
             request.connection.closeAbruptly()
             return .reset(.cancel)
         }
-        if (200..<300).contains(response.status), connection.claimFirstSuccess() {
-            // Sent before the response: the client sees the higher limit when its request completes.
-            request.connection.setMaxConcurrentStreams(maxConcurrentStreams)
+        if (200..<300).contains(response.status) {
+            if connection.claimFirstSuccess() || connection.claimRestoring() {
+                // Sent before the response: the client sees the higher limit when its request completes.
+                request.connection.setMaxConcurrentStreams(maxConcurrentStreams)
+            }
+        } else if let lowered = streamLimitAfterRejection, response.status >= 400, route.isPush,
+            connection.claimLowering()
+        {
+            request.connection.setMaxConcurrentStreams(lowered)
         }
         if let goAway = effects.goAway {
             request.connection.goAway(

@@ -98,6 +98,14 @@ enum SimulatorRoute: Sendable, Hashable {
     /// Anything else: 404 `BadPath`.
     case unknown
 
+    /// A device push or a broadcast (not channel management).
+    var isPush: Bool {
+        switch self {
+        case .device, .broadcast: true
+        case .channels, .allChannels, .unknown: false
+        }
+    }
+
     init(path: String) {
         if path == "/3/device" {
             self = .device(token: "")
