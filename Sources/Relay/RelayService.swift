@@ -6,7 +6,7 @@ public import HeraldCore
 import Synchronization
 
 /// The Mastodon WebPush → APNs relay (RELAY.md): the `/push/{device_token}/{id}` route, and the
-/// service that delivers accepted pushes in the background.
+/// service whose `run()` lasts until shutdown, when it waits for the accepted pushes' answers.
 ///
 /// A push is answered 202 as soon as it is handed to a live APNs connection; APNs' answer is only
 /// logged and counted. When no connection can be had for the environment, the answer is 503 with
