@@ -49,6 +49,10 @@ extension APNSSimulator {
         /// SETTINGS_MAX_CONCURRENT_STREAMS to this until its next success, as APNs has been seen to
         /// do (APNS.md, rdar 27870881); nil (the default) keeps the limit.
         public var streamLimitAfterRejection: Int?
+        /// Send GOAWAY `{"reason":"IdleTimeout"}` to a connection that has had neither a request nor
+        /// a PING for this long (checked about every quarter of it, at most every second); nil (the
+        /// default) never. APNs drops idle connections after a time it does not publish.
+        public var idleTimeout: Duration?
         /// Deliveries kept for `GET /deliveries`; the oldest go first.
         public var deliveryCapacity = 10_000
         /// Channels per app. APNs: 10,000 per environment.

@@ -5,6 +5,7 @@ import HTTPServer
 public import HeraldCore
 import HeraldCrypto
 import HeraldIO
+import Synchronization
 
 /// A validating APNs-compatible server: HTTP/2 over TLS (nghttp2) that answers device pushes,
 /// broadcasts and channel management with Apple's statuses and reasons, records what it received,
@@ -51,6 +52,7 @@ public final class APNSSimulator: Service {
     private let cleartextServer: HTTP2Server?
     private let controlServer: HTTPServer?
     private let removesCAFile: Bool
+    private let stopping = Atomic(false)
 
     /// Binds the listeners (the control API binds when ``run()`` starts) and, for a generated
     /// certificate, writes it to its file.
@@ -208,12 +210,31 @@ public final class APNSSimulator: Service {
             group.addTask { try await server.run() }
             if let cleartextServer { group.addTask { try await cleartextServer.run() } }
             if let controlServer { group.addTask { try await controlServer.run() } }
+            if let idleTimeout = configuration.idleTimeout {
+                group.addTask { [self] in await closeIdleConnections(after: idleTimeout) }
+            }
+        }
+    }
+
+    /// Sends GOAWAY `IdleTimeout` to connections idle for `timeout`, until shutdown.
+    private func closeIdleConnections(after timeout: Duration) async {
+        let nanoseconds =
+            UInt64(max(0, timeout.components.seconds)) * 1_000_000_000
+            + UInt64(max(0, timeout.components.attoseconds) / 1_000_000_000)
+        let interval = min(timeout / 4, .seconds(1))
+        while !stopping.load(ordering: .relaxed), !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            for connection in core.connections.newlyIdle(timeout: nanoseconds) {
+                configuration.logger.debug("closing an idle connection", metadata: ["connection": .int(connection.id)])
+                connection.goAway(debugData: #"{"reason":"IdleTimeout"}"#)
+            }
         }
     }
 
     /// Sends GOAWAY `{"reason":"Shutdown"}` on every connection, stops accepting, and lets
     /// ``run()`` return once the connections have answered their open streams.
     public func triggerGracefulShutdown() {
+        stopping.store(true, ordering: .relaxed)
         for connection in core.connections.live() {
             connection.goAway(debugData: #"{"reason":"Shutdown"}"#)
         }

@@ -49,6 +49,11 @@ public enum APNSSimulatorCommandLine {
                 help: "Streams per connection after its first success (default 1000)."
             ),
             .init(
+                "idle-timeout",
+                value: "SECONDS",
+                help: "Send GOAWAY IdleTimeout to connections without requests or PINGs for this long (default: never)."
+            ),
+            .init(
                 "streams-after-rejection",
                 value: "N",
                 help: "Lower a connection's stream limit to N after a refused push, until its next success, "
@@ -82,6 +87,12 @@ public enum APNSSimulatorCommandLine {
                 throw UsageError("--max-concurrent-streams \(text) is not a number from 1 to 100000")
             }
             configuration.maxConcurrentStreams = value
+        }
+        if let text = parsed.value("idle-timeout") {
+            guard let value = Double(text), value > 0, value <= 86_400 else {
+                throw UsageError("--idle-timeout \(text) is not a number of seconds from 0 to 86400")
+            }
+            configuration.idleTimeout = .milliseconds(Int64(value * 1000))
         }
         if let text = parsed.value("streams-after-rejection") {
             guard let value = Int(text), (1...100_000).contains(value) else {

@@ -252,7 +252,7 @@ import Testing
             "--host", "0.0.0.0", "--port", "0", "--control-port", "9000", "--cleartext-port", "9001",
             "--key", "KEYAAAAAA1:\(publicFile)", "--key", "KEYBBBBBB2@sandbox:\(privateFile)", "--team", "TEAMAAAAA1",
             "--topic", "com.a", "--topic", "com.b", "--max-concurrent-streams", "500", "--environment", "production",
-            "--streams-after-rejection", "1",
+            "--streams-after-rejection", "1", "--idle-timeout", "1.5",
         ])
         let options = try APNSSimulatorCommandLine.options(parsed)
         #expect(options.generatedKey == nil)
@@ -269,6 +269,7 @@ import Testing
         #expect(configuration.topics == ["com.a", "com.b"])
         #expect(configuration.maxConcurrentStreams == 500)
         #expect(configuration.streamLimitAfterRejection == 1)
+        #expect(configuration.idleTimeout == .milliseconds(1500))
         let inline = try APNSSimulatorKey.parse("KEYCCCCCC3:\(privateKey.publicKey.pemRepresentation)")
         #expect(inline.publicKey == privateKey.publicKey)
     }
@@ -278,7 +279,8 @@ import Testing
             ["--port", "70000"], ["--tls-cert", "/nonexistent"], ["--key", "NOCOLON"],
             ["--key", "K:/nonexistent/file"],
             ["--topic", "not a bundle"], ["extra"], ["--max-concurrent-streams", "0"], ["--team", "lower"],
-            ["--environment", "staging"], ["--streams-after-rejection", "0"], ["--key", "K@staging:/nonexistent/file"],
+            ["--environment", "staging"], ["--streams-after-rejection", "0"], ["--idle-timeout", "0"],
+            ["--key", "K@staging:/nonexistent/file"],
         ] {
             #expect(throws: UsageError.self, "\(arguments)") {
                 try APNSSimulatorCommandLine.options(APNSSimulatorCommandLine.spec.parse(arguments))

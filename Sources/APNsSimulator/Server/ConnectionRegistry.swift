@@ -19,11 +19,32 @@ final class SimulatorConnection: Sendable {
     private let state = Mutex(State())
     private let streamLimitRaised = Atomic<Bool>(false)
     private let streamLimitLowered = Atomic<Bool>(false)
+    /// When the connection last had a request or a PING (monotonic nanoseconds), and the PINGs
+    /// counted then.
+    private let lastActive: Atomic<UInt64>
+    private let pingsSeen = Atomic<Int>(0)
+    /// Sent GOAWAY `IdleTimeout` already.
+    private let closedForIdleness = Atomic<Bool>(false)
 
     init(handle: HTTP2ServerConnection) {
         self.id = handle.id
         self.handle = handle
         self.credentials = ConnectionCredentials(handle.peerCertificate)
+        self.lastActive = Atomic(Self.monotonicNow())
+    }
+
+    static func monotonicNow() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Whether the connection has had neither a request nor a PING for `timeout` nanoseconds and
+    /// was not told so yet; true once per connection.
+    func claimIdleness(timeout: UInt64, now: UInt64) -> Bool {
+        if let pings = handle?.pingsReceived, pings != pingsSeen.load(ordering: .relaxed) {
+            pingsSeen.store(pings, ordering: .relaxed)
+            lastActive.store(now, ordering: .relaxed)
+            return false
+        }
+        guard now &- lastActive.load(ordering: .relaxed) >= timeout else { return false }
+        return closedForIdleness.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged
     }
 
     /// Counts a request and, when `authenticate` is set, checks its provider token.
@@ -37,7 +58,8 @@ final class SimulatorConnection: Sendable {
         rules: ProviderTokenRules,
         verifier: ProviderTokenVerifier
     ) -> (streamNumber: Int, authentication: AuthenticationResult?) {
-        state.withLock { state in
+        lastActive.store(Self.monotonicNow(), ordering: .relaxed)
+        return state.withLock { state in
             state.requests += 1
             guard authenticate else { return (state.requests, nil) }
             let result = state.authentication.authenticate(
@@ -108,5 +130,17 @@ final class ConnectionRegistry: Sendable {
     /// The connections still open.
     func live() -> [HTTP2ServerConnection] {
         connections.withLock { connections in connections.values.compactMap(\.handle) }
+    }
+
+    /// The open connections idle for `timeout` nanoseconds that were not yet told so.
+    func newlyIdle(timeout: UInt64) -> [HTTP2ServerConnection] {
+        let now = SimulatorConnection.monotonicNow()
+        let candidates = connections.withLock { Array($0.values) }
+        return candidates.compactMap { connection in
+            guard let handle = connection.handle, connection.claimIdleness(timeout: timeout, now: now) else {
+                return nil
+            }
+            return handle
+        }
     }
 }

@@ -1,0 +1,73 @@
+import APNs
+import APNsSimulator
+import Foundation
+import HTTP2
+import HeraldIO
+import Testing
+
+/// `Configuration.idleTimeout`: connections without requests or PINGs get GOAWAY `IdleTimeout`.
+@Suite struct IdleTimeoutTests {
+    /// Waits until `condition` holds, for at most `seconds`: a liveness bound, not a timing check.
+    static func eventually(within seconds: Double = 10, _ condition: () -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return condition()
+    }
+
+    /// The simulator's and the clients' own loop: other tests running meanwhile can keep the
+    /// shared loop busy for a second or more (throughput checks in debug builds), and PINGs
+    /// handled that late would make a pinging connection look idle.
+    let loop = EventLoop(name: "idle-timeout-test")
+
+    func connect(_ fixture: SimulatorFixture, pingInterval: Duration?) async throws -> HTTP2ClientConnection {
+        var tls = TLSConfiguration.makeClient()
+        tls.additionalTrustRootsFile = fixture.simulator.caFile
+        var configuration = HTTP2ClientConnection.Configuration()
+        configuration.pingInterval = pingInterval
+        configuration.eventLoop = loop
+        return try await HTTP2ClientConnection.connect(
+            host: "127.0.0.1",
+            port: fixture.simulator.port,
+            tls: tls,
+            configuration: configuration
+        )
+    }
+
+    @Test func anIdleConnectionGetsGoAwayIdleTimeout() async throws {
+        defer { loop.shutdown() }
+        try await withSimulator(configure: {
+            $0.idleTimeout = .milliseconds(300)
+            $0.eventLoop = loop
+        }) { fixture in
+            let connection = try await connect(fixture, pingInterval: nil)
+            #expect(try await connection.send(fixture.devicePush(jwt: try fixture.jwt())).status == 200)
+            #expect(try await Self.eventually { connection.status.goAway != nil })
+            #expect(connection.status.goAway?.reason == "IdleTimeout")
+            await connection.close()
+        }
+    }
+
+    @Test func pingsKeepAConnectionOpen() async throws {
+        defer { loop.shutdown() }
+        // A PING every 50 ms against a one-second timeout.
+        try await withSimulator(configure: {
+            $0.idleTimeout = .seconds(1)
+            $0.eventLoop = loop
+        }) { fixture in
+            let pinging = try await connect(fixture, pingInterval: .milliseconds(50))
+            let silent = try await connect(fixture, pingInterval: nil)
+            #expect(try await pinging.send(fixture.devicePush(jwt: try fixture.jwt())).status == 200)
+            #expect(try await silent.send(fixture.devicePush(jwt: try fixture.jwt())).status == 200)
+            // By the time the silent connection is told it is idle, the pinging one has been
+            // without requests just as long.
+            #expect(try await Self.eventually { silent.status.goAway != nil })
+            #expect(pinging.status.goAway == nil)
+            #expect(pinging.status.isUsable)
+            await pinging.close()
+            await silent.close()
+        }
+    }
+}
