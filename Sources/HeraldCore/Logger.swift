@@ -1,4 +1,5 @@
 public import Foundation
+import Glibc
 import Synchronization
 
 /// How much a log line matters, in swift-log's order.
@@ -89,8 +90,8 @@ public struct Logger: Sendable {
 
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String, metadata extra: [String: LogValue] = [:]) {
         guard level >= logLevel else { return }
-        var merged = metadata
-        merged.merge(extra) { _, new in new }
+        var merged = extra
+        if !metadata.isEmpty { merged.merge(metadata) { new, _ in new } }
         let ordered = merged.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
         handler.log(LogRecord(time: Date(), level: level, label: label, message: message(), metadata: ordered))
     }
@@ -138,7 +139,7 @@ public struct StreamLogHandler: LogHandler {
 
     public init(format: Format, sink: (@Sendable (String) -> Void)? = nil) {
         self.format = format
-        self.sink = sink ?? { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        self.sink = sink ?? Self.writeToStandardError
     }
 
     public func log(_ record: LogRecord) {
@@ -172,7 +173,32 @@ public struct StreamLogHandler: LogHandler {
 
     private static func textValue(_ value: LogValue) -> String {
         guard case .string(let string) = value else { return value.description }
-        let needsQuotes = string.isEmpty || string.contains { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }
+        // Bytes, not characters (this runs for every value of every line): spaces, quotes, `=`,
+        // control characters and anything beyond ASCII (which holds the other line breaks) are
+        // quoted.
+        let needsQuotes =
+            string.isEmpty
+            || string.utf8.contains {
+                $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 >= 0x7F
+            }
         return needsQuotes ? JSONText.quote(string) : string
+    }
+
+    /// Writes `line` and a newline to standard error in one `write(2)` where it fits (lines
+    /// from several threads do not interleave), without Foundation in between.
+    @Sendable private static func writeToStandardError(_ line: String) {
+        var text = line
+        text.append("\n")
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(2, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                offset += written
+            }
+        }
     }
 }

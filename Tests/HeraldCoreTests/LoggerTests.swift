@@ -25,6 +25,27 @@ import Testing
         #expect(lines[0].hasSuffix("INFO test: shown path=\"/a b\" request_id=r1 status=200"))
     }
 
+    @Test("text values are quoted when they hold spaces, quotes, =, control bytes or non-ASCII")
+    func textQuoting() {
+        let capture = Capture(format: .text)
+        var logger = Logger(label: "test", level: .info, handler: capture)
+        logger[metadataKey: "who"] = "logger"
+        logger.info(
+            "m",
+            metadata: [
+                "a": "plain/path-1", "b": "line\nbreak", "c": "tab\there", "d": "k=v", "e": "caf\u{E9}",
+                "f": "sep\u{2028}arator", "g": "", "who": "call",
+            ]
+        )
+        let line = capture.lines.withLock { $0.first } ?? ""
+        #expect(line.contains(" a=plain/path-1 "))
+        for key in ["b", "c", "d", "e", "f", "g"] {
+            #expect(line.contains(" \(key)=\""), "\(key) is not quoted in \(line)")
+        }
+        #expect(!line.contains("\n"), "a raw newline would split the line")
+        #expect(line.hasSuffix(" who=call"), "the call's metadata wins over the logger's")
+    }
+
     @Test func jsonLinesAreValidJSON() throws {
         let capture = Capture(format: .json)
         let logger = Logger(label: "test", level: .trace, handler: capture)
