@@ -218,13 +218,10 @@ public final class APNSSimulator: Service {
 
     /// Sends GOAWAY `IdleTimeout` to connections idle for `timeout`, until shutdown.
     private func closeIdleConnections(after timeout: Duration) async {
-        let nanoseconds =
-            UInt64(max(0, timeout.components.seconds)) * 1_000_000_000
-            + UInt64(max(0, timeout.components.attoseconds) / 1_000_000_000)
         let interval = min(timeout / 4, .seconds(1))
         while !stopping.load(ordering: .relaxed), !Task.isCancelled {
             try? await Task.sleep(for: interval)
-            for connection in core.connections.newlyIdle(timeout: nanoseconds) {
+            for connection in core.connections.newlyIdle(timeout: timeout.nanoseconds) {
                 configuration.logger.debug("closing an idle connection", metadata: ["connection": .int(connection.id)])
                 connection.goAway(debugData: #"{"reason":"IdleTimeout"}"#)
             }

@@ -96,7 +96,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         self.defaultAuthority = defaultAuthority
         self.defaultScheme = defaultScheme
         self.logger = configuration.logger
-        self.defaultTimeout = configuration.requestTimeout?.nanosecondCount
+        self.defaultTimeout = configuration.requestTimeout?.nanoseconds
         self.metrics = HTTP2ClientMetrics(registry: configuration.metrics)
         self.nghttp2 = try NGHTTP2Session.make(
             server: false,
@@ -514,7 +514,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
     }
 
     private func pingCheck() {
-        guard let interval = configuration.pingInterval?.nanosecondCount, phase == .ready || phase == .goingAway,
+        guard let interval = configuration.pingInterval?.nanoseconds, phase == .ready || phase == .goingAway,
             let nghttp2
         else { return }
         let now = EventLoop.monotonicNanoseconds()
@@ -671,7 +671,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         }
         flushSession()
         if let interval = configuration.pingInterval {
-            schedulePingCheck(at: lastReadTime &+ interval.nanosecondCount)
+            schedulePingCheck(at: lastReadTime &+ interval.nanoseconds)
         }
     }
 

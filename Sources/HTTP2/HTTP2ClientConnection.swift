@@ -61,7 +61,7 @@ public final class HTTP2ClientConnection: Sendable {
             defaultScheme: tls == nil ? "http" : "https"
         )
         let connection = HTTP2ClientConnection(session: session)
-        let deadline = EventLoop.monotonicNanoseconds() &+ configuration.connectTimeout.nanosecondCount
+        let deadline = EventLoop.monotonicNanoseconds() &+ configuration.connectTimeout.nanoseconds
         do {
             _ = try await Channel.connect(
                 host: host,
@@ -130,7 +130,7 @@ public final class HTTP2ClientConnection: Sendable {
         try Task.checkCancellation()
         let stream = ClientStream(
             request: request,
-            timeoutOverride: request.timeout?.nanosecondCount,
+            timeoutOverride: request.timeout?.nanoseconds,
             authority: session.defaultAuthority,
             scheme: session.defaultScheme
         )
@@ -162,7 +162,7 @@ public final class HTTP2ClientConnection: Sendable {
             fieldCount: fieldCount,
             byteCount: byteCount,
             body: body,
-            timeoutOverride: timeout?.nanosecondCount,
+            timeoutOverride: timeout?.nanoseconds,
             writeFields: writeFields
         )
         try await exchange(stream)
@@ -286,15 +286,5 @@ extension HTTP2ClientConnection {
                 && lhs.goAway == rhs.goAway && lhs.isClosed == rhs.isClosed
                 && lhs.failure?.message == rhs.failure?.message
         }
-    }
-}
-
-extension Duration {
-    /// Whole nanoseconds, clamped to 0…UInt64.max.
-    var nanosecondCount: UInt64 {
-        let (seconds, attoseconds) = components
-        if seconds < 0 { return 0 }
-        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : whole &+ UInt64(attoseconds / 1_000_000_000)
     }
 }

@@ -188,7 +188,7 @@ final class ServerSession: ChannelHandler, @unchecked Sendable {
     private func scheduleIdleCheck(at time: UInt64) {
         idleTimer = eventLoop.scheduleTimer(at: time) { [self] in
             idleTimer = nil
-            guard !closed, let timeout = configuration.idleTimeout?.nanosecondCount else { return }
+            guard !closed, let timeout = configuration.idleTimeout?.nanoseconds else { return }
             let now = EventLoop.monotonicNanoseconds()
             if now &- lastReadTime >= timeout {
                 goAway(
@@ -238,7 +238,7 @@ final class ServerSession: ChannelHandler, @unchecked Sendable {
             (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, UInt32(clamping: configuration.initialWindowSize)),
         ])
         flushSession()
-        if let timeout = configuration.idleTimeout?.nanosecondCount {
+        if let timeout = configuration.idleTimeout?.nanoseconds {
             scheduleIdleCheck(at: lastReadTime &+ timeout)
         }
         if let handle { configuration.onConnection?(handle) }

@@ -303,8 +303,9 @@ protocol IOEventHandler: AnyObject {
 }
 
 extension Duration {
-    /// The duration in whole nanoseconds, clamped to zero and to `UInt64.max`.
-    var nanoseconds: UInt64 {
+    /// The duration in whole nanoseconds, clamped to zero and to `UInt64.max` (for deadlines on
+    /// ``EventLoop/monotonicNanoseconds()``).
+    public var nanoseconds: UInt64 {
         let (seconds, attoseconds) = components
         if seconds < 0 { return 0 }
         let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)

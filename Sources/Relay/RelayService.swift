@@ -230,7 +230,9 @@ public final class RelayService: Service {
     /// Resumes `run()` if shutdown was asked for and nothing is in flight (or it gave up waiting).
     private func resumeDrainedRun() {
         let waiter = drain.withLock { drain -> CheckedContinuation<Void, Never>? in
-            guard drain.stopping, drain.abandoned || inFlight.load(ordering: .sequentiallyConsistent) == 0 else {
+            guard stopping.load(ordering: .sequentiallyConsistent),
+                drain.abandoned || inFlight.load(ordering: .sequentiallyConsistent) == 0
+            else {
                 return nil
             }
             defer { drain.waiter = nil }
@@ -308,7 +310,6 @@ public final class RelayService: Service {
 
     /// Stops taking pushes; `run()` returns once the accepted ones have APNs' answer.
     public func triggerGracefulShutdown() {
-        drain.withLock { $0.stopping = true }
         stopping.store(true, ordering: .sequentiallyConsistent)
         // Waiting requests go on to find the relay stopping and answer 503.
         for waiter in waiters.withLock({ $0.removeAll() }) { waiter.resume() }
@@ -345,9 +346,8 @@ public final class RelayService: Service {
     }
 }
 
-/// Whether `run()` should return, and its continuation while it waits.
+/// `run()`'s continuation while it waits, and whether it gave up waiting for APNs.
 private struct Drain {
-    var stopping = false
     /// Cancelled: return without waiting for APNs' answers.
     var abandoned = false
     var waiter: CheckedContinuation<Void, Never>?

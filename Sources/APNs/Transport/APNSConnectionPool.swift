@@ -158,11 +158,7 @@ public final class APNSConnectionPool: APNSTransport {
             return state.acquire(mayConnect: true, effects: &effects)
         }
         guard let acquisition = acquired else {
-            completion(
-                .failure(
-                    APNSConnectionPoolError(code: .shutDown, endpoint: endpoint, reason: "no new requests are taken")
-                )
-            )
+            completion(.failure(shutDownError))
             return
         }
         guard effects.isEmpty, case .use(let id, let connection) = acquisition else {
@@ -180,15 +176,7 @@ public final class APNSConnectionPool: APNSTransport {
             case .failure(let error):
                 continueInTask(from: .failed(id: id, error), block: block, body: body, completion: completion)
             case .success(let response):
-                let status = response.status
-                let (waiters, after) = locked { state, effects -> [CheckedContinuation<Void, Never>]? in
-                    state.release(
-                        id,
-                        outcome: .response(status: status, body: status == 503 ? response.body : []),
-                        effects: &effects
-                    )
-                    return effects.isEmpty ? state.leave() : nil
-                }
+                let (waiters, after) = release(id, answered: response)
                 if let waiters {
                     for waiter in waiters { waiter.resume() }
                 } else {
@@ -251,7 +239,7 @@ public final class APNSConnectionPool: APNSTransport {
             return state.acquire(mayConnect: true, effects: &effects)
         }
         guard let acquisition = acquired else {
-            throw APNSConnectionPoolError(code: .shutDown, endpoint: endpoint, reason: "no new requests are taken")
+            throw shutDownError
         }
         guard effects.isEmpty, case .use(let id, let connection) = acquisition else {
             return try await exchangeSlowly(
@@ -282,15 +270,7 @@ public final class APNSConnectionPool: APNSTransport {
                 writeFields: writeFields
             )
         }
-        let status = response.status
-        let (waiters, after) = locked { state, effects -> [CheckedContinuation<Void, Never>]? in
-            state.release(
-                id,
-                outcome: .response(status: status, body: status == 503 ? response.body : []),
-                effects: &effects
-            )
-            return effects.isEmpty ? state.leave() : nil
-        }
+        let (waiters, after) = release(id, answered: response)
         if let waiters {
             for waiter in waiters { waiter.resume() }
         } else {
@@ -298,6 +278,24 @@ public final class APNSConnectionPool: APNSTransport {
             leave()
         }
         return response
+    }
+
+    /// Records that connection `id` answered `response`, and leaves the pool in the same lock
+    /// when that has no effects: then the drain waiters to resume come back; otherwise `nil` and
+    /// the effects, to perform before ``leave()``.
+    private func release(
+        _ id: Int,
+        answered response: HTTP2ClientResponse
+    ) -> ([CheckedContinuation<Void, Never>]?, ConnectionPoolState.Effects) {
+        let status = response.status
+        return locked { state, effects -> [CheckedContinuation<Void, Never>]? in
+            state.release(
+                id,
+                outcome: .response(status: status, body: status == 503 ? response.body : []),
+                effects: &effects
+            )
+            return effects.isEmpty ? state.leave() : nil
+        }
     }
 
     /// Where ``exchange(method:fieldCount:byteCount:body:writeFields:)`` stands when it hands
@@ -488,9 +486,14 @@ public final class APNSConnectionPool: APNSTransport {
         error.isSafeToRetry && error.code != .requestTimeout
     }
 
+    /// What a request gets once ``shutdown()`` has begun.
+    private var shutDownError: APNSConnectionPoolError {
+        APNSConnectionPoolError(code: .shutDown, endpoint: endpoint, reason: "no new requests are taken")
+    }
+
     private func enter() throws {
         guard state.withLock({ $0.enter() }) else {
-            throw APNSConnectionPoolError(code: .shutDown, endpoint: endpoint, reason: "no new requests are taken")
+            throw shutDownError
         }
     }
 

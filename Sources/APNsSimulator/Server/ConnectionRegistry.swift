@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2
+import HeraldIO
 import Synchronization
 
 /// One HTTP/2 connection's simulator state: how it authenticates (provider tokens, or the client
@@ -30,10 +31,8 @@ final class SimulatorConnection: Sendable {
         self.id = handle.id
         self.handle = handle
         self.credentials = ConnectionCredentials(handle.peerCertificate)
-        self.lastActive = Atomic(Self.monotonicNow())
+        self.lastActive = Atomic(EventLoop.monotonicNanoseconds())
     }
-
-    static func monotonicNow() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     /// Whether the connection has had neither a request nor a PING for `timeout` nanoseconds and
     /// was not told so yet; true once per connection.
@@ -58,7 +57,7 @@ final class SimulatorConnection: Sendable {
         rules: ProviderTokenRules,
         verifier: ProviderTokenVerifier
     ) -> (streamNumber: Int, authentication: AuthenticationResult?) {
-        lastActive.store(Self.monotonicNow(), ordering: .relaxed)
+        lastActive.store(EventLoop.monotonicNanoseconds(), ordering: .relaxed)
         return state.withLock { state in
             state.requests += 1
             guard authenticate else { return (state.requests, nil) }
@@ -134,7 +133,7 @@ final class ConnectionRegistry: Sendable {
 
     /// The open connections idle for `timeout` nanoseconds that were not yet told so.
     func newlyIdle(timeout: UInt64) -> [HTTP2ServerConnection] {
-        let now = SimulatorConnection.monotonicNow()
+        let now = EventLoop.monotonicNanoseconds()
         let candidates = connections.withLock { Array($0.values) }
         return candidates.compactMap { connection in
             guard let handle = connection.handle, connection.claimIdleness(timeout: timeout, now: now) else {

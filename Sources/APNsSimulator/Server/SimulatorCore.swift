@@ -155,32 +155,27 @@ final class SimulatorCore: Sendable {
         case .unusableCertificate:
             return CredentialCheck(usesToken: false, rejection: .forbidden(.badCertificate))
         case .certificate(let identity):
-            let pathApp: String?
+            if let refusal = identity.refusal(in: environment) {
+                return CredentialCheck(usesToken: false, rejection: refusal)
+            }
             switch route {
-            case .device: pathApp = nil
-            case .broadcast(let bundleID): pathApp = bundleID
-            case .channels(let bundleID), .allChannels(let bundleID): pathApp = bundleID
-            case .unknown: return CredentialCheck(usesToken: false)
-            }
-            if let pathApp {
-                switch identity.topic(for: nil, environment: environment) {
-                case .failure(let rejection) where rejection.status == 403:
+            case .device:
+                switch identity.topic(for: request.header("apns-topic")) {
+                case .success(let topic):
+                    if request.header("apns-topic") == nil {
+                        var headers = request.headers
+                        headers.add(name: "apns-topic", value: topic)
+                        request.headers = headers
+                    }
+                    return CredentialCheck(usesToken: false)
+                case .failure(let rejection):
                     return CredentialCheck(usesToken: false, rejection: rejection)
-                default:
-                    let allowed = identity.topics.contains(pathApp)
-                    return CredentialCheck(usesToken: false, rejection: allowed ? nil : .forbidden(.topicMismatch))
                 }
-            }
-            switch identity.topic(for: request.header("apns-topic"), environment: environment) {
-            case .success(let topic):
-                if request.header("apns-topic") == nil {
-                    var headers = request.headers
-                    headers.add(name: "apns-topic", value: topic)
-                    request.headers = headers
-                }
+            case .broadcast(let bundleID), .channels(let bundleID), .allChannels(let bundleID):
+                let allowed = identity.topics.contains(bundleID)
+                return CredentialCheck(usesToken: false, rejection: allowed ? nil : .forbidden(.topicMismatch))
+            case .unknown:
                 return CredentialCheck(usesToken: false)
-            case .failure(let rejection):
-                return CredentialCheck(usesToken: false, rejection: rejection)
             }
         }
     }

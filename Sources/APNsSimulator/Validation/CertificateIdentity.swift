@@ -36,15 +36,17 @@ struct CertificateIdentity: Sendable, Equatable {
         self.topics = listed.isEmpty ? [bundleID] : listed
     }
 
-    /// The topic a request on this connection pushes to: its `apns-topic`, which must be one of
-    /// the certificate's (else 400 `TopicDisallowed`), or the bundle ID when it names none and the
-    /// certificate has one topic (400 `MissingTopic` when it has several). 403
-    /// `BadCertificateEnvironment` first when the simulator plays an environment the certificate
-    /// is not for.
-    func topic(for requested: String?, environment: APNSEnvironment?) -> Result<String, SimulatorRejection> {
-        if let environment, !environments.contains(environment) {
-            return .failure(.forbidden(.badCertificateEnvironment))
-        }
+    /// 403 `BadCertificateEnvironment` when the simulator plays an environment the certificate is
+    /// not for; nil otherwise (also when it plays either).
+    func refusal(in environment: APNSEnvironment?) -> SimulatorRejection? {
+        guard let environment, !environments.contains(environment) else { return nil }
+        return .forbidden(.badCertificateEnvironment)
+    }
+
+    /// The topic a device push on this connection goes to: its `apns-topic`, which must be one
+    /// of the certificate's (else 400 `TopicDisallowed`), or the bundle ID when it names none and
+    /// the certificate has one topic (400 `MissingTopic` when it has several).
+    func topic(for requested: String?) -> Result<String, SimulatorRejection> {
         guard let requested else {
             return topics.count == 1 ? .success(bundleID) : .failure(.badRequest(.missingTopic))
         }
