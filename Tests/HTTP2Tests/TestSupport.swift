@@ -1,11 +1,16 @@
 import Foundation
 import HTTP2
+import HeraldCrypto
 import HeraldIO
 import Synchronization
 import Testing
 
-/// A test CA and a server certificate it signed (SAN `localhost` and `127.0.0.1`), plus a client
-/// certificate, made with the `openssl` command once per test run.
+/// A server certificate (SAN `localhost` and `127.0.0.1`) and a client certificate, each
+/// self-signed and made in process once per test run, and a trust file holding both: clients
+/// trust the server through it, and a server that asks for client certificates trusts the client.
+///
+/// Made with HeraldCrypto rather than the `openssl` command: waiting for a child process from
+/// Foundation's `Process` inside this lazy initializer could hang the whole test run.
 struct TestCertificates: Sendable {
     let directory: String
     let caFile: String
@@ -26,53 +31,28 @@ struct TestCertificates: Sendable {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("herald-http2-tests-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        func path(_ name: String) -> String { "\(directory)/\(name)" }
-        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try openssl(
-            ["req", "-x509"] + curve + [
-                "-keyout", path("ca.key"), "-out", path("ca.pem"), "-days", "2", "-subj", "/CN=Herald Test CA",
-                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-            ]
+        let server = try SelfSignedCertificate.generate(
+            commonName: "localhost",
+            subjectAlternativeNames: ["localhost", "127.0.0.1"],
+            key: P256PrivateKey(),
+            validity: .seconds(2 * 86_400)
         )
-        for (name, extensions) in [
-            ("server", "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
-            ("client", "extendedKeyUsage=clientAuth\n"),
-        ] {
-            try openssl(
-                ["req"] + curve + ["-keyout", path("\(name).key"), "-out", path("\(name).csr"), "-subj", "/CN=\(name)"]
-            )
-            try ("basicConstraints=CA:FALSE\n" + extensions).write(
-                toFile: path("\(name).ext"),
-                atomically: true,
-                encoding: .utf8
-            )
-            try openssl([
-                "x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
-                "-CAcreateserial", "-out", path("\(name).pem"), "-days", "2", "-extfile", path("\(name).ext"),
-            ])
-        }
-        func read(_ name: String) throws -> String { try String(contentsOfFile: path(name), encoding: .utf8) }
+        let client = try SelfSignedCertificate.generate(
+            commonName: "client",
+            subjectAlternativeNames: [],
+            key: P256PrivateKey(),
+            validity: .seconds(2 * 86_400)
+        )
+        let caFile = "\(directory)/trusted.pem"
+        try (server.certificatePEM + client.certificatePEM).write(toFile: caFile, atomically: true, encoding: .utf8)
         return TestCertificates(
             directory: directory,
-            caFile: path("ca.pem"),
-            serverChainPEM: try read("server.pem"),
-            serverKeyPEM: try read("server.key"),
-            clientChainPEM: try read("client.pem"),
-            clientKeyPEM: try read("client.key")
+            caFile: caFile,
+            serverChainPEM: server.certificatePEM,
+            serverKeyPEM: server.privateKeyPEM,
+            clientChainPEM: client.certificatePEM,
+            clientKeyPEM: client.privateKeyPEM
         )
-    }
-
-    private static func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TestFailure("openssl \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)")
-        }
     }
 
     /// A server context presenting the server certificate.
@@ -92,11 +72,6 @@ struct TestCertificates: Sendable {
         configuration.serverNameOverride = serverNameOverride
         return try TLSContext(configuration: configuration)
     }
-}
-
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// Runs an ``HTTP2Server`` for the duration of `body`, then cancels it.
