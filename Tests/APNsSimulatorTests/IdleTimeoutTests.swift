@@ -38,12 +38,15 @@ import Testing
 
     @Test func anIdleConnectionGetsGoAwayIdleTimeout() async throws {
         defer { loop.shutdown() }
+        // The timeout is counted from the connection's set-up, so it must outlast the time a
+        // loaded machine takes between connecting and sending; the request is built beforehand.
         try await withSimulator(configure: {
-            $0.idleTimeout = .milliseconds(300)
+            $0.idleTimeout = .seconds(2)
             $0.eventLoop = loop
         }) { fixture in
+            let push = fixture.devicePush(jwt: try fixture.jwt())
             let connection = try await connect(fixture, pingInterval: nil)
-            #expect(try await connection.send(fixture.devicePush(jwt: try fixture.jwt())).status == 200)
+            #expect(try await connection.send(push).status == 200)
             #expect(try await Self.eventually { connection.status.goAway != nil })
             #expect(connection.status.goAway?.reason == "IdleTimeout")
             await connection.close()
@@ -52,15 +55,17 @@ import Testing
 
     @Test func pingsKeepAConnectionOpen() async throws {
         defer { loop.shutdown() }
-        // A PING every 50 ms against a one-second timeout.
+        // A PING every 50 ms against a two-second timeout, long enough for both connections to
+        // send their first request on a loaded machine.
         try await withSimulator(configure: {
-            $0.idleTimeout = .seconds(1)
+            $0.idleTimeout = .seconds(2)
             $0.eventLoop = loop
         }) { fixture in
+            let push = fixture.devicePush(jwt: try fixture.jwt())
             let pinging = try await connect(fixture, pingInterval: .milliseconds(50))
             let silent = try await connect(fixture, pingInterval: nil)
-            #expect(try await pinging.send(fixture.devicePush(jwt: try fixture.jwt())).status == 200)
-            #expect(try await silent.send(fixture.devicePush(jwt: try fixture.jwt())).status == 200)
+            #expect(try await pinging.send(push).status == 200)
+            #expect(try await silent.send(push).status == 200)
             // By the time the silent connection is told it is idle, the pinging one has been
             // without requests just as long.
             #expect(try await Self.eventually { silent.status.goAway != nil })

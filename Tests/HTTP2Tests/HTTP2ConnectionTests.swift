@@ -532,15 +532,23 @@ struct HTTP2ConnectionTests {
 
     @Test("PINGs keep an idle connection alive past the server's idle timeout")
     func pingKeepsAlive() async throws {
+        // Their own loop: throughput tests running meanwhile can keep the shared loop busy for
+        // longer than the idle timeout, and late PINGs would make the pinging connection idle.
+        let loop = EventLoop(name: "ping-keeps-alive")
+        defer { loop.shutdown() }
         let connections = Recorder<HTTP2ServerConnection>()
         var configuration = HTTP2Server.Configuration()
         configuration.idleTimeout = .milliseconds(600)
+        configuration.eventLoop = loop
         configuration.onConnection = { connections.append($0) }
         try await withServer(tls: try certificates.serverContext(), configuration: configuration, handler: Self.echo) {
             server in
             var pinging = clientConfiguration()
             pinging.pingInterval = .milliseconds(150)
             pinging.pingTimeout = .seconds(2)
+            pinging.eventLoop = loop
+            var quiet = clientConfiguration()
+            quiet.eventLoop = loop
             let alive = try await HTTP2ClientConnection.connect(
                 host: "localhost",
                 port: server.port,
@@ -551,26 +559,33 @@ struct HTTP2ConnectionTests {
                 host: "localhost",
                 port: server.port,
                 tls: try certificates.clientContext(),
-                configuration: clientConfiguration()
+                configuration: quiet
             )
-            try await Task.sleep(for: .milliseconds(1500))
-            #expect(silent.status.isClosed, "without PINGs the server's idle timeout closes the connection")
+            #expect(
+                try await eventually(timeout: .seconds(10)) { silent.status.isClosed },
+                "without PINGs the server's idle timeout closes the connection"
+            )
+            // The pinging connection has by now been without requests at least as long.
             #expect(alive.status.isUsable)
             #expect(try await alive.send(HTTP2Request(path: "/still-there", body: [5])).body == [5])
-            #expect(connections.all.contains { $0.pingsReceived >= 3 })
+            #expect(try await eventually { connections.all.contains { $0.pingsReceived >= 3 } })
             await alive.close()
         }
     }
 
     @Test("a server that stops answering PINGs fails the connection within the ping timeout")
     func pingTimeout() async throws {
+        let loop = EventLoop(name: "ping-timeout")
+        defer { loop.shutdown() }
         var configuration = HTTP2Server.Configuration()
         configuration.answersPings = false
+        configuration.eventLoop = loop
         try await withServer(tls: try certificates.serverContext(), configuration: configuration, handler: Self.echo) {
             server in
             var client = clientConfiguration()
             client.pingInterval = .milliseconds(100)
             client.pingTimeout = .milliseconds(300)
+            client.eventLoop = loop
             let connection = try await HTTP2ClientConnection.connect(
                 host: "localhost",
                 port: server.port,

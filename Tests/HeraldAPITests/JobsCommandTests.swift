@@ -17,10 +17,14 @@ struct JobsCommandTests {
         let error = Pipe()
         process.standardOutput = output
         process.standardError = error
+        // Waiting with a semaphore, not `waitUntilExit()`: that spins a run loop, which has been
+        // seen to hang when called from a test runner thread.
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
         try process.run()
         let outputData = output.fileHandleForReading.readDataToEndOfFile()
         let errorData = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        exited.wait()
         return (
             process.terminationStatus, String(decoding: outputData, as: UTF8.self),
             String(decoding: errorData, as: UTF8.self)

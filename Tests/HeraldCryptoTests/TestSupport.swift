@@ -79,12 +79,16 @@ func runOpenSSL(_ arguments: [String]) throws -> CommandResult {
     process.standardOutput = output
     process.standardError = errorOutput
     process.standardInput = FileHandle.nullDevice
+    // Waiting with a semaphore, not `waitUntilExit()`: that spins a run loop, which has been
+    // seen to hang when called from a test runner thread.
+    let exited = DispatchSemaphore(value: 0)
+    process.terminationHandler = { _ in exited.signal() }
     try process.run()
     // Outputs here are a few kilobytes, well within a pipe's buffer, so reading one after the
     // other cannot deadlock.
     let outputData = output.fileHandleForReading.readDataToEndOfFile()
     let errorData = errorOutput.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    exited.wait()
     return CommandResult(
         status: process.terminationStatus,
         output: String(decoding: outputData, as: UTF8.self),
