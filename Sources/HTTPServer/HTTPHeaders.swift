@@ -1,3 +1,5 @@
+import HeraldCore
+
 /// HTTP header fields in the order they were received or added, with case-insensitive lookup.
 ///
 /// Names keep the spelling they were given; comparisons ignore ASCII case, as RFC 9110 asks.
@@ -94,16 +96,6 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
 
     /// ASCII case-insensitive equality, without allocating lowercased copies.
     static func equal(_ lhs: String, _ rhs: String) -> Bool {
-        let left = lhs.utf8
-        let right = rhs.utf8
-        guard left.count == right.count else { return false }
-        for (a, b) in zip(left, right) where a != b {
-            guard lowercase(a) == lowercase(b) else { return false }
-        }
-        return true
-    }
-
-    private static func lowercase(_ byte: UInt8) -> UInt8 {
-        (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) ? byte + 32 : byte
+        lhs.equalsIgnoringASCIICase(rhs)
     }
 }

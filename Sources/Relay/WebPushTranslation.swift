@@ -97,10 +97,13 @@ public struct WebPushTranslation: Sendable {
         if let ttl = request.headers["TTL"].flatMap({ Int($0.trimmingSpaces()) }), ttl >= 0 {
             apns.expiration = ttl == 0 ? .immediately : .at(now.addingTimeInterval(TimeInterval(ttl)))
         }
-        switch request.headers["Urgency"].map({ $0.trimmingSpaces().lowercased() }) {
-        case "very-low", "low": apns.priority = .consideringDevicePower
-        case "normal", "high": apns.priority = .immediately
-        default: break
+        if let urgency = request.headers["Urgency"]?.trimmingSpaces() {
+            func isOne(of values: String...) -> Bool { values.contains { urgency.equalsIgnoringASCIICase($0) } }
+            if isOne(of: "very-low", "low") {
+                apns.priority = .consideringDevicePower
+            } else if isOne(of: "normal", "high") {
+                apns.priority = .immediately
+            }
         }
         if let collapse = request.headers["Topic"]?.trimmingSpaces(), !collapse.isEmpty,
             collapse.utf8.count <= Self.maxCollapseIDBytes
@@ -113,9 +116,15 @@ public struct WebPushTranslation: Sendable {
 
     /// `Content-Encoding`, lowercased: `aes128gcm` or `aesgcm`; anything else is 415.
     static func contentEncoding(_ headers: HTTPHeaders) throws(RelayRejection) -> String {
-        let values = headers.values(for: "Content-Encoding")
-        let value = values.count == 1 ? values[0].trimmingSpaces().lowercased() : ""
-        guard value == "aes128gcm" || value == "aesgcm" else {
+        var value: String?
+        var count = 0
+        for field in headers where field.name.equalsIgnoringASCIICase("Content-Encoding") {
+            value = field.value
+            count += 1
+        }
+        let given = count == 1 ? value?.trimmingSpaces() : nil
+        guard let given, let encoding = ["aes128gcm", "aesgcm"].first(where: { given.equalsIgnoringASCIICase($0) })
+        else {
             throw RelayRejection(
                 status: 415,
                 code: "unsupported_encoding",
@@ -123,7 +132,7 @@ public struct WebPushTranslation: Sendable {
                 encoding: "unknown"
             )
         }
-        return value
+        return encoding
     }
 
     /// The bare value of `name` in a `k=v; k2="v2", …` header (separators `;` or `,`, optional

@@ -165,6 +165,10 @@ struct WebPushTranslationTests {
         #expect(veryLow.request.priority == .consideringDevicePower)
         let normal = try translate(request(headers: [("Content-Encoding", "aes128gcm"), ("Urgency", "normal")]))
         #expect(normal.request.priority == .immediately)
+        let shouted = try translate(request(headers: [("Content-Encoding", "aes128gcm"), ("Urgency", " Very-LOW ")]))
+        #expect(shouted.request.priority == .consideringDevicePower)
+        let unknown = try translate(request(headers: [("Content-Encoding", "aes128gcm"), ("Urgency", "urgent")]))
+        #expect(unknown.request.priority == nil)
 
         let longTopic = try translate(
             request(headers: [("Content-Encoding", "aes128gcm"), ("Topic", String(repeating: "t", count: 65))])

@@ -1,3 +1,5 @@
+import HeraldCore
+
 /// One HTTP/2 header field as the APNs client hands it to a transport.
 ///
 /// `neverIndex` asks the HPACK encoder for a literal "never indexed" representation: APNs keeps a
@@ -35,15 +37,6 @@ public struct APNSHTTPHeader: Sendable, Hashable, CustomStringConvertible, Custo
 extension Array where Element == APNSHTTPHeader {
     /// The value of the first field named `name` (compared case-insensitively), or `nil`.
     public func value(forName name: String) -> String? {
-        first { Self.equalIgnoringASCIICase($0.name, name) }?.value
-    }
-
-    /// Header names are ASCII; comparing bytes avoids allocating lowercased copies per lookup.
-    private static func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
-        guard a.utf8.count == b.utf8.count else { return false }
-        return a == b
-            || zip(a.utf8, b.utf8).allSatisfy { x, y in
-                x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
-            }
+        first { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 }
