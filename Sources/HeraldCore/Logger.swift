@@ -1,5 +1,4 @@
 public import Foundation
-import Glibc
 import Synchronization
 
 /// How much a log line matters, in swift-log's order.
@@ -131,19 +130,28 @@ public enum LoggingSystem {
 }
 
 /// Writes one line per record to standard error, as `text` (logfmt-like) or `json`.
+///
+/// Lines go out in batches (``BatchedLineWriter``): warnings and worse are written before
+/// `log` returns, lower levels within moments, and all of them at a normal exit.
 public struct StreamLogHandler: LogHandler {
     public enum Format: String, Sendable { case text, json }
 
     public let format: Format
-    private let sink: @Sendable (String) -> Void
+    private let sink: (@Sendable (String) -> Void)?
 
+    /// - Parameter sink: where rendered lines go instead of standard error (tests).
     public init(format: Format, sink: (@Sendable (String) -> Void)? = nil) {
         self.format = format
-        self.sink = sink ?? Self.writeToStandardError
+        self.sink = sink
     }
 
     public func log(_ record: LogRecord) {
-        sink(Self.render(record, format: format))
+        let line = Self.render(record, format: format)
+        if let sink {
+            sink(line)
+        } else {
+            BatchedLineWriter.standardError.write(line, urgent: record.level >= .warning)
+        }
     }
 
     public static func render(_ record: LogRecord, format: Format) -> String {
@@ -182,23 +190,5 @@ public struct StreamLogHandler: LogHandler {
                 $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 >= 0x7F
             }
         return needsQuotes ? JSONText.quote(string) : string
-    }
-
-    /// Writes `line` and a newline to standard error in one `write(2)` where it fits (lines
-    /// from several threads do not interleave), without Foundation in between.
-    @Sendable private static func writeToStandardError(_ line: String) {
-        var text = line
-        text.append("\n")
-        text.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(2, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                offset += written
-            }
-        }
     }
 }

@@ -62,14 +62,3 @@ import Testing
         #expect(LogLevel(name: "verbose") == nil)
     }
 }
-
-@Suite struct RFC3339Tests {
-    @Test func formatsUTCWithAndWithoutFractions() throws {
-        let date = Date(timeIntervalSince1970: 1_764_419_400.25)
-        #expect(RFC3339.string(from: date) == "2025-11-29T12:30:00Z")
-        #expect(RFC3339.string(from: date, fractional: true) == "2025-11-29T12:30:00.250Z")
-        #expect(RFC3339.date(from: "2025-11-29T13:30:00+01:00") == Date(timeIntervalSince1970: 1_764_419_400))
-        #expect(RFC3339.date(from: "2025-11-29T12:30:00.250Z") == date)
-        #expect(RFC3339.date(from: "yesterday") == nil)
-    }
-}
