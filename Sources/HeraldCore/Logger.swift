@@ -24,6 +24,19 @@ public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConve
     }
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// The name as text log lines show it.
+    var upperCaseName: String {
+        switch self {
+        case .trace: "TRACE"
+        case .debug: "DEBUG"
+        case .info: "INFO"
+        case .notice: "NOTICE"
+        case .warning: "WARNING"
+        case .error: "ERROR"
+        case .critical: "CRITICAL"
+        }
+    }
 }
 
 /// A structured log value. Strings are quoted in text output when they contain spaces.
@@ -158,9 +171,20 @@ public struct StreamLogHandler: LogHandler {
         let time = RFC3339.string(from: record.time, fractional: true)
         switch format {
         case .text:
-            var line = "\(time) \(record.level.description.uppercased()) \(record.label): \(record.message)"
+            // Appended piece by piece into one allocation: this runs for every access-log line.
+            var line = time
+            line.reserveCapacity(128 + record.message.utf8.count + record.metadata.count * 48)
+            line += " "
+            line += record.level.upperCaseName
+            line += " "
+            line += record.label
+            line += ": "
+            line += record.message
             for (key, value) in record.metadata {
-                line += " \(key)=\(textValue(value))"
+                line += " "
+                line += key
+                line += "="
+                line += textValue(value)
             }
             return line
         case .json:

@@ -25,6 +25,17 @@ import Testing
         #expect(lines[0].hasSuffix("INFO test: shown path=\"/a b\" request_id=r1 status=200"))
     }
 
+    @Test func textLinesNameTheLevelInUpperCase() {
+        let capture = Capture(format: .text)
+        let logger = Logger(label: "l", level: .trace, handler: capture)
+        for level in LogLevel.allCases { logger.log(level, "m") }
+        let lines = capture.lines.withLock { $0 }
+        #expect(lines.count == LogLevel.allCases.count)
+        for (line, level) in zip(lines, LogLevel.allCases) {
+            #expect(line.hasSuffix("Z \(level.description.uppercased()) l: m"), "\(line)")
+        }
+    }
+
     @Test("text values are quoted when they hold spaces, quotes, =, control bytes or non-ASCII")
     func textQuoting() {
         let capture = Capture(format: .text)
