@@ -122,6 +122,13 @@ let package = Package(
             path: "Tests/DatabaseTestSupport",
             swiftSettings: swiftSettings
         ),
+        // A job clock the test moves (Jobs, Notifications).
+        .target(
+            name: "JobsTestSupport",
+            dependencies: ["Jobs"],
+            path: "Tests/JobsTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: swiftSettings),
         .testTarget(name: "HeraldCryptoTests", dependencies: ["HeraldCrypto"], swiftSettings: swiftSettings),
         .testTarget(
@@ -146,14 +153,14 @@ let package = Package(
         ),
         .testTarget(
             name: "JobsTests",
-            dependencies: ["Jobs", "Storage", "HeraldCore", "DatabaseTestSupport"],
+            dependencies: ["Jobs", "Storage", "HeraldCore", "DatabaseTestSupport", "JobsTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "NotificationsTests",
             dependencies: [
                 "Notifications", "Jobs", "Storage", "APNs", "APNsSimulator", "HeraldCore", "HeraldCrypto",
-                "DatabaseTestSupport",
+                "DatabaseTestSupport", "JobsTestSupport",
             ],
             swiftSettings: swiftSettings
         ),

@@ -2,6 +2,7 @@ import Foundation
 public import HeraldCore
 public import Storage
 import Synchronization
+public import Testing
 
 // Shared by every test target that needs a fresh database on each backend (Storage, Jobs,
 // Notifications): one definition of the backends and of how a throwaway database is made.
@@ -14,6 +15,11 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
     case postgres
 
     public var description: String { rawValue }
+}
+
+/// Parameterized tests name their backend by its raw value.
+extension Backend: CustomTestStringConvertible {
+    public var testDescription: String { rawValue }
 }
 
 public struct TestSetupError: Error, CustomStringConvertible {

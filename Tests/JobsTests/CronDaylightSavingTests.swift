@@ -1,5 +1,6 @@
 import Foundation
 import Jobs
+import JobsTestSupport
 import Testing
 
 /// The daylight-saving rules documented on `CronExpression`, on the 2026 changes: Europe/Berlin

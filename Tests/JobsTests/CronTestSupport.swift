@@ -1,5 +1,6 @@
 import Foundation
 import Jobs
+import JobsTestSupport
 import Testing
 
 /// Fixed dates, zones and formatting shared by the cron tests. Times are written as ISO 8601 with

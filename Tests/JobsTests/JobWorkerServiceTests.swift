@@ -2,6 +2,7 @@ import DatabaseTestSupport
 import Foundation
 import HeraldCore
 import Jobs
+import JobsTestSupport
 import Storage
 import Testing
 

@@ -1,6 +1,7 @@
 import DatabaseTestSupport
 import Foundation
 import Jobs
+import JobsTestSupport
 import Notifications
 import Testing
 

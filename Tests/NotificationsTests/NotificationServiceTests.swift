@@ -4,6 +4,7 @@ import DatabaseTestSupport
 import Foundation
 import HeraldCore
 import Jobs
+import JobsTestSupport
 import Notifications
 import Storage
 import Testing

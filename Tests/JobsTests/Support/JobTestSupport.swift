@@ -1,33 +1,11 @@
-public import DatabaseTestSupport
+import DatabaseTestSupport
 import Foundation
 import HeraldCore
 import Jobs
+import JobsTestSupport
 import Storage
 import Synchronization
-public import Testing
-
-extension Backend: CustomTestStringConvertible {
-    public var testDescription: String { rawValue }
-}
-
-/// A clock that moves only when the test moves it.
-final class ManualClock: JobClock {
-    private let current: Mutex<Date>
-
-    init(_ start: Date = Date(timeIntervalSince1970: 1_790_000_000)) {
-        current = Mutex(start)
-    }
-
-    func now() -> Date { current.withLock { $0 } }
-
-    func advance(_ seconds: TimeInterval) {
-        current.withLock { $0 = $0.addingTimeInterval(seconds) }
-    }
-
-    func set(_ date: Date) {
-        current.withLock { $0 = date }
-    }
-}
+import Testing
 
 /// Counts handler calls by job id.
 final class CallLog: Sendable {

@@ -1,33 +1,15 @@
 import APNs
 import APNsSimulator
-public import DatabaseTestSupport
+import DatabaseTestSupport
 import Foundation
 import HeraldCore
 import HeraldCrypto
 import Jobs
+import JobsTestSupport
 import Notifications
 import Storage
 import Synchronization
-public import Testing
-
-extension Backend: CustomTestStringConvertible {
-    public var testDescription: String { rawValue }
-}
-
-/// A clock that moves only when the test moves it.
-final class ManualClock: JobClock {
-    private let current: Mutex<Date>
-
-    init(_ start: Date = Date()) {
-        current = Mutex(start)
-    }
-
-    func now() -> Date { current.withLock { $0 } }
-
-    func advance(_ seconds: TimeInterval) {
-        current.withLock { $0 = $0.addingTimeInterval(seconds) }
-    }
-}
+import Testing
 
 let quietLogger = Logger(label: "herald.notifications.test", level: .error, handler: RecordingLogHandler())
 
@@ -46,7 +28,7 @@ struct NotificationHarness {
 
     static func with(
         _ backend: Backend,
-        clock: ManualClock = ManualClock(),
+        clock: ManualClock = ManualClock(Date()),
         retryPolicy: APNSRetryPolicy = .default,
         _ body: (NotificationHarness) async throws -> Void
     ) async throws {

@@ -1,6 +1,6 @@
-public import DatabaseTestSupport
+import DatabaseTestSupport
 import Storage
-public import Testing
+import Testing
 
 /// Runs `body` and returns the ``DatabaseError`` it threw; records an issue when it threw nothing
 /// or something else.
@@ -18,8 +18,4 @@ func expectDatabaseError(
         Issue.record("expected a DatabaseError, got \(type(of: error)): \(error)", sourceLocation: sourceLocation)
         return nil
     }
-}
-
-extension Backend: CustomTestStringConvertible {
-    public var testDescription: String { rawValue }
 }
