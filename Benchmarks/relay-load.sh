@@ -9,11 +9,13 @@
 # ES256-JWT-shaped `authorization` as long as the one the relay signs (key BENCHKEY01, team
 # BENCHTEAM1), `apns-id`, `apns-push-type`, `apns-priority`, `apns-expiration` and `apns-topic`.
 # Every load is bounded by -d; only 127.0.0.1 is used.
-# Usage: Benchmarks/relay-load.sh   (after `make release`, or HERALD_BIN=path/to/herald; needs wrk, h2load, h2o: scripts/bootstrap.sh --bench)
+# Usage: [RELAY_LOG_LEVEL=info] Benchmarks/relay-load.sh   (after `make release`, or HERALD_BIN=path/to/herald; needs wrk, h2load, h2o: scripts/bootstrap.sh --bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${DURATION:-10s}
 rounds=${ROUNDS:-3}
+# error: no access log, the relay's own cost; info (the default) adds one access-log line per request.
+log_level=${RELAY_LOG_LEVEL:-error}
 relay_port=${RELAY_PORT:-3950}
 sink_port=${SINK_PORT:-8453}
 sink=${APNS_SINK:-../shared/bench/apns-sink}
@@ -40,7 +42,7 @@ start_sink
 openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$work/key.p8"
 APNS_AUTH_KEY="$(cat "$work/key.p8")" APNS_KEY_ID=BENCHKEY01 APPLE_TEAM_ID=BENCHTEAM1 TOPIC=com.example.bench \
   APNS_PRODUCTION_URL="https://127.0.0.1:$sink_port" APNS_SANDBOX_URL="https://127.0.0.1:$sink_port" \
-  APNS_CA_FILE="$work/sink/cert.pem" PORT=$relay_port HOST=127.0.0.1 LOG_LEVEL=error \
+  APNS_CA_FILE="$work/sink/cert.pem" PORT=$relay_port HOST=127.0.0.1 LOG_LEVEL="$log_level" \
   DATABASE_URL="sqlite:$work/relay.sqlite" "${HERALD_BIN:-.build/release/herald}" relay >"$work/relay.log" 2>&1 &
 relay_pid=$!
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$relay_port/" >/dev/null 2>&1 && break; sleep 0.1; done
@@ -54,8 +56,6 @@ wrk.headers["Content-Encoding"] = "aes128gcm"
 wrk.headers["TTL"] = "3600"
 wrk.headers["Urgency"] = "normal"
 wrk.body = "$body"
-local statuses = {}
-function response(status, headers, body) statuses[status] = (statuses[status] or 0) + 1 end
 function done(summary, latency, requests)
   io.write(string.format("wrk: non2xx_or_3xx=%d socket_errors=%d\n", summary.errors.status,
     summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
@@ -63,7 +63,7 @@ end
 LUA
 # The same script at a fixed rate: 53 connections, one request every 10 ms plus the answer time
 # each, which lands at about 5,000 req/s on loopback.
-sed 's/^local statuses/function delay() return 10 end\nlocal statuses/' "$work/post.lua" >"$work/post-5k.lua"
+sed 's/^function done/function delay() return 10 end\nfunction done/' "$work/post.lua" >"$work/post-5k.lua"
 
 rss() { awk '/VmRSS/ {printf "%.1f", $2/1024}' "/proc/$relay_pid/status"; }
 # CPU time (user + system, clock ticks) the relay used: per request it is steadier than the rate
@@ -104,7 +104,7 @@ for i in $(seq "$rounds"); do
 done
 reference=$(printf '%s\n' "${references[@]}" | median)
 rate=$(printf '%s\n' "${rates[@]}" | median)
-echo "relay-load: relay_rate=$rate h2load_sink_rate=$reference ratio=$(awk -v a="$rate" -v b="$reference" 'BEGIN {printf "%.2f", a/b}') cpu_us_per_request=$(printf '%s\n' "${cpus[@]}" | median) sink_cpu_us=$(printf '%s\n' "${sink_cpus[@]}" | median) wrk_cpu_us=$(printf '%s\n' "${wrk_cpus[@]}" | median) rss_mb=$(rss) peak_rss_mb=$(hwm) (medians)"
+echo "relay-load: log_level=$log_level relay_rate=$rate h2load_sink_rate=$reference ratio=$(awk -v a="$rate" -v b="$reference" 'BEGIN {printf "%.2f", a/b}') cpu_us_per_request=$(printf '%s\n' "${cpus[@]}" | median) sink_cpu_us=$(printf '%s\n' "${sink_cpus[@]}" | median) wrk_cpu_us=$(printf '%s\n' "${wrk_cpus[@]}" | median) rss_mb=$(rss) peak_rss_mb=$(hwm) (medians)"
 
 # The floor of the HTTP side: libmicrohttpd in C, set up as Herald's server, answering 202
 # without doing anything (Benchmarks/mhd-floor.c). Needs gcc; skipped without it.
