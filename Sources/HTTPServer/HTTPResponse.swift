@@ -13,12 +13,16 @@ public struct HTTPResponse: Sendable {
     /// The route pattern that produced this response (`/push/{token}`), set by ``Router``; `nil`
     /// when no route matched. Metrics and access logs use it as a low-cardinality label.
     public var route: String?
+    /// The request's path as the access log shows it, when the handler wants it shown otherwise
+    /// (the relay shortens the device token in `/push/{token}/{id}`); `nil`: the path as received.
+    public var loggedPath: String?
 
     public init(status: Int = 200, headers: HTTPHeaders = .init(), body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
         self.route = nil
+        self.loggedPath = nil
     }
 
     /// `value` encoded as JSON (dates as RFC 3339 UTC strings), `Content-Type: application/json`.

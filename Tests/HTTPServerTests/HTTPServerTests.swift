@@ -391,6 +391,25 @@ struct HTTPServerLiveTests {
         }
     }
 
+    @Test("the access log shows a response's loggedPath instead of the request's path")
+    func accessLogUsesLoggedPath() async throws {
+        let logs = CapturingLogHandler()
+        let logger = Logger(label: "test.http", level: .info, handler: logs)
+        var router = Router()
+        router.get("/devices/{token}") { request in
+            var response = HTTPResponse(status: 204)
+            response.loggedPath = "/devices/\(request.parameters["token"]?.prefix(4) ?? "")…"
+            return response
+        }
+        try await withServer(responder: router, logger: logger, metrics: MetricsRegistry()) { _, port in
+            let response = try await RawConnection.request(port: port, "GET", "/devices/0123456789abcdef")
+            #expect(response.status == 204)
+            let line = try #require(logs.all.first { $0.message == "request" })
+            #expect(logs.metadata(line)["path"] == .string("/devices/0123…"))
+            #expect(!StreamLogHandler.render(line, format: .text).contains("0123456789abcdef"))
+        }
+    }
+
     @Test("one access-log line per request, labelled by route; no credentials logged")
     func accessLogAndMetrics() async throws {
         let logs = CapturingLogHandler()

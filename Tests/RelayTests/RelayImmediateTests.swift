@@ -48,6 +48,25 @@ struct RelayImmediateTests {
         }
     }
 
+    @Test func theAccessLogIsGivenThePathWithTheTokenShortened() async throws {
+        try await RelayHarness.with { relay in
+            var router = Router()
+            relay.service.register(on: &router)
+            let token = randomToken()
+            let shortened = "/push/\(token.prefix(8))…/sub-1"
+            let unsupported = try #require(router.respondImmediately(to: push(token, "sub-1", encoding: "gzip")))
+            #expect(unsupported.status == 415)
+            #expect(unsupported.loggedPath == shortened)
+            let wrongMethod = try await router.respond(to: HTTPRequest(method: "GET", path: "/push/\(token)/sub-1"))
+            #expect(wrongMethod.status == 404)
+            #expect(wrongMethod.loggedPath == shortened)
+            // The first push waits for a connection (the asynchronous path), then is accepted.
+            let accepted = try await router.respond(to: push(token, "sub-1"))
+            #expect(accepted.status == 202)
+            #expect(accepted.loggedPath == shortened)
+        }
+    }
+
     @Test func badInputIsAnsweredAtOnceWithoutAConnection() async throws {
         try await RelayHarness.with { relay in
             let bad = try #require(relay.service.relayImmediately(push("not-hex", "x")))

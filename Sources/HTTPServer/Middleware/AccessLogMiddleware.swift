@@ -1,8 +1,9 @@
 public import HeraldCore
 
 /// Logs exactly one line per request at `info`, after the response is known:
-/// `method`, `route`, `path`, `status`, `duration_ms`, `bytes` (body bytes of the response, 0 for
-/// HEAD), `request_id`, `remote`.
+/// `method`, `route`, `path` (the response's ``HTTPResponse/loggedPath`` when it has one),
+/// `status`, `duration_ms`, `bytes` (body bytes of the response, 0 for HEAD), `request_id`,
+/// `remote`.
 ///
 /// Headers (which may carry `Authorization`), the query string and the body are never logged.
 /// When `next` throws (no ``ErrorMiddleware`` inside), the line says status 500 and the error is
@@ -43,7 +44,7 @@ public struct AccessLogMiddleware: HTTPMiddleware {
             metadata: [
                 "method": .string(request.method),
                 "route": .string(RouteRecorder.label(for: response)),
-                "path": .string(request.path),
+                "path": .string(response?.loggedPath ?? request.path),
                 "status": .int(response?.status ?? 500),
                 "duration_ms": .double((milliseconds * 1000).rounded() / 1000),
                 "bytes": .int(response?.body.count ?? 0),
