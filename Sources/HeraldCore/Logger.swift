@@ -104,8 +104,25 @@ public struct Logger: Sendable {
         guard level >= logLevel else { return }
         var merged = extra
         if !metadata.isEmpty { merged.merge(metadata) { new, _ in new } }
-        let ordered = merged.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
+        let ordered = merged.sorted { $0.key < $1.key }
         handler.log(LogRecord(time: Date(), level: level, label: label, message: message(), metadata: ordered))
+    }
+
+    /// ``log(_:_:metadata:)`` for metadata whose keys are already unique and in order, without
+    /// a dictionary to build and sort: for lines written on every request. The logger's own
+    /// metadata is merged in as usual (the values given here win).
+    public func log(
+        _ level: LogLevel,
+        _ message: @autoclosure () -> String,
+        sortedMetadata: [(key: String, value: LogValue)]
+    ) {
+        guard level >= logLevel else { return }
+        assert(zip(sortedMetadata, sortedMetadata.dropFirst()).allSatisfy { $0.key < $1.key }, "keys out of order")
+        guard metadata.isEmpty else {
+            log(level, message(), metadata: Dictionary(sortedMetadata, uniquingKeysWith: { first, _ in first }))
+            return
+        }
+        handler.log(LogRecord(time: Date(), level: level, label: label, message: message(), metadata: sortedMetadata))
     }
 
     public func trace(_ message: @autoclosure () -> String, metadata: [String: LogValue] = [:]) {

@@ -25,6 +25,20 @@ import Testing
         #expect(lines[0].hasSuffix("INFO test: shown path=\"/a b\" request_id=r1 status=200"))
     }
 
+    @Test func sortedMetadataIsWrittenAsGivenAndMergedWithTheLoggers() {
+        let capture = Capture(format: .text)
+        var logger = Logger(label: "test", level: .info, handler: capture)
+        logger.log(.info, "plain", sortedMetadata: [("a", 1), ("b", "x")])
+        logger.log(.debug, "hidden", sortedMetadata: [("a", 1)])
+        logger[metadataKey: "request_id"] = "r1"
+        logger[metadataKey: "b"] = "logger"
+        logger.log(.info, "merged", sortedMetadata: [("a", 1), ("b", "call")])
+        let lines = capture.lines.withLock { $0 }
+        #expect(lines.count == 2)
+        #expect(lines.first?.hasSuffix("INFO test: plain a=1 b=x") == true)
+        #expect(lines.last?.hasSuffix("INFO test: merged a=1 b=call request_id=r1") == true)
+    }
+
     @Test func textLinesNameTheLevelInUpperCase() {
         let capture = Capture(format: .text)
         let logger = Logger(label: "l", level: .trace, handler: capture)

@@ -39,17 +39,18 @@ public struct AccessLogMiddleware: HTTPMiddleware {
     private func log(_ request: HTTPRequest, _ response: HTTPResponse?, since start: ContinuousClock.Instant) {
         let (seconds, attoseconds) = start.duration(to: .now).components
         let milliseconds = Double(seconds) * 1000 + Double(attoseconds) / 1e15
-        logger.info(
+        logger.log(
+            .info,
             "request",
-            metadata: [
-                "method": .string(request.method),
-                "route": .string(RouteRecorder.label(for: response)),
-                "path": .string(response?.loggedPath ?? request.path),
-                "status": .int(response?.status ?? 500),
-                "duration_ms": .double((milliseconds * 1000).rounded() / 1000),
-                "bytes": .int(response?.body.count ?? 0),
-                "request_id": .string(request.requestID),
-                "remote": .string(request.remoteAddress),
+            sortedMetadata: [
+                ("bytes", .int(response?.body.count ?? 0)),
+                ("duration_ms", .double((milliseconds * 1000).rounded() / 1000)),
+                ("method", .string(request.method)),
+                ("path", .string(response?.loggedPath ?? request.path)),
+                ("remote", .string(request.remoteAddress)),
+                ("request_id", .string(request.requestID)),
+                ("route", .string(RouteRecorder.label(for: response))),
+                ("status", .int(response?.status ?? 500)),
             ]
         )
     }
