@@ -20,6 +20,12 @@ public protocol HTTPResponder: Sendable {
     /// or `nil` for the server's ``HTTPServer/Configuration/maxBodySize``. Asked on an I/O thread
     /// once the headers are in, before any byte of the body is kept; must not block.
     func maximumBodySize(method: String, rawPath: String) -> Int?
+
+    /// The answer to a request the server refused before it reached the responder (headers or
+    /// body too large, an unusable target), so that middleware logs and counts it like any other
+    /// answer. `request` has no body and may lack parts the server could not read. Runs on an
+    /// I/O thread; must not block.
+    func refused(_ request: HTTPRequest, with response: HTTPResponse) -> HTTPResponse
 }
 
 extension HTTPResponder {
@@ -28,6 +34,9 @@ extension HTTPResponder {
 
     /// The server's limit for every request.
     public func maximumBodySize(method: String, rawPath: String) -> Int? { nil }
+
+    /// The server's refusal, unchanged.
+    public func refused(_ request: HTTPRequest, with response: HTTPResponse) -> HTTPResponse { response }
 }
 
 /// Code that runs around a responder: it may change the request, answer by itself, or change
@@ -114,6 +123,18 @@ public struct MiddlewareChain: HTTPResponder {
     /// The wrapped responder's limit (middleware does not change what a route accepts).
     public func maximumBodySize(method: String, rawPath: String) -> Int? {
         responder.maximumBodySize(method: method, rawPath: rawPath)
+    }
+
+    /// Runs every middleware's ``HTTPMiddleware/handleImmediately(_:next:)`` around the server's
+    /// refusal (as the responder labels it), so that it is logged, counted and given a request id.
+    /// A middleware that cannot answer immediately is skipped with the layers inside it.
+    public func refused(_ request: HTTPRequest, with response: HTTPResponse) -> HTTPResponse {
+        refused(request, response, layer: 0) ?? responder.refused(request, with: response)
+    }
+
+    private func refused(_ request: HTTPRequest, _ response: HTTPResponse, layer: Int) -> HTTPResponse? {
+        guard layer < middleware.count else { return responder.refused(request, with: response) }
+        return middleware[layer].handleImmediately(request) { refused($0, response, layer: layer + 1) }
     }
 
     private func immediate(_ request: HTTPRequest, layer: Int) -> HTTPResponse? {

@@ -72,6 +72,8 @@ public struct Router: HTTPResponder {
         case parameter(String)
     }
 
+    /// How the access log shows paths of a pattern (``logPaths(of:as:)``), by pattern.
+    private var loggedPaths: [String: @Sendable (HTTPRequest) -> String] = [:]
     private var routes: [Route] = []
     /// The routes with their own body limit (``on(_:_:maxBodySize:_:)``), usually few.
     private var limitedRoutes: [Route] = []
@@ -153,6 +155,13 @@ public struct Router: HTTPResponder {
         limitedRoutes = routes.filter { $0.maxBodySize != nil }
     }
 
+    /// Has every answer on `pattern` (any method, refusals by the server included) carry
+    /// `transform(request)` as its ``HTTPResponse/loggedPath``: for paths that hold what the
+    /// access log should not, such as a device token. `request.parameters` are decoded.
+    public mutating func logPaths(of pattern: String, as transform: @escaping @Sendable (HTTPRequest) -> String) {
+        loggedPaths[pattern] = transform
+    }
+
     public mutating func get(_ pattern: String, _ handler: @escaping Handler) { on("GET", pattern, handler) }
     public mutating func post(_ pattern: String, _ handler: @escaping Handler) { on("POST", pattern, handler) }
     public mutating func put(_ pattern: String, _ handler: @escaping Handler) { on("PUT", pattern, handler) }
@@ -166,7 +175,7 @@ public struct Router: HTTPResponder {
             return response
         case .route(let route, let routed, let headFallback):
             RouteRecorder.current?.record(route.pattern)
-            return Self.finish(try await route.handler(routed), route: route, headFallback: headFallback)
+            return finish(try await route.handler(routed), route: route, request: routed, headFallback: headFallback)
         }
     }
 
@@ -178,8 +187,15 @@ public struct Router: HTTPResponder {
             return response
         case .route(let route, let routed, let headFallback):
             guard let immediate = route.immediate, let response = immediate(routed) else { return nil }
-            return Self.finish(response, route: route, headFallback: headFallback)
+            return finish(response, route: route, request: routed, headFallback: headFallback)
         }
+    }
+
+    /// The server's refusal, labelled with the route the request would have reached (and its
+    /// ``logPaths(of:as:)`` rule), for metrics and the access log.
+    public func refused(_ request: HTTPRequest, with response: HTTPResponse) -> HTTPResponse {
+        guard case .route(let route, let routed, _) = resolve(request) else { return response }
+        return finish(response, route: route, request: routed, headFallback: false)
     }
 
     /// The limit of the route `method` on `rawPath` would reach, if it has its own.
@@ -275,9 +291,15 @@ public struct Router: HTTPResponder {
         return .route(route, routed, headFallback: exact == nil)
     }
 
-    private static func finish(_ response: HTTPResponse, route: Route, headFallback: Bool) -> HTTPResponse {
+    private func finish(
+        _ response: HTTPResponse,
+        route: Route,
+        request: HTTPRequest,
+        headFallback: Bool
+    ) -> HTTPResponse {
         var response = response
         response.route = route.pattern
+        if !loggedPaths.isEmpty, let transform = loggedPaths[route.pattern] { response.loggedPath = transform(request) }
         if headFallback {
             if !response.headers.contains(name: "Content-Length") {
                 response.headers.replaceOrAdd(name: "Content-Length", value: String(response.body.count))

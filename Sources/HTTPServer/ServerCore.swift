@@ -171,11 +171,24 @@ final class ServerCore: Sendable {
         case .receiving:
             return dispatch(context, connection: connection)
         case .tooLarge:
-            let limit = context.state.withLock { state in
+            let (limit, head) = context.state.withLock { state in
                 state.phase = .answered
-                return state.bodyLimit
+                return (state.bodyLimit, state.head)
             }
-            return queue(Self.bodyTooLarge(limit: limit), for: context, forceClose: true)
+            var response = Self.bodyTooLarge(limit: limit)
+            if let head {
+                let request = HTTPRequest(
+                    method: head.method,
+                    rawPath: head.target.rawPath,
+                    path: head.path,
+                    query: head.target.queryItems,
+                    headers: head.headers,
+                    body: [],
+                    remoteAddress: head.remoteAddress
+                )
+                response = responder.refused(request, with: response)
+            }
+            return queue(response, for: context, forceClose: true)
         case .resumed(let response):
             context.state.withLock { $0.phase = .answered }
             guard let response else { return false }
@@ -234,37 +247,48 @@ final class ServerCore: Sendable {
         var received = Self.headers(of: connection)
         received.bytes += methodName.utf8.count + context.target.utf8.count + 12
         let headers = received.headers
+        let normalizedMethod =
+            methodName.utf8.contains(where: { $0 >= UInt8(ascii: "a") }) ? methodName.uppercased() : methodName
+        let target = RequestTarget(context.target)
+        // The request as far as it could be read, for the middleware to log and count a refusal.
+        func refusal(_ response: HTTPResponse, decodedPath: String? = nil) -> Bool {
+            let request = HTTPRequest(
+                method: normalizedMethod,
+                rawPath: target.rawPath,
+                path: decodedPath ?? target.rawPath,
+                query: decodedPath == nil ? [] : target.queryItems,
+                // Too many to keep for a refusal on their account.
+                headers: response.status == 431 ? HTTPHeaders() : headers,
+                body: [],
+                remoteAddress: SocketAddress.describe(herald_mhd_get_connection_info_client_address(connection))
+            )
+            return reject(responder.refused(request, with: response), context: context)
+        }
         guard received.bytes <= limits.maxHeaderSize else {
-            return reject(
+            return refusal(
                 .error(
                     status: 431,
                     code: "headers_too_large",
                     message: "The request headers exceed \(limits.maxHeaderSize) bytes."
                 ),
-                context: context
+                decodedPath: RequestTarget.percentDecode(target.rawPath)
             )
         }
-
-        let target = RequestTarget(context.target)
         guard target.rawPath.hasPrefix("/") else {
-            return reject(
-                .error(status: 400, code: "invalid_request_target", message: "The request target must start with '/'."),
-                context: context
+            return refusal(
+                .error(status: 400, code: "invalid_request_target", message: "The request target must start with '/'.")
             )
         }
         guard let path = RequestTarget.percentDecode(target.rawPath) else {
-            return reject(
+            return refusal(
                 .error(
                     status: 400,
                     code: "invalid_path",
                     message: "The request path is not valid percent-encoded UTF-8."
-                ),
-                context: context
+                )
             )
         }
 
-        let normalizedMethod =
-            methodName.utf8.contains(where: { $0 >= UInt8(ascii: "a") }) ? methodName.uppercased() : methodName
         let bodyLimit =
             responder.maximumBodySize(method: normalizedMethod, rawPath: target.rawPath) ?? limits.maxBodySize
         var expectedLength = 0
@@ -272,7 +296,7 @@ final class ServerCore: Sendable {
             let length = UInt64(declared.trimmingSpaces()) ?? UInt64.max
             guard length <= UInt64(bodyLimit) else {
                 // libmicrohttpd refuses the upload and closes once this is sent.
-                return reject(Self.bodyTooLarge(limit: bodyLimit), context: context)
+                return refusal(Self.bodyTooLarge(limit: bodyLimit), decodedPath: path)
             }
             expectedLength = Int(length)
         }

@@ -97,31 +97,21 @@ public final class RelayService: Service {
         router.on(
             "POST",
             "/push/{token}/{id}",
-            immediately: { [self] request in relayImmediately(request).map { Self.shorteningToken($0, of: request) } },
-            otherwise: { [self] request in Self.shorteningToken(await relay(request), of: request) }
+            immediately: { [self] request in relayImmediately(request) },
+            otherwise: { [self] request in await relay(request) }
         )
         for method in ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"] {
-            router.on(method, "/push/{token}/{id}") { request in
-                Self.shorteningToken(
-                    .error(
-                        status: 404,
-                        code: "not_found",
-                        message: "the relay accepts only POST /push/{device_token}/{id}"
-                    ),
-                    of: request
-                )
+            router.on(method, "/push/{token}/{id}") { _ in
+                .error(status: 404, code: "not_found", message: "the relay accepts only POST /push/{device_token}/{id}")
             }
         }
-    }
-
-    /// `response`, with the access log told to show the device token shortened, as the relay's
-    /// own log lines do (RELAY.md): the full token in every request line would make the access
-    /// log a list of every subscribed device.
-    private static func shorteningToken(_ response: HTTPResponse, of request: HTTPRequest) -> HTTPResponse {
-        let (token, id) = rawSegments(request)
-        var response = response
-        response.loggedPath = "/push/\(APNSDeviceToken.shortened(token))/\(id)"
-        return response
+        // The access log shows the device token shortened, as the relay's own log lines do
+        // (RELAY.md): the full token in every request line would make it a list of every
+        // subscribed device.
+        router.logPaths(of: "/push/{token}/{id}") { request in
+            let (token, id) = Self.rawSegments(request)
+            return "/push/\(APNSDeviceToken.shortened(token))/\(id)"
+        }
     }
 
     /// A relay request after validation: either its final answer, or a push to hand to APNs.

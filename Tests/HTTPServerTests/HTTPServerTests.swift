@@ -221,6 +221,71 @@ struct HTTPServerLiveTests {
         }
     }
 
+    @Test("refusals before the handler (413, 431, a bad path) are logged and counted like answers")
+    func refusalsAreLoggedAndCounted() async throws {
+        let logs = CapturingLogHandler()
+        let logger = Logger(label: "test.http", level: .info, handler: logs)
+        let metrics = MetricsRegistry()
+        var router = makeTestRouter()
+        router.logPaths(of: "/echo") { _ in "/echo (shown)" }
+        try await withServer(
+            configure: { $0.maxBodySize = 1024 },
+            responder: router,
+            logger: logger,
+            metrics: metrics
+        ) { _, port in
+            let declared = try await RawConnection.open(port: port)
+            defer { declared.close() }
+            try await declared.send(
+                "POST /echo HTTP/1.1\r\nHost: x\r\nX-Request-Id: big-1\r\nContent-Length: 5000\r\n\r\n"
+            )
+            let tooLarge = try await declared.readResponse()
+            #expect(tooLarge.status == 413)
+            #expect(tooLarge.headers["X-Request-Id"] == "big-1")
+
+            let chunked = try await RawConnection.open(port: port)
+            defer { chunked.close() }
+            var request = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            for _ in 0..<2 { request += "3e8\r\n" + String(repeating: "z", count: 1000) + "\r\n" }
+            try await chunked.send(request + "0\r\n\r\n")
+            #expect(try await chunked.readResponse().status == 413)
+
+            let headers = try await RawConnection.request(
+                port: port,
+                "GET",
+                "/items/7",
+                headers: [("X-Big", String(repeating: "a", count: 17 * 1024))]
+            )
+            #expect(headers.status == 431)
+            let badPath = try await RawConnection.request(port: port, "GET", "/items/%FF")
+            #expect(badPath.status == 400)
+
+            try await eventually("four access-log lines") { logs.all.filter { $0.message == "request" }.count == 4 }
+            let lines = logs.all.filter { $0.message == "request" }.map { logs.metadata($0) }
+            let refusedUpload = try #require(lines.first { $0["request_id"] == .string("big-1") })
+            #expect(refusedUpload["status"] == .int(413))
+            #expect(refusedUpload["route"] == .string("/echo"))
+            #expect(refusedUpload["path"] == .string("/echo (shown)"))
+            #expect(lines.filter { $0["status"] == .int(413) }.count == 2)
+            let tooManyHeaders = try #require(lines.first { $0["status"] == .int(431) })
+            #expect(tooManyHeaders["route"] == .string("/items/{id}"))
+            #expect(tooManyHeaders["path"] == .string("/items/7"))
+            #expect(lines.contains { $0["status"] == .int(400) && $0["path"] == .string("/items/%FF") })
+            #expect(
+                metrics.value(
+                    "herald_http_requests_total",
+                    labels: [("method", "POST"), ("route", "/echo"), ("status", "413")]
+                ) == 2
+            )
+            #expect(
+                metrics.value(
+                    "herald_http_requests_total",
+                    labels: [("method", "GET"), ("route", "/items/{id}"), ("status", "431")]
+                ) == 1
+            )
+        }
+    }
+
     @Test("malformed request line: 400, and the next connection is served")
     func malformedRequestLine() async throws {
         try await withServer(responder: makeTestRouter()) { _, port in

@@ -60,6 +60,13 @@ struct RelayImmediateTests {
             let wrongMethod = try await router.respond(to: HTTPRequest(method: "GET", path: "/push/\(token)/sub-1"))
             #expect(wrongMethod.status == 404)
             #expect(wrongMethod.loggedPath == shortened)
+            // A refusal by the HTTP server itself (a body over its limit) is shown the same way.
+            let refused = router.refused(
+                HTTPRequest(method: "POST", path: "/push/\(token)/sub-1"),
+                with: .error(status: 413, code: "body_too_large", message: "too large")
+            )
+            #expect(refused.loggedPath == shortened)
+            #expect(refused.route == "/push/{token}/{id}")
             // The first push waits for a connection (the asynchronous path), then is accepted.
             let accepted = try await router.respond(to: push(token, "sub-1"))
             #expect(accepted.status == 202)
