@@ -13,9 +13,11 @@ public struct HTTPResponse: Sendable {
     /// The route pattern that produced this response (`/push/{token}`), set by ``Router``; `nil`
     /// when no route matched. Metrics and access logs use it as a low-cardinality label.
     public var route: String?
-    /// The request's path as the access log shows it, when the handler wants it shown otherwise
-    /// (the relay shortens the device token in `/push/{token}/{id}`); `nil`: the path as received.
+    /// The request's path as the access log shows it, when the handler wants it shown otherwise;
+    /// `nil`: the route's ``Router/logPaths(of:as:)`` rule, or the path as received.
     public var loggedPath: String?
+    /// The rule of the route that answered, applied only when a line is written.
+    var loggedPathRule: LoggedPathRule?
 
     public init(status: Int = 200, headers: HTTPHeaders = .init(), body: [UInt8] = []) {
         self.status = status
@@ -23,6 +25,12 @@ public struct HTTPResponse: Sendable {
         self.body = body
         self.route = nil
         self.loggedPath = nil
+        self.loggedPathRule = nil
+    }
+
+    /// The path the access log shows for `request`, answered with this response.
+    func pathForLog(of request: HTTPRequest) -> String {
+        loggedPath ?? loggedPathRule?.transform(request) ?? request.path
     }
 
     /// `value` encoded as JSON (dates as RFC 3339 UTC strings), `Content-Type: application/json`.
@@ -68,5 +76,15 @@ public struct HTTPResponse: Sendable {
             try container.encode(RFC3339.string(from: date))
         }
         return encoder
+    }
+}
+
+/// A route's way of showing its paths in the access log (``Router/logPaths(of:as:)``): a class,
+/// so that a response carries it with one retain and runs it only for a line that is written.
+final class LoggedPathRule: Sendable {
+    let transform: @Sendable (HTTPRequest) -> String
+
+    init(_ transform: @escaping @Sendable (HTTPRequest) -> String) {
+        self.transform = transform
     }
 }

@@ -41,6 +41,8 @@ public struct Router: HTTPResponder {
         let immediate: ImmediateHandler?
         /// The route's own body limit; `nil`: the server's.
         let maxBodySize: Int?
+        /// How the access log shows its paths (``Router/logPaths(of:as:)``); `nil`: as received.
+        let loggedPath: LoggedPathRule?
 
         init(
             method: String,
@@ -48,7 +50,8 @@ public struct Router: HTTPResponder {
             segments: [Segment],
             handler: @escaping Handler,
             immediate: ImmediateHandler?,
-            maxBodySize: Int?
+            maxBodySize: Int?,
+            loggedPath: LoggedPathRule?
         ) {
             self.method = method
             self.pattern = pattern
@@ -56,6 +59,19 @@ public struct Router: HTTPResponder {
             self.handler = handler
             self.immediate = immediate
             self.maxBodySize = maxBodySize
+            self.loggedPath = loggedPath
+        }
+
+        func with(loggedPath: LoggedPathRule) -> Route {
+            Route(
+                method: method,
+                pattern: pattern,
+                segments: segments,
+                handler: handler,
+                immediate: immediate,
+                maxBodySize: maxBodySize,
+                loggedPath: loggedPath
+            )
         }
     }
 
@@ -73,7 +89,7 @@ public struct Router: HTTPResponder {
     }
 
     /// How the access log shows paths of a pattern (``logPaths(of:as:)``), by pattern.
-    private var loggedPaths: [String: @Sendable (HTTPRequest) -> String] = [:]
+    private var loggedPaths: [String: LoggedPathRule] = [:]
     private var routes: [Route] = []
     /// The routes with their own body limit (``on(_:_:maxBodySize:_:)``), usually few.
     private var limitedRoutes: [Route] = []
@@ -145,7 +161,8 @@ public struct Router: HTTPResponder {
             segments: segments,
             handler: handler,
             immediate: immediate,
-            maxBodySize: maxBodySize
+            maxBodySize: maxBodySize,
+            loggedPath: loggedPaths[pattern]
         )
         if let existing = routes.firstIndex(where: { $0.method == method && $0.segments == segments }) {
             routes[existing] = route
@@ -155,11 +172,15 @@ public struct Router: HTTPResponder {
         limitedRoutes = routes.filter { $0.maxBodySize != nil }
     }
 
-    /// Has every answer on `pattern` (any method, refusals by the server included) carry
-    /// `transform(request)` as its ``HTTPResponse/loggedPath``: for paths that hold what the
-    /// access log should not, such as a device token. `request.parameters` are decoded.
+    /// Has the access log show the paths of `pattern` (every method, refusals by the server
+    /// included) as `transform(request)` instead of as received: for paths that hold what a log
+    /// should not, such as a device token. `transform` runs only when a line is written, with
+    /// the request as the access log sees it (``HTTPRequest/rawPath`` set, no parameters).
     public mutating func logPaths(of pattern: String, as transform: @escaping @Sendable (HTTPRequest) -> String) {
-        loggedPaths[pattern] = transform
+        let rule = LoggedPathRule(transform)
+        loggedPaths[pattern] = rule
+        routes = routes.map { $0.pattern == pattern ? $0.with(loggedPath: rule) : $0 }
+        limitedRoutes = routes.filter { $0.maxBodySize != nil }
     }
 
     public mutating func get(_ pattern: String, _ handler: @escaping Handler) { on("GET", pattern, handler) }
@@ -175,7 +196,7 @@ public struct Router: HTTPResponder {
             return response
         case .route(let route, let routed, let headFallback):
             RouteRecorder.current?.record(route.pattern)
-            return finish(try await route.handler(routed), route: route, request: routed, headFallback: headFallback)
+            return Self.finish(try await route.handler(routed), route: route, headFallback: headFallback)
         }
     }
 
@@ -187,15 +208,15 @@ public struct Router: HTTPResponder {
             return response
         case .route(let route, let routed, let headFallback):
             guard let immediate = route.immediate, let response = immediate(routed) else { return nil }
-            return finish(response, route: route, request: routed, headFallback: headFallback)
+            return Self.finish(response, route: route, headFallback: headFallback)
         }
     }
 
     /// The server's refusal, labelled with the route the request would have reached (and its
     /// ``logPaths(of:as:)`` rule), for metrics and the access log.
     public func refused(_ request: HTTPRequest, with response: HTTPResponse) -> HTTPResponse {
-        guard case .route(let route, let routed, _) = resolve(request) else { return response }
-        return finish(response, route: route, request: routed, headFallback: false)
+        guard case .route(let route, _, _) = resolve(request) else { return response }
+        return Self.finish(response, route: route, headFallback: false)
     }
 
     /// The limit of the route `method` on `rawPath` would reach, if it has its own.
@@ -291,15 +312,10 @@ public struct Router: HTTPResponder {
         return .route(route, routed, headFallback: exact == nil)
     }
 
-    private func finish(
-        _ response: HTTPResponse,
-        route: Route,
-        request: HTTPRequest,
-        headFallback: Bool
-    ) -> HTTPResponse {
+    private static func finish(_ response: HTTPResponse, route: Route, headFallback: Bool) -> HTTPResponse {
         var response = response
         response.route = route.pattern
-        if !loggedPaths.isEmpty, let transform = loggedPaths[route.pattern] { response.loggedPath = transform(request) }
+        response.loggedPathRule = route.loggedPath
         if headFallback {
             if !response.headers.contains(name: "Content-Length") {
                 response.headers.replaceOrAdd(name: "Content-Length", value: String(response.body.count))

@@ -54,23 +54,28 @@ struct RelayImmediateTests {
             relay.service.register(on: &router)
             let token = randomToken()
             let shortened = "/push/\(token.prefix(8))…/sub-1"
-            let unsupported = try #require(router.respondImmediately(to: push(token, "sub-1", encoding: "gzip")))
+            let unsupportedRequest = push(token, "sub-1", encoding: "gzip")
+            let unsupported = try #require(router.respondImmediately(to: unsupportedRequest))
             #expect(unsupported.status == 415)
-            #expect(unsupported.loggedPath == shortened)
-            let wrongMethod = try await router.respond(to: HTTPRequest(method: "GET", path: "/push/\(token)/sub-1"))
+            #expect(unsupported.pathForLog(of: unsupportedRequest) == shortened)
+            let get = HTTPRequest(method: "GET", path: "/push/\(token)/sub-1")
+            let wrongMethod = try await router.respond(to: get)
             #expect(wrongMethod.status == 404)
-            #expect(wrongMethod.loggedPath == shortened)
+            #expect(wrongMethod.pathForLog(of: get) == shortened)
             // A refusal by the HTTP server itself (a body over its limit) is shown the same way.
+            let upload = HTTPRequest(method: "POST", path: "/push/\(token)/sub-1")
             let refused = router.refused(
-                HTTPRequest(method: "POST", path: "/push/\(token)/sub-1"),
+                upload,
                 with: .error(status: 413, code: "body_too_large", message: "too large")
             )
-            #expect(refused.loggedPath == shortened)
+            #expect(refused.pathForLog(of: upload) == shortened)
             #expect(refused.route == "/push/{token}/{id}")
             // The first push waits for a connection (the asynchronous path), then is accepted.
             let accepted = try await router.respond(to: push(token, "sub-1"))
             #expect(accepted.status == 202)
-            #expect(accepted.loggedPath == shortened)
+            #expect(accepted.pathForLog(of: push(token, "sub-1")) == shortened)
+            // Other routes keep their paths.
+            #expect(HTTPResponse().pathForLog(of: get) == "/push/\(token)/sub-1")
         }
     }
 

@@ -1,7 +1,7 @@
 public import HeraldCore
 
 /// Logs exactly one line per request at `info`, after the response is known:
-/// `method`, `route`, `path` (the response's ``HTTPResponse/loggedPath`` when it has one),
+/// `method`, `route`, `path` (as the response or its route says to show it: ``HTTPResponse/loggedPath``),
 /// `status`, `duration_ms`, `bytes` (body bytes of the response, 0 for HEAD), `request_id`,
 /// `remote`.
 ///
@@ -46,7 +46,7 @@ public struct AccessLogMiddleware: HTTPMiddleware {
                 ("bytes", .int(response?.body.count ?? 0)),
                 ("duration_ms", .double((milliseconds * 1000).rounded() / 1000)),
                 ("method", .string(request.method)),
-                ("path", .string(response?.loggedPath ?? request.path)),
+                ("path", .string(response?.pathForLog(of: request) ?? request.path)),
                 ("remote", .string(request.remoteAddress)),
                 ("request_id", .string(request.requestID)),
                 ("route", .string(RouteRecorder.label(for: response))),
