@@ -28,11 +28,6 @@ public struct HTTPResponse: Sendable {
         self.loggedPathRule = nil
     }
 
-    /// The path the access log shows for `request`, answered with this response.
-    func pathForLog(of request: HTTPRequest) -> String {
-        loggedPath ?? loggedPathRule?.transform(request) ?? request.path
-    }
-
     /// `value` encoded as JSON (dates as RFC 3339 UTC strings), `Content-Type: application/json`.
     /// A value that cannot be encoded gives a 500 `internal_error` response instead.
     public static func json(_ value: some Encodable & Sendable, status: Int = 200) -> HTTPResponse {

@@ -6,13 +6,16 @@ import Synchronization
 final class RouteRecorder: Sendable {
     @TaskLocal static var current: RouteRecorder?
 
-    private let pattern = Mutex<String?>(nil)
+    private let matched = Mutex<(pattern: String, loggedPath: LoggedPathRule?)?>(nil)
 
     /// The matched pattern, `nil` until a route matched.
-    var route: String? { pattern.withLock { $0 } }
+    var route: String? { matched.withLock { $0?.pattern } }
 
-    func record(_ route: String) {
-        pattern.withLock { $0 = route }
+    /// The matched route's ``Router/logPaths(of:as:)`` rule.
+    var loggedPathRule: LoggedPathRule? { matched.withLock { $0?.loggedPath } }
+
+    func record(_ route: String, loggedPath: LoggedPathRule?) {
+        matched.withLock { $0 = (route, loggedPath) }
     }
 
     /// Runs `body` with a recorder bound, reusing one that is already bound.
@@ -24,5 +27,13 @@ final class RouteRecorder: Sendable {
     /// The label to use for `response`: its route, the recorded one, or `unmatched`.
     static func label(for response: HTTPResponse?) -> String {
         response?.route ?? current?.route ?? "unmatched"
+    }
+
+    /// The path the access log shows for `request`: as `response` or its route says, or as the
+    /// recorded route says when the handler threw and `response` was made outside the router.
+    static func loggedPath(of request: HTTPRequest, answeredWith response: HTTPResponse?) -> String {
+        if let loggedPath = response?.loggedPath { return loggedPath }
+        guard let rule = response?.loggedPathRule ?? current?.loggedPathRule else { return request.path }
+        return rule.transform(request)
     }
 }

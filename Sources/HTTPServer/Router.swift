@@ -195,7 +195,7 @@ public struct Router: HTTPResponder {
         case .answer(let response):
             return response
         case .route(let route, let routed, let headFallback):
-            RouteRecorder.current?.record(route.pattern)
+            RouteRecorder.current?.record(route.pattern, loggedPath: route.loggedPath)
             return Self.finish(try await route.handler(routed), route: route, headFallback: headFallback)
         }
     }

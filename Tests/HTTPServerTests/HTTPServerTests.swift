@@ -456,7 +456,7 @@ struct HTTPServerLiveTests {
         }
     }
 
-    @Test("the access log shows a response's loggedPath instead of the request's path")
+    @Test("the access log shows a response's loggedPath, or its route's rule, instead of the path")
     func accessLogUsesLoggedPath() async throws {
         let logs = CapturingLogHandler()
         let logger = Logger(label: "test.http", level: .info, handler: logs)
@@ -466,12 +466,21 @@ struct HTTPServerLiveTests {
             response.loggedPath = "/devices/\(request.parameters["token"]?.prefix(4) ?? "")…"
             return response
         }
+        // A rule for every answer on the pattern, thrown errors included.
+        router.get("/keys/{key}") { _ in throw HTTPError(status: 403, code: "forbidden", message: "no") }
+        router.logPaths(of: "/keys/{key}") { request in String(request.rawPath.prefix(9)) + "…" }
         try await withServer(responder: router, logger: logger, metrics: MetricsRegistry()) { _, port in
             let response = try await RawConnection.request(port: port, "GET", "/devices/0123456789abcdef")
             #expect(response.status == 204)
-            let line = try #require(logs.all.first { $0.message == "request" })
-            #expect(logs.metadata(line)["path"] == .string("/devices/0123…"))
-            #expect(!StreamLogHandler.render(line, format: .text).contains("0123456789abcdef"))
+            #expect(try await RawConnection.request(port: port, "GET", "/keys/fedcba9876543210").status == 403)
+            let lines = logs.all.filter { $0.message == "request" }
+            #expect(lines.count == 2)
+            let paths = lines.map { logs.metadata($0)["path"] }
+            #expect(paths.contains(.string("/devices/0123…")))
+            #expect(paths.contains(.string("/keys/fed…")))
+            let text = lines.map { StreamLogHandler.render($0, format: .text) }.joined()
+            #expect(!text.contains("0123456789abcdef"))
+            #expect(!text.contains("fedcba9876543210"))
         }
     }
 

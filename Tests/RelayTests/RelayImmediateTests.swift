@@ -57,25 +57,25 @@ struct RelayImmediateTests {
             let unsupportedRequest = push(token, "sub-1", encoding: "gzip")
             let unsupported = try #require(router.respondImmediately(to: unsupportedRequest))
             #expect(unsupported.status == 415)
-            #expect(unsupported.pathForLog(of: unsupportedRequest) == shortened)
+            #expect(RouteRecorder.loggedPath(of: unsupportedRequest, answeredWith: unsupported) == shortened)
             let get = HTTPRequest(method: "GET", path: "/push/\(token)/sub-1")
             let wrongMethod = try await router.respond(to: get)
             #expect(wrongMethod.status == 404)
-            #expect(wrongMethod.pathForLog(of: get) == shortened)
+            #expect(RouteRecorder.loggedPath(of: get, answeredWith: wrongMethod) == shortened)
             // A refusal by the HTTP server itself (a body over its limit) is shown the same way.
             let upload = HTTPRequest(method: "POST", path: "/push/\(token)/sub-1")
             let refused = router.refused(
                 upload,
                 with: .error(status: 413, code: "body_too_large", message: "too large")
             )
-            #expect(refused.pathForLog(of: upload) == shortened)
+            #expect(RouteRecorder.loggedPath(of: upload, answeredWith: refused) == shortened)
             #expect(refused.route == "/push/{token}/{id}")
             // The first push waits for a connection (the asynchronous path), then is accepted.
             let accepted = try await router.respond(to: push(token, "sub-1"))
             #expect(accepted.status == 202)
-            #expect(accepted.pathForLog(of: push(token, "sub-1")) == shortened)
+            #expect(RouteRecorder.loggedPath(of: push(token, "sub-1"), answeredWith: accepted) == shortened)
             // Other routes keep their paths.
-            #expect(HTTPResponse().pathForLog(of: get) == "/push/\(token)/sub-1")
+            #expect(RouteRecorder.loggedPath(of: get, answeredWith: HTTPResponse()) == "/push/\(token)/sub-1")
         }
     }
 

@@ -46,7 +46,7 @@ public struct AccessLogMiddleware: HTTPMiddleware {
                 ("bytes", .int(response?.body.count ?? 0)),
                 ("duration_ms", .double((milliseconds * 1000).rounded() / 1000)),
                 ("method", .string(request.method)),
-                ("path", .string(response?.pathForLog(of: request) ?? request.path)),
+                ("path", .string(RouteRecorder.loggedPath(of: request, answeredWith: response))),
                 ("remote", .string(request.remoteAddress)),
                 ("request_id", .string(request.requestID)),
                 ("route", .string(RouteRecorder.label(for: response))),
