@@ -109,6 +109,14 @@ public final class RelayService: Service {
         // (RELAY.md): the full token in every request line would make it a list of every
         // subscribed device.
         router.logPaths(of: "/push/{token}/{id}") { request in
+            // The access log's request has no parameters: cut the raw path, "/push/" + token + rest.
+            let raw = request.rawPath
+            if raw.utf8.starts(with: "/push/".utf8) {
+                let tokenStart = raw.utf8.index(raw.utf8.startIndex, offsetBy: 6)
+                if let slash = raw.utf8[tokenStart...].firstIndex(of: UInt8(ascii: "/")) {
+                    return "/push/" + APNSDeviceToken.shortened(String(raw[tokenStart..<slash])) + raw[slash...]
+                }
+            }
             let (token, id) = Self.rawSegments(request)
             return "/push/\(APNSDeviceToken.shortened(token))/\(id)"
         }

@@ -74,6 +74,12 @@ struct RelayImmediateTests {
             let accepted = try await router.respond(to: push(token, "sub-1"))
             #expect(accepted.status == 202)
             #expect(RouteRecorder.loggedPath(of: push(token, "sub-1"), answeredWith: accepted) == shortened)
+            // An escaped literal segment still matches the route, and the token is still shortened.
+            let escaped = HTTPRequest(method: "GET", path: "/p%75sh/\(token)/sub-1")
+            let escapedAnswer = try await router.respond(to: escaped)
+            #expect(escapedAnswer.status == 404)
+            #expect(escapedAnswer.route == "/push/{token}/{id}")
+            #expect(RouteRecorder.loggedPath(of: escaped, answeredWith: escapedAnswer) == shortened)
             // Other routes keep their paths.
             #expect(RouteRecorder.loggedPath(of: get, answeredWith: HTTPResponse()) == "/push/\(token)/sub-1")
         }

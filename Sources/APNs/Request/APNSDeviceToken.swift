@@ -49,7 +49,9 @@ public enum APNSDeviceToken {
     /// The first eight characters and an ellipsis: enough to correlate log lines, not enough to
     /// push to the device.
     public static func shortened(_ token: String) -> String {
-        token.count <= 8 ? token : String(token.prefix(8)) + "…"
+        // Bytes, not characters: tokens are ASCII, and this runs for every relay access-log line.
+        // A non-ASCII character cut in two is repaired, which is good enough for a log.
+        token.utf8.count <= 8 ? token : String(decoding: token.utf8.prefix(8), as: UTF8.self) + "…"
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {
