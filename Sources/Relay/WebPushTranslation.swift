@@ -98,10 +98,9 @@ public struct WebPushTranslation: Sendable {
             apns.expiration = ttl == 0 ? .immediately : .at(now.addingTimeInterval(TimeInterval(ttl)))
         }
         if let urgency = request.headers["Urgency"]?.trimmingSpaces() {
-            func isOne(of values: String...) -> Bool { values.contains { urgency.equalsIgnoringASCIICase($0) } }
-            if isOne(of: "very-low", "low") {
+            if urgency.equalsIgnoringASCIICase("very-low") || urgency.equalsIgnoringASCIICase("low") {
                 apns.priority = .consideringDevicePower
-            } else if isOne(of: "normal", "high") {
+            } else if urgency.equalsIgnoringASCIICase("normal") || urgency.equalsIgnoringASCIICase("high") {
                 apns.priority = .immediately
             }
         }
@@ -123,8 +122,15 @@ public struct WebPushTranslation: Sendable {
             count += 1
         }
         let given = count == 1 ? value?.trimmingSpaces() : nil
-        guard let given, let encoding = ["aes128gcm", "aesgcm"].first(where: { given.equalsIgnoringASCIICase($0) })
-        else {
+        let encoding: String? =
+            if given?.equalsIgnoringASCIICase("aes128gcm") == true {
+                "aes128gcm"
+            } else if given?.equalsIgnoringASCIICase("aesgcm") == true {
+                "aesgcm"
+            } else {
+                nil
+            }
+        guard let encoding else {
             throw RelayRejection(
                 status: 415,
                 code: "unsupported_encoding",

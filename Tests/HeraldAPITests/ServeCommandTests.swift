@@ -49,6 +49,13 @@ import Testing
         let status = try await herald.waitForExit(timeout: .seconds(10))
         #expect(status == 0, "herald must exit 0 within 10 s of SIGINT; log:\n\(herald.log)")
         #expect(herald.log.contains("route=/healthz"))
+        // The last line, written from the log buffer at exit; the pipe's reader may still be
+        // catching up with it (liveness, not timing).
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !herald.log.contains("NOTICE herald: stopped"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(herald.log.contains("NOTICE herald: stopped"), "log:\n\(herald.log)")
         #expect(FileManager.default.fileExists(atPath: directory.path + "/herald.sqlite"))
     }
 
