@@ -155,7 +155,21 @@ public final class HTTP2ClientConnection: Sendable {
         writeFields: (inout HTTP2HeaderBlockWriter) -> Void
     ) async throws -> HTTP2ClientResponse {
         try Task.checkCancellation()
-        let stream = ClientStream(
+        let stream = makeStream(method, fieldCount, byteCount, body, timeout, writeFields)
+        try await exchange(stream)
+        return HTTP2ClientResponse(stream: stream)
+    }
+
+    /// A stream for this connection's authority and scheme.
+    private func makeStream(
+        _ method: String,
+        _ fieldCount: Int,
+        _ byteCount: Int,
+        _ body: [UInt8],
+        _ timeout: Duration?,
+        _ writeFields: (inout HTTP2HeaderBlockWriter) -> Void
+    ) -> ClientStream {
+        ClientStream(
             method: method,
             authority: session.defaultAuthority,
             scheme: session.defaultScheme,
@@ -165,8 +179,6 @@ public final class HTTP2ClientConnection: Sendable {
             timeoutOverride: timeout?.nanoseconds,
             writeFields: writeFields
         )
-        try await exchange(stream)
-        return HTTP2ClientResponse(stream: stream)
     }
 
     /// Sends a request like ``send(method:fieldCount:byteCount:body:timeout:writeFields:)``, but
@@ -185,16 +197,7 @@ public final class HTTP2ClientConnection: Sendable {
         writeFields: (inout HTTP2HeaderBlockWriter) -> Void,
         completion: @escaping @Sendable (Result<HTTP2ClientResponse, any Error>) -> Void
     ) {
-        let stream = ClientStream(
-            method: method,
-            authority: session.defaultAuthority,
-            scheme: session.defaultScheme,
-            fieldCount: fieldCount,
-            byteCount: byteCount,
-            body: body,
-            timeoutOverride: nil,
-            writeFields: writeFields
-        )
+        let stream = makeStream(method, fieldCount, byteCount, body, nil, writeFields)
         // The handler keeps the stream alive until it has run (the session may let go of it
         // first); the stream drops the handler when it retires, which ends the cycle.
         stream.waiter = .handler { [stream] error in

@@ -30,17 +30,17 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
 
     /// The first value for `name`, compared without regard to case; `nil` when absent.
     public subscript(name: String) -> String? {
-        fields.first { Self.equal($0.name, name) }?.value
+        fields.first { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 
     /// Every value for `name`, in order.
     public func values(for name: String) -> [String] {
-        fields.filter { Self.equal($0.name, name) }.map(\.value)
+        fields.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
     }
 
     /// Whether a field called `name` is present.
     public func contains(name: String) -> Bool {
-        fields.contains { Self.equal($0.name, name) }
+        fields.contains { $0.name.equalsIgnoringASCIICase(name) }
     }
 
     /// Appends a field, keeping any with the same name.
@@ -51,14 +51,14 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
     /// Sets the value of the first field called `name` and removes the others; appends the field
     /// when there is none.
     public mutating func replaceOrAdd(name: String, value: String) {
-        guard let first = fields.firstIndex(where: { Self.equal($0.name, name) }) else {
+        guard let first = fields.firstIndex(where: { $0.name.equalsIgnoringASCIICase(name) }) else {
             fields.append((name: name, value: value))
             return
         }
         fields[first] = (name: name, value: value)
         var index = fields.index(after: first)
         while index < fields.endIndex {
-            if Self.equal(fields[index].name, name) {
+            if fields[index].name.equalsIgnoringASCIICase(name) {
                 fields.remove(at: index)
             } else {
                 index = fields.index(after: index)
@@ -68,7 +68,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
 
     /// Removes every field called `name`.
     public mutating func remove(name: String) {
-        fields.removeAll { Self.equal($0.name, name) }
+        fields.removeAll { $0.name.equalsIgnoringASCIICase(name) }
     }
 
     /// The number of fields, repeated names counted each time.
@@ -84,7 +84,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
     /// shown as `<redacted>`.
     public var description: String {
         fields.map { field in
-            let redacted = Self.sensitiveNames.contains { Self.equal($0, field.name) }
+            let redacted = Self.sensitiveNames.contains { $0.equalsIgnoringASCIICase(field.name) }
             return "\(field.name): \(redacted ? "<redacted>" : field.value)"
         }
         .joined(separator: "\n")
@@ -93,9 +93,4 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
     private static let sensitiveNames = [
         "Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-API-Key",
     ]
-
-    /// ASCII case-insensitive equality, without allocating lowercased copies.
-    static func equal(_ lhs: String, _ rhs: String) -> Bool {
-        lhs.equalsIgnoringASCIICase(rhs)
-    }
 }

@@ -42,6 +42,19 @@ final class RequestContext: Sendable {
         var path: String
         var headers: HTTPHeaders
         var remoteAddress: String
+
+        /// The request these headers start, with `body`.
+        func request(body: [UInt8]) -> HTTPRequest {
+            HTTPRequest(
+                method: method,
+                rawPath: target.rawPath,
+                path: path,
+                query: target.queryItems,
+                headers: headers,
+                body: body,
+                remoteAddress: remoteAddress
+            )
+        }
     }
 
     struct State: Sendable {

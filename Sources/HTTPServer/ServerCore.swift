@@ -176,18 +176,7 @@ final class ServerCore: Sendable {
                 return (state.bodyLimit, state.head)
             }
             var response = Self.bodyTooLarge(limit: limit)
-            if let head {
-                let request = HTTPRequest(
-                    method: head.method,
-                    rawPath: head.target.rawPath,
-                    path: head.path,
-                    query: head.target.queryItems,
-                    headers: head.headers,
-                    body: [],
-                    remoteAddress: head.remoteAddress
-                )
-                response = responder.refused(request, with: response)
-            }
+            if let head { response = responder.refused(head.request(body: []), with: response) }
             return queue(response, for: context, forceClose: true)
         case .resumed(let response):
             context.state.withLock { $0.phase = .answered }
@@ -345,15 +334,7 @@ final class ServerCore: Sendable {
     private func dispatch(_ context: RequestContext, connection: OpaquePointer) -> Bool {
         let request = context.state.withLock { state -> HTTPRequest? in
             guard let head = state.head else { return nil }
-            let request = HTTPRequest(
-                method: head.method,
-                rawPath: head.target.rawPath,
-                path: head.path,
-                query: head.target.queryItems,
-                headers: head.headers,
-                body: state.body,
-                remoteAddress: head.remoteAddress
-            )
+            let request = head.request(body: state.body)
             state.body = []
             state.head = nil
             return request
@@ -422,7 +403,9 @@ final class ServerCore: Sendable {
         defer { MHD_destroy_response(mhdResponse) }
 
         for (name, value) in response.headers {
-            if HTTPHeaders.equal(name, "Content-Length") || HTTPHeaders.equal(name, "Transfer-Encoding") { continue }
+            if name.equalsIgnoringASCIICase("Content-Length") || name.equalsIgnoringASCIICase("Transfer-Encoding") {
+                continue
+            }
             guard Self.isValidHeader(name: name, value: value),
                 MHD_add_response_header(mhdResponse, name, value) == .YES
             else {
