@@ -11,6 +11,12 @@ import Synchronization
 /// peer's SETTINGS_MAX_CONCURRENT_STREAMS allows, serializes them with `nghttp2_session_mem_send`
 /// into the channel's buffer and writes them with one flush.
 ///
+/// With a coalescing window (``HTTP2ClientConnection/Configuration/coalescingWindow``), a drain
+/// that found requests arms a timer for the next one instead of letting each new submission wake
+/// the loop: under sustained load, requests leave once per window, in one write, and the loop
+/// wakes once per window instead of once per handful of requests. The first request after a quiet
+/// window still leaves at once.
+///
 /// `@unchecked Sendable`: `shared` is a `Mutex`; `configuration`, `eventLoop`, the defaults and
 /// `drainTask` are immutable; every other property is read and written only on `eventLoop`'s
 /// thread (entry points are the channel callbacks, tasks sent with `execute`, and timers).
@@ -32,7 +38,11 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
     private struct Shared {
         var submissions: [ClientStream] = []
         var cancellations: [ClientStream] = []
-        var drainScheduled = false
+        /// A drain task is queued on the loop.
+        var drainQueued = false
+        /// The coalescing window's timer will drain the inbox when it fires: submissions wait
+        /// for it instead of queueing a drain.
+        var drainTimerArmed = false
         /// When set, new requests fail at once with this error.
         var rejection: HTTP2Error?
         var status = HTTP2ClientConnection.Status()
@@ -49,6 +59,8 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
     private let usableLimit = Atomic<Int>(-1)
     private var drainTask: (@Sendable () -> Void)?
     private let defaultTimeout: UInt64?
+    /// ``HTTP2ClientConnection/Configuration/coalescingWindow`` in nanoseconds; 0 when off.
+    private let coalescingWindow: UInt64
     let metrics: HTTP2ClientMetrics
 
     // Loop-thread state.
@@ -97,6 +109,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         self.defaultScheme = defaultScheme
         self.logger = configuration.logger
         self.defaultTimeout = configuration.requestTimeout?.nanoseconds
+        self.coalescingWindow = configuration.coalescingWindow?.nanoseconds ?? 0
         self.metrics = HTTP2ClientMetrics(registry: configuration.metrics)
         self.nghttp2 = try NGHTTP2Session.make(
             server: false,
@@ -114,7 +127,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
                 nghttp2_option_set_peer_max_concurrent_streams(option, 1)
             }
         )
-        drainTask = { [unowned self] in self.drainInbox() }
+        drainTask = { [unowned self] in self.drainInbox(.queuedTask) }
     }
 
     // MARK: any thread
@@ -136,8 +149,8 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         let (rejection, schedule) = shared.withLock { shared -> (HTTP2Error?, Bool) in
             if let rejection = shared.rejection { return (rejection, false) }
             shared.submissions.append(stream)
-            if shared.drainScheduled { return (nil, false) }
-            shared.drainScheduled = true
+            if shared.drainQueued || shared.drainTimerArmed { return (nil, false) }
+            shared.drainQueued = true
             return (nil, true)
         }
         if let rejection {
@@ -149,12 +162,13 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         }
     }
 
-    /// Asks the loop to cancel `stream` (reset it if open).
+    /// Asks the loop to cancel `stream` (reset it if open). Does not wait for the coalescing
+    /// window.
     func cancel(_ stream: ClientStream) {
         let schedule = shared.withLock { shared -> Bool in
             shared.cancellations.append(stream)
-            if shared.drainScheduled { return false }
-            shared.drainScheduled = true
+            if shared.drainQueued { return false }
+            shared.drainQueued = true
             return true
         }
         if schedule, let drainTask { eventLoop.execute(drainTask) }
@@ -211,7 +225,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
                 }
                 closeWaiters.append(continuation)
                 closeRequested = true
-                drainInbox()
+                drainInbox(.closing)
             }
         }
     }
@@ -227,11 +241,42 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
 
     // MARK: loop: requests
 
-    private func drainInbox() {
-        shared.withLock { shared in
+    /// What runs a drain of the inbox.
+    private enum DrainCause {
+        /// The task a submission or cancellation queued (`Shared.drainQueued`).
+        case queuedTask
+        /// The coalescing window's timer (`Shared.drainTimerArmed`).
+        case windowTimer
+        /// ``close()``, which drains before it closes.
+        case closing
+    }
+
+    /// Opens what was submitted and cancels what was cancelled.
+    private func drainInbox(_ cause: DrainCause) {
+        let coalescingWindow = self.coalescingWindow
+        let isClosed = phase == .closed
+        let armTimer = shared.withLock { shared -> Bool in
             swap(&shared.submissions, &pendingSubmissions)
             swap(&shared.cancellations, &pendingCancellations)
-            shared.drainScheduled = false
+            switch cause {
+            case .queuedTask: shared.drainQueued = false
+            case .windowTimer: shared.drainTimerArmed = false
+            case .closing: break
+            }
+            // Requests came in, so more are likely: they wait for the timer instead of waking the
+            // loop. None came in a whole window: the next one queues a drain at once.
+            guard coalescingWindow > 0, !pendingSubmissions.isEmpty, !shared.drainTimerArmed, !isClosed else {
+                return false
+            }
+            shared.drainTimerArmed = true
+            return true
+        }
+        if armTimer {
+            // Holds the session until the timer runs (one window at most), so that requests
+            // submitted meanwhile are always drained, if only to fail.
+            eventLoop.scheduleTimer(after: .nanoseconds(Int64(coalescingWindow))) { [self] in
+                drainInbox(.windowTimer)
+            }
         }
         let now = EventLoop.monotonicNanoseconds()
         for stream in pendingSubmissions {
@@ -688,8 +733,10 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
 
     func channelReadComplete(_ channel: Channel) {
         // A drain already queued on the loop opens streams and writes this iteration: leave the
-        // output to it, so that one write carries both.
-        if !shared.withLock({ $0.drainScheduled }) {
+        // output to it, so that one write carries both. One waiting for the coalescing timer is
+        // not waited for: answers to the peer (SETTINGS and PING acknowledgements, window
+        // updates) and streams that closed streams make room for go out now.
+        if !shared.withLock({ $0.drainQueued }) {
             afterEvents()
         }
         resumeDeferred()

@@ -136,9 +136,14 @@ enum ServeCommand {
         logger: Logger
     ) async throws {
         let database = try await DatabaseFactory.open(url: configuration.databaseURL, logger: logger)
+        var pools = APNSConnectionPool.Configuration()
+        // The relay answers before APNs does, and the worker sends many pushes at once: under
+        // load, one write per millisecond to APNs instead of one per handful of pushes.
+        pools.coalescingWindow = .milliseconds(1)
         let clients = APNSClientProvider(
             apps: apns?.apps ?? [],
             endpoints: apns?.endpoints ?? APNSEndpoints(),
+            poolConfiguration: pools,
             logger: Logger(label: "herald.apns")
         )
         do {

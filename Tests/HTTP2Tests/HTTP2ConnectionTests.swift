@@ -49,14 +49,17 @@ struct HTTP2ConnectionTests {
         }
     }
 
-    @Test("many concurrent requests with bodies on one TLS connection")
-    func manyConcurrentRequestsOverTLS() async throws {
+    @Test(
+        "many concurrent requests with bodies on one TLS connection, written at once or per coalescing window",
+        arguments: [nil, Duration.milliseconds(1), .milliseconds(20)]
+    )
+    func manyConcurrentRequestsOverTLS(coalescingWindow: Duration?) async throws {
         try await withServer(tls: try certificates.serverContext(), handler: Self.echo) { server in
             let connection = try await HTTP2ClientConnection.connect(
                 host: "127.0.0.1",
                 port: server.port,
                 tls: try certificates.clientContext(),
-                configuration: clientConfiguration()
+                configuration: clientConfiguration(coalescingWindow: coalescingWindow)
             )
             #expect(connection.status.isUsable)
             #expect(connection.status.maxConcurrentStreams == 100)
@@ -527,6 +530,37 @@ struct HTTP2ConnectionTests {
             #expect(try await eventually { connection.status.activeStreams == 0 })
             #expect(connection.status.isUsable)
             await connection.close()
+        }
+    }
+
+    @Test("a request waiting for the coalescing window can be cancelled without waiting for it, and never leaves")
+    func cancellingWhileCoalescing() async throws {
+        let paths = Recorder<String>()
+        let handler: HTTP2Server.Handler = { request in
+            paths.append(request.path)
+            return HTTP2ServerResponse(status: 200, body: request.body)
+        }
+        try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
+            // Long enough that the cancellation below always lands inside the window.
+            let connection = try await HTTP2ClientConnection.connect(
+                host: "localhost",
+                port: server.port,
+                tls: try certificates.clientContext(),
+                configuration: clientConfiguration(coalescingWindow: .seconds(30))
+            )
+            // The first request of a quiet connection leaves at once; its drain arms the window.
+            #expect(try await connection.send(HTTP2Request(path: "/first", body: [1])).body == [1])
+            let waiting = Task {
+                try await connection.send(HTTP2Request(path: "/cancelled", body: [2]))
+            }
+            waiting.cancel()
+            let result = await waiting.result
+            #expect(throws: CancellationError.self) { try result.get() }
+            #expect(connection.status.isUsable)
+            #expect(connection.status.activeStreams == 0)
+            await connection.close()
+            // Closing drains the inbox at once, without the window.
+            #expect(paths.all == ["/first"])
         }
     }
 

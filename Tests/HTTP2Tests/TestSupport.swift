@@ -96,10 +96,14 @@ func withServer<T: Sendable>(
 }
 
 /// A client configuration for tests: no pings unless asked, a generous request timeout.
-func clientConfiguration(requestTimeout: Duration? = .seconds(20)) -> HTTP2ClientConnection.Configuration {
+func clientConfiguration(
+    requestTimeout: Duration? = .seconds(20),
+    coalescingWindow: Duration? = nil
+) -> HTTP2ClientConnection.Configuration {
     var configuration = HTTP2ClientConnection.Configuration()
     configuration.pingInterval = nil
     configuration.requestTimeout = requestTimeout
+    configuration.coalescingWindow = coalescingWindow
     configuration.connectTimeout = .seconds(10)
     return configuration
 }

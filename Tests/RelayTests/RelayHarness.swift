@@ -59,6 +59,8 @@ struct RelayHarness {
         var poolConfiguration = APNSConnectionPool.Configuration()
         poolConfiguration.connectTimeout = .seconds(2)
         poolConfiguration.reconnectBackoff = (.milliseconds(50), .milliseconds(200))
+        // As `herald serve` and `herald relay` set it.
+        poolConfiguration.coalescingWindow = .milliseconds(1)
         var routes: [APNSEnvironment: RelayService.Route] = [:]
         var pools: [APNSConnectionPool] = []
         for environment in APNSEnvironment.allCases {
