@@ -628,11 +628,16 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         if !(closeRequested || goAway != nil) || error.code != .connectionClosed {
             metrics.connectionFailures.increment(labels: [("cause", error.code.description)])
         }
-        shared.withLock { shared in
+        let drainNow = shared.withLock { shared -> Bool in
             if shared.rejection == nil || error.code != .connectionClosed {
                 shared.rejection = error.with(safeToRetry: true)
             }
+            // Requests waiting for the coalescing window fail now, not when its timer fires.
+            guard shared.drainTimerArmed, !shared.drainQueued else { return false }
+            shared.drainQueued = true
+            return true
         }
+        if drainNow, let drainTask { eventLoop.execute(drainTask) }
         publishStatus()  // before any continuation resumes
         for stream in open.removeAll() {
             retired.append(stream)

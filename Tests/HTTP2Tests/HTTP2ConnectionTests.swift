@@ -564,6 +564,39 @@ struct HTTP2ConnectionTests {
         }
     }
 
+    @Test("requests waiting for the coalescing window fail at once, safe to retry, when the connection fails")
+    func connectionFailureWhileCoalescing() async throws {
+        let closeNow = Recorder<Bool>()
+        let paths = Recorder<String>()
+        let handler: HTTP2Server.Handler = { request in
+            paths.append(request.path)
+            for _ in 0..<3000 where closeNow.all.isEmpty { try? await Task.sleep(for: .milliseconds(10)) }
+            request.connection.closeAbruptly()
+            return HTTP2ServerResponse(status: 200)
+        }
+        try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
+            // Far longer than the suite's time limit: only failing the connection can end the wait.
+            let connection = try await HTTP2ClientConnection.connect(
+                host: "localhost",
+                port: server.port,
+                tls: try certificates.clientContext(),
+                configuration: clientConfiguration(coalescingWindow: .seconds(600))
+            )
+            let first = Task { try await connection.send(HTTP2Request(path: "/first", body: [1])) }
+            #expect(try await eventually { paths.all == ["/first"] })
+            let waiting = Task { try await connection.send(HTTP2Request(path: "/waiting", body: [2])) }
+            // Gives the second request time to reach the inbox. Should it come later, it is refused
+            // at once by the failed connection: the same outcome.
+            try await Task.sleep(for: .milliseconds(100))
+            closeNow.append(true)
+            let firstError = await expectError { try await first.value }
+            let waitingError = await expectError { try await waiting.value }
+            #expect((firstError as? HTTP2Error)?.isSafeToRetry == false, "it had been sent")
+            #expect((waitingError as? HTTP2Error)?.isSafeToRetry == true, "it never left")
+            #expect(paths.all == ["/first"])
+        }
+    }
+
     @Test("PINGs keep an idle connection alive past the server's idle timeout")
     func pingKeepsAlive() async throws {
         // Their own loop: throughput tests running meanwhile can keep the shared loop busy for
