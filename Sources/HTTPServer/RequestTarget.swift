@@ -1,3 +1,5 @@
+import HeraldCore
+
 /// The parts of an HTTP request target (`/a%20b/c?x=1&y=2`), and the percent-decoding the
 /// module uses for paths, path parameters and query strings.
 struct RequestTarget: Sendable {
@@ -20,7 +22,8 @@ struct RequestTarget: Sendable {
             break
         }
         // `?` is ASCII: its UTF-8 index is a character boundary.
-        if let question = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
+        if let offset = target.utf8Offset(of: UInt8(ascii: "?")) {
+            let question = target.utf8.index(target.utf8.startIndex, offsetBy: offset)
             rawPath = String(target[..<question])
             rawQuery = String(target[target.index(after: question)...])
         } else {
@@ -54,7 +57,7 @@ struct RequestTarget: Sendable {
     /// malformed or the bytes are not valid UTF-8.
     static func percentDecode(_ text: some StringProtocol, plusAsSpace: Bool = false) -> String? {
         let utf8 = text.utf8
-        guard utf8.contains(UInt8(ascii: "%")) || (plusAsSpace && utf8.contains(UInt8(ascii: "+"))) else {
+        guard text.utf8Contains(UInt8(ascii: "%")) || (plusAsSpace && text.utf8Contains(UInt8(ascii: "+"))) else {
             return String(text)
         }
         var bytes: [UInt8] = []

@@ -1,3 +1,5 @@
+import HeraldCore
+
 /// Routes requests by method and path pattern to handlers.
 ///
 /// A pattern is a path whose segments are literals or `{name}` parameters; a parameter matches
@@ -400,7 +402,7 @@ public struct Router: HTTPResponder {
         for (expected, actual) in zip(pattern, segments) {
             switch expected {
             case .literal(let literal, _):
-                if actual.utf8.contains(UInt8(ascii: "%")) {
+                if actual.utf8Contains(UInt8(ascii: "%")) {
                     guard literal == RequestTarget.percentDecode(actual) ?? String(actual) else { return false }
                 } else {
                     guard literal.utf8.elementsEqual(actual.utf8) else { return false }

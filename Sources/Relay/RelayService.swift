@@ -290,7 +290,7 @@ public final class RelayService: Service {
     /// The `device_token` and `id` path segments as received (still percent-encoded).
     private static func rawSegments(_ request: HTTPRequest) -> (token: String, id: String) {
         // Without an escape in the path, the router's decoded parameters are the raw segments.
-        if !request.rawPath.utf8.contains(UInt8(ascii: "%")), let token = request.parameters["token"],
+        if !request.rawPath.utf8Contains(UInt8(ascii: "%")), let token = request.parameters["token"],
             let id = request.parameters["id"]
         {
             return (token, id)

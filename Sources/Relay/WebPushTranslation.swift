@@ -68,7 +68,7 @@ public struct WebPushTranslation: Sendable {
                 "the device token must be 64 to 200 hexadecimal characters (an even number)"
             )
         }
-        guard let id = rawID.utf8.contains(UInt8(ascii: "%")) ? rawID.removingPercentEncoding : rawID else {
+        guard let id = rawID.utf8Contains(UInt8(ascii: "%")) ? rawID.removingPercentEncoding : rawID else {
             throw reject(400, "invalid_id", "the subscription id is not valid percent-encoded UTF-8")
         }
         guard request.body.count <= Self.maxBodySize else {

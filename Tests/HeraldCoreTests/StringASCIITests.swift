@@ -34,4 +34,22 @@ import Testing
         #expect("high".trimmingSpaces() == "high")
         #expect("".trimmingSpaces() == "")
     }
+
+    @Test func utf8OffsetFindsTheFirstByteAsFirstIndexDoes() {
+        let texts = ["", "?", "/a?b?c", "/no-query", "/é/ü?x=ß", String(repeating: "a", count: 300) + "?"]
+        for text in texts {
+            let expected = text.utf8.firstIndex(of: UInt8(ascii: "?")).map {
+                text.utf8.distance(from: text.utf8.startIndex, to: $0)
+            }
+            #expect(text.utf8Offset(of: UInt8(ascii: "?")) == expected, "\(text)")
+            #expect(text.utf8Contains(UInt8(ascii: "?")) == (expected != nil))
+            // A substring counts from its own start.
+            let tail = text.dropFirst(1)
+            let tailExpected = tail.utf8.firstIndex(of: UInt8(ascii: "?")).map {
+                tail.utf8.distance(from: tail.utf8.startIndex, to: $0)
+            }
+            #expect(tail.utf8Offset(of: UInt8(ascii: "?")) == tailExpected, "\(tail)")
+        }
+        #expect("aé".utf8Offset(of: 0xA9) == 2)
+    }
 }
