@@ -97,26 +97,23 @@ final class RequestContext: Sendable {
     }
 }
 
-/// Counters that outlive one `run()`, for tests and diagnostics.
+/// Counters that outlive one `run()`, for tests and diagnostics. Atomics, not a lock: every
+/// request updates them from libmicrohttpd's threads.
 final class ServerStatistics: Sendable {
-    private struct Counts {
-        var liveContexts = 0
-        var inFlight = 0
-        var suspensions = 0
-    }
-
-    private let counts = Mutex(Counts())
+    private let contexts = Atomic<Int>(0)
+    private let requestsInFlight = Atomic<Int>(0)
+    private let suspensionCount = Atomic<Int>(0)
 
     /// Request contexts alive now; 0 once every request has completed and been released.
-    var liveContexts: Int { counts.withLock { $0.liveContexts } }
+    var liveContexts: Int { contexts.load(ordering: .relaxed) }
     /// Requests whose headers arrived and whose response has not finished.
-    var inFlight: Int { counts.withLock { $0.inFlight } }
+    var inFlight: Int { requestsInFlight.load(ordering: .relaxed) }
 
     /// Requests whose connection was suspended to be answered by a task (not immediately).
-    var suspensions: Int { counts.withLock { $0.suspensions } }
+    var suspensions: Int { suspensionCount.load(ordering: .relaxed) }
 
-    func contextCreated() { counts.withLock { $0.liveContexts += 1 } }
-    func suspended() { counts.withLock { $0.suspensions += 1 } }
-    func contextDestroyed() { counts.withLock { $0.liveContexts -= 1 } }
-    func setInFlight(_ value: Int) { counts.withLock { $0.inFlight = value } }
+    func contextCreated() { contexts.add(1, ordering: .relaxed) }
+    func suspended() { suspensionCount.add(1, ordering: .relaxed) }
+    func contextDestroyed() { contexts.subtract(1, ordering: .relaxed) }
+    func setInFlight(_ value: Int) { requestsInFlight.store(value, ordering: .relaxed) }
 }

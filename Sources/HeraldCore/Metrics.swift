@@ -55,6 +55,7 @@ public final class MetricsRegistry: Sendable {
     /// The current value of one sample (a counter or gauge value, or a histogram's count); for tests.
     public func value(_ name: String, labels: MetricLabels = []) -> Double? {
         guard let family = families.withLock({ $0.byName[name] }) else { return nil }
+        if labels.isEmpty, family.type != "histogram" { return family.unlabelledValue }
         return family.samples.withLock { samples in
             guard let index = samples.index[MetricLabelKey(labels)] else { return nil }
             let sample = samples.list[index]
@@ -70,6 +71,9 @@ public final class MetricsRegistry: Sendable {
             let name = family.name
             let samples = family.samples.withLock { $0.list }
             out += "# HELP \(name) \(family.help)\n# TYPE \(name) \(family.type)\n"
+            if family.type != "histogram", let value = family.unlabelledValue {
+                out += "\(name) \(Self.format(value))\n"
+            }
             for sample in samples {
                 if family.type == "histogram" {
                     var cumulative: UInt64 = 0
@@ -134,13 +138,58 @@ final class MetricFamily: Sendable {
     let help: String
     let type: String
     let buckets: [Double]
+    /// Labelled samples, and a histogram's unlabelled one.
     let samples = Mutex(Samples())
+    /// A counter's or gauge's sample without labels, as the bits of its `Double`: updated with one
+    /// atomic operation instead of the lock, which threads updating one unlabelled gauge (such as
+    /// requests in flight) on every request contended for.
+    private let unlabelledBits = Atomic<UInt64>(0)
+    private let unlabelledRecorded = Atomic<Bool>(false)
 
     init(name: String, help: String, type: String, buckets: [Double]) {
         self.name = name
         self.help = help
         self.type = type
         self.buckets = buckets
+    }
+
+    /// The unlabelled sample of a counter or gauge; `nil` until first recorded.
+    var unlabelledValue: Double? {
+        guard unlabelledRecorded.load(ordering: .acquiring) else { return nil }
+        return Double(bitPattern: unlabelledBits.load(ordering: .relaxed))
+    }
+
+    /// Adds `amount` to a counter's or gauge's sample for `labels`.
+    func add(_ amount: Double, labels: MetricLabels) {
+        guard labels.isEmpty else {
+            update(labels: labels) { sample, _ in sample.value += amount }
+            return
+        }
+        var current = unlabelledBits.load(ordering: .relaxed)
+        while true {
+            let (exchanged, found) = unlabelledBits.compareExchange(
+                expected: current,
+                desired: (Double(bitPattern: current) + amount).bitPattern,
+                ordering: .relaxed
+            )
+            if exchanged { break }
+            current = found
+        }
+        markUnlabelledRecorded()
+    }
+
+    /// Sets a gauge's sample for `labels`.
+    func set(_ value: Double, labels: MetricLabels) {
+        guard labels.isEmpty else {
+            update(labels: labels) { sample, _ in sample.value = value }
+            return
+        }
+        unlabelledBits.store(value.bitPattern, ordering: .relaxed)
+        markUnlabelledRecorded()
+    }
+
+    private func markUnlabelledRecorded() {
+        if !unlabelledRecorded.load(ordering: .relaxed) { unlabelledRecorded.store(true, ordering: .releasing) }
     }
 
     /// Runs `body` on the sample for `labels`, created at zero on first use.
@@ -197,7 +246,7 @@ public struct Counter: Sendable {
     let family: MetricFamily
 
     public func increment(by amount: Double = 1, labels: MetricLabels = []) {
-        family.update(labels: labels) { sample, _ in sample.value += amount }
+        family.add(amount, labels: labels)
     }
 }
 
@@ -206,11 +255,11 @@ public struct Gauge: Sendable {
     let family: MetricFamily
 
     public func set(_ value: Double, labels: MetricLabels = []) {
-        family.update(labels: labels) { sample, _ in sample.value = value }
+        family.set(value, labels: labels)
     }
 
     public func add(_ amount: Double, labels: MetricLabels = []) {
-        family.update(labels: labels) { sample, _ in sample.value += amount }
+        family.add(amount, labels: labels)
     }
 }
 

@@ -47,4 +47,43 @@ import Testing
         #expect(registry.value("sent_total") == 1)
         #expect(registry.value("sent_total", labels: [("REASON", "success")]) == 1)
     }
+
+    @Test("an unlabelled counter and gauge updated from many threads at once lose no update")
+    func unlabelledSamplesUnderConcurrency() async {
+        let registry = MetricsRegistry()
+        let counter = registry.counter("events_total", help: "Events.")
+        let gauge = registry.gauge("level", help: "Level.")
+        #expect(registry.value("events_total") == nil)
+        #expect(!registry.render().contains("\nevents_total "))
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    for _ in 0..<10_000 {
+                        counter.increment()
+                        gauge.add(1)
+                        gauge.add(-0.5)
+                    }
+                }
+            }
+        }
+        #expect(registry.value("events_total") == 80_000)
+        #expect(registry.value("level") == 40_000)
+        gauge.set(-2.5)
+        let text = registry.render()
+        #expect(text.contains("# TYPE events_total counter\nevents_total 80000\n"))
+        #expect(text.contains("# TYPE level gauge\nlevel -2.5\n"))
+    }
+
+    @Test("a family renders its unlabelled sample next to its labelled ones")
+    func unlabelledAndLabelledSamplesTogether() {
+        let registry = MetricsRegistry()
+        let counter = registry.counter("sent_total", help: "Sent.")
+        counter.increment(labels: [("reason", "success")])
+        counter.increment(by: 2)
+        let text = registry.render()
+        #expect(text.contains("sent_total 2\n"))
+        #expect(text.contains("sent_total{reason=\"success\"} 1\n"))
+        #expect(registry.value("sent_total") == 2)
+        #expect(registry.value("sent_total", labels: [("reason", "success")]) == 1)
+    }
 }
