@@ -12,10 +12,11 @@ import Synchronization
 /// into the channel's buffer and writes them with one flush.
 ///
 /// With a coalescing window (``HTTP2ClientConnection/Configuration/coalescingWindow``), a drain
-/// that found requests arms a timer for the next one instead of letting each new submission wake
-/// the loop: under sustained load, requests leave once per window, in one write, and the loop
-/// wakes once per window instead of once per handful of requests. The first request after a quiet
-/// window still leaves at once.
+/// that found requests which may wait arms a timer for the next one, and such requests submitted
+/// meanwhile wait for it instead of waking the loop: under sustained load they leave once per
+/// window, in one write, and the loop wakes once per window instead of once per handful of
+/// requests. The first request after a quiet window, awaited requests, cancellations, GOAWAY,
+/// failure and close all drain at once.
 ///
 /// `@unchecked Sendable`: `shared` is a `Mutex`; `configuration`, `eventLoop`, the defaults and
 /// `drainTask` are immutable; every other property is read and written only on `eventLoop`'s
@@ -40,9 +41,11 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         var cancellations: [ClientStream] = []
         /// A drain task is queued on the loop.
         var drainQueued = false
-        /// The coalescing window's timer will drain the inbox when it fires: submissions wait
-        /// for it instead of queueing a drain.
+        /// The coalescing window's timer will drain the inbox when it fires: submissions that
+        /// may wait do, instead of queueing a drain.
         var drainTimerArmed = false
+        /// Submissions since the last drain that may wait for the window.
+        var mayWaitSubmitted = false
         /// When set, new requests fail at once with this error.
         var rejection: HTTP2Error?
         var status = HTTP2ClientConnection.Status()
@@ -76,6 +79,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
     private var deadlineTimer: TimerHandle?
     private var deadlineTimerAt: UInt64 = .max
     private var pendingSubmissions: [ClientStream] = []
+    private var windowTimer: TimerHandle?
     private var pendingCancellations: [ClientStream] = []
     var settingsReceived = false
     var settingsWaiter: UnsafeContinuation<Void, any Error>?
@@ -144,12 +148,15 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
     }
 
     /// Queues `stream` (whose waiter is set) for the loop, or fails it at once when the
-    /// connection no longer takes requests.
-    func submit(_ stream: ClientStream) {
+    /// connection no longer takes requests. With `mayWaitForWindow`, an armed coalescing window
+    /// holds it until the window ends.
+    func submit(_ stream: ClientStream, mayWaitForWindow: Bool) {
+        stream.submittedAt = EventLoop.monotonicNanoseconds()
         let (rejection, schedule) = shared.withLock { shared -> (HTTP2Error?, Bool) in
             if let rejection = shared.rejection { return (rejection, false) }
             shared.submissions.append(stream)
-            if shared.drainQueued || shared.drainTimerArmed { return (nil, false) }
+            if mayWaitForWindow { shared.mayWaitSubmitted = true }
+            if shared.drainQueued || (mayWaitForWindow && shared.drainTimerArmed) { return (nil, false) }
             shared.drainQueued = true
             return (nil, true)
         }
@@ -255,6 +262,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
     private func drainInbox(_ cause: DrainCause) {
         let coalescingWindow = self.coalescingWindow
         let isClosed = phase == .closed
+        if cause == .windowTimer { windowTimer = nil }
         let armTimer = shared.withLock { shared -> Bool in
             swap(&shared.submissions, &pendingSubmissions)
             swap(&shared.cancellations, &pendingCancellations)
@@ -263,24 +271,23 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
             case .windowTimer: shared.drainTimerArmed = false
             case .closing: break
             }
-            // Requests came in, so more are likely: they wait for the timer instead of waking the
-            // loop. None came in a whole window: the next one queues a drain at once.
-            guard coalescingWindow > 0, !pendingSubmissions.isEmpty, !shared.drainTimerArmed, !isClosed else {
-                return false
-            }
+            let mayWaitSubmitted = shared.mayWaitSubmitted
+            shared.mayWaitSubmitted = false
+            // Requests that may wait came in, so more are likely: they wait for the timer instead
+            // of waking the loop. None came in a whole window: the next one queues a drain at once.
+            guard coalescingWindow > 0, mayWaitSubmitted, !shared.drainTimerArmed, !isClosed else { return false }
             shared.drainTimerArmed = true
             return true
         }
         if armTimer {
-            // Holds the session until the timer runs (one window at most), so that requests
-            // submitted meanwhile are always drained, if only to fail.
-            eventLoop.scheduleTimer(after: .nanoseconds(Int64(coalescingWindow))) { [self] in
-                drainInbox(.windowTimer)
-            }
+            // Holds the session until the timer runs (one window at most) or is cancelled by
+            // `drainSoon()`, so that requests submitted meanwhile are always drained.
+            let now = EventLoop.monotonicNanoseconds()
+            let deadline = now &+ coalescingWindow < now ? UInt64.max : now &+ coalescingWindow
+            windowTimer = eventLoop.scheduleTimer(at: deadline) { [self] in drainInbox(.windowTimer) }
         }
-        let now = EventLoop.monotonicNanoseconds()
         for stream in pendingSubmissions {
-            enqueue(stream, now: now)
+            enqueue(stream)
         }
         pendingSubmissions.removeAll(keepingCapacity: pendingSubmissions.count <= 4096)
         for stream in pendingCancellations {
@@ -290,7 +297,8 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         afterEvents()
     }
 
-    private func enqueue(_ stream: ClientStream, now: UInt64) {
+    private func enqueue(_ stream: ClientStream) {
+        let now = stream.submittedAt
         if stream.cancelRequested {
             finish(stream, throwing: CancellationError())
             return
@@ -461,6 +469,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         shared.withLock { shared in
             if shared.rejection == nil { shared.rejection = error }
         }
+        drainSoon()
         if phase == .ready || phase == .connecting { phase = .goingAway }
         for stream in waiting.removeAll() where stream.phase == .queued {
             finish(stream, throwing: error.with(safeToRetry: true))
@@ -628,16 +637,12 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         if !(closeRequested || goAway != nil) || error.code != .connectionClosed {
             metrics.connectionFailures.increment(labels: [("cause", error.code.description)])
         }
-        let drainNow = shared.withLock { shared -> Bool in
+        shared.withLock { shared in
             if shared.rejection == nil || error.code != .connectionClosed {
                 shared.rejection = error.with(safeToRetry: true)
             }
-            // Requests waiting for the coalescing window fail now, not when its timer fires.
-            guard shared.drainTimerArmed, !shared.drainQueued else { return false }
-            shared.drainQueued = true
-            return true
         }
-        if drainNow, let drainTask { eventLoop.execute(drainTask) }
+        drainSoon()
         publishStatus()  // before any continuation resumes
         for stream in open.removeAll() {
             retired.append(stream)
@@ -671,6 +676,24 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         }
         publishStatus()
         resumeDeferred()
+    }
+
+    /// Requests waiting for the coalescing window are drained on the next iteration, not when
+    /// the window's timer would fire: after GOAWAY or a failure they fail (safe to retry) at once.
+    private func drainSoon() {
+        let queue = shared.withLock { shared -> Bool in
+            shared.drainTimerArmed = false
+            guard !shared.drainQueued, !shared.submissions.isEmpty || !shared.cancellations.isEmpty else {
+                return false
+            }
+            shared.drainQueued = true
+            return true
+        }
+        if let windowTimer {
+            eventLoop.cancelTimer(windowTimer)
+            self.windowTimer = nil
+        }
+        if queue, let drainTask { eventLoop.execute(drainTask) }
     }
 
     private func resumeCloseWaiters() {
@@ -740,7 +763,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         // A drain already queued on the loop opens streams and writes this iteration: leave the
         // output to it, so that one write carries both. One waiting for the coalescing timer is
         // not waited for: answers to the peer (SETTINGS and PING acknowledgements, window
-        // updates) and streams that closed streams make room for go out now.
+        // updates) and queued streams that closed streams made room for go out now.
         if !shared.withLock({ $0.drainQueued }) {
             afterEvents()
         }

@@ -66,6 +66,9 @@ final class ClientStream: @unchecked Sendable {
     private var headerCount = 0
     var responseBody: [UInt8] = []
 
+    /// When the request was handed to the session (monotonic nanoseconds): its timeout counts
+    /// from here, time in the session's inbox included.
+    var submittedAt: UInt64 = 0
     // Deadline bookkeeping (loop thread): monotonic nanoseconds, 0 for none.
     var deadline: UInt64 = 0
     /// Position in the session's deadline heap (custom timeouts), or -1.

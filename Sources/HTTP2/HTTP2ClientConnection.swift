@@ -188,7 +188,7 @@ public final class HTTP2ClientConnection: Sendable {
     ///
     /// For senders that hand off many small requests from threads that are not Swift tasks (the
     /// relay answers on the HTTP server's threads): no task, continuation or executor hop per
-    /// request.
+    /// request. These requests may wait for ``Configuration/coalescingWindow``.
     package func submit(
         method: String,
         fieldCount: Int,
@@ -207,7 +207,7 @@ public final class HTTP2ClientConnection: Sendable {
                 completion(.success(HTTP2ClientResponse(stream: stream)))
             }
         }
-        session.submit(stream)
+        session.submit(stream, mayWaitForWindow: true)
     }
 
     @inline(__always)
@@ -216,7 +216,7 @@ public final class HTTP2ClientConnection: Sendable {
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 stream.waiter = .task(continuation)
-                session.submit(stream)
+                session.submit(stream, mayWaitForWindow: false)
             }
         } onCancel: {
             session.cancel(stream)
@@ -251,13 +251,15 @@ extension HTTP2ClientConnection {
         public var connectionWindowSize = 16 << 20
         /// A larger response body resets the stream and fails the request. Default 16 MiB.
         public var maximumResponseBodySize = 16 << 20
-        /// Under sustained load, requests submitted within this long of the previous batch wait
-        /// for the window to end and leave together in one write, instead of each batch waking
-        /// the event loop as it comes. A request submitted after a quiet window leaves at once.
-        /// Trades at most this much added latency for fewer system calls and wake-ups on both
-        /// ends; suits open-loop senders (a relay answering before APNs does), not a caller that
-        /// awaits each response before sending the next. The loop's timers count whole
-        /// milliseconds. `nil` (the default) writes every batch as soon as the loop sees it.
+        /// Under sustained load, requests handed over with the completion-handler `submit` within
+        /// this long of the previous batch wait for the window to end and leave together in one
+        /// write, instead of each batch waking the event loop as it comes: fewer system calls and
+        /// wake-ups on both ends, for added latency of about one window (the loop's timers count
+        /// whole milliseconds, so up to a millisecond more). A request after a quiet window leaves
+        /// at once. Awaited `send` calls never wait for the window (a caller that awaits each
+        /// response before sending the next would be slowed down by it); when one comes, the
+        /// waiting requests leave with it. `nil` (the default) writes every batch as soon as the
+        /// loop sees it.
         public var coalescingWindow: Duration?
         /// The loop that runs the connection. Default ``EventLoop/shared``.
         public var eventLoop: EventLoop = .shared

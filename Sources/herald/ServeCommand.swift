@@ -137,8 +137,8 @@ enum ServeCommand {
     ) async throws {
         let database = try await DatabaseFactory.open(url: configuration.databaseURL, logger: logger)
         var pools = APNSConnectionPool.Configuration()
-        // The relay answers before APNs does, and the worker sends many pushes at once: under
-        // load, one write per millisecond to APNs instead of one per handful of pushes.
+        // The relay answers before APNs does: under load, its pushes leave in one write per
+        // millisecond instead of one per handful. The worker awaits its sends; they never wait.
         pools.coalescingWindow = .milliseconds(1)
         let clients = APNSClientProvider(
             apps: apns?.apps ?? [],

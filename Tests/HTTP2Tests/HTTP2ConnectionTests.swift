@@ -49,17 +49,14 @@ struct HTTP2ConnectionTests {
         }
     }
 
-    @Test(
-        "many concurrent requests with bodies on one TLS connection, written at once or per coalescing window",
-        arguments: [nil, Duration.milliseconds(1), .milliseconds(20)]
-    )
-    func manyConcurrentRequestsOverTLS(coalescingWindow: Duration?) async throws {
+    @Test("many concurrent requests with bodies on one TLS connection")
+    func manyConcurrentRequestsOverTLS() async throws {
         try await withServer(tls: try certificates.serverContext(), handler: Self.echo) { server in
             let connection = try await HTTP2ClientConnection.connect(
                 host: "127.0.0.1",
                 port: server.port,
                 tls: try certificates.clientContext(),
-                configuration: clientConfiguration(coalescingWindow: coalescingWindow)
+                configuration: clientConfiguration()
             )
             #expect(connection.status.isUsable)
             #expect(connection.status.maxConcurrentStreams == 100)
@@ -533,67 +530,136 @@ struct HTTP2ConnectionTests {
         }
     }
 
-    @Test("a request waiting for the coalescing window can be cancelled without waiting for it, and never leaves")
-    func cancellingWhileCoalescing() async throws {
+    /// Hands `path` over with the completion-handler `submit`, recording the outcome.
+    private static func submit(
+        _ path: String,
+        body: [UInt8],
+        on connection: HTTP2ClientConnection,
+        into outcomes: Recorder<(path: String, result: Result<[UInt8], HTTP2Error>)>
+    ) {
+        connection.submit(
+            method: "POST",
+            fieldCount: 1,
+            byteCount: ":path".utf8.count + path.utf8.count,
+            body: body,
+            writeFields: { writer in
+                writer.append(name: ":path", value: path)
+            },
+            completion: { result in
+                switch result {
+                case .success(let response): outcomes.append((path, .success(response.body)))
+                case .failure(let error as HTTP2Error): outcomes.append((path, .failure(error)))
+                case .failure(let error): Issue.record("unexpected error \(error)")
+                }
+            }
+        )
+    }
+
+    @Test("a burst of submitted requests leaves per 1 ms coalescing window, each with its own answer")
+    func burstOfSubmittedRequestsWithAWindow() async throws {
+        try await withServer(tls: try certificates.serverContext(), handler: Self.echo) { server in
+            let connection = try await HTTP2ClientConnection.connect(
+                host: "127.0.0.1",
+                port: server.port,
+                tls: try certificates.clientContext(),
+                configuration: clientConfiguration(coalescingWindow: .milliseconds(1))
+            )
+            let outcomes = Recorder<(path: String, result: Result<[UInt8], HTTP2Error>)>()
+            let count = 2000
+            for index in 0..<count {
+                Self.submit("/burst/\(index)", body: Array("body-\(index)".utf8), on: connection, into: outcomes)
+                if index % 100 == 99 { try await Task.sleep(for: .microseconds(300)) }
+            }
+            #expect(try await eventually(timeout: .seconds(30)) { outcomes.all.count == count })
+            for (path, result) in outcomes.all {
+                let index = path.split(separator: "/").last.map(String.init) ?? ""
+                #expect((try? result.get()) == Array("body-\(index)".utf8), "\(path)")
+            }
+            #expect(Set(outcomes.all.map(\.path)).count == count)
+            await connection.close()
+        }
+    }
+
+    @Test("submitted requests wait for the coalescing window; an awaited send does not, and takes them along")
+    func coalescingWindowHoldsSubmittedRequests() async throws {
         let paths = Recorder<String>()
         let handler: HTTP2Server.Handler = { request in
             paths.append(request.path)
             return HTTP2ServerResponse(status: 200, body: request.body)
         }
         try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
-            // Long enough that the cancellation below always lands inside the window.
-            let connection = try await HTTP2ClientConnection.connect(
-                host: "localhost",
-                port: server.port,
-                tls: try certificates.clientContext(),
-                configuration: clientConfiguration(coalescingWindow: .seconds(30))
-            )
-            // The first request of a quiet connection leaves at once; its drain arms the window.
-            #expect(try await connection.send(HTTP2Request(path: "/first", body: [1])).body == [1])
-            let waiting = Task {
-                try await connection.send(HTTP2Request(path: "/cancelled", body: [2]))
-            }
-            waiting.cancel()
-            let result = await waiting.result
-            #expect(throws: CancellationError.self) { try result.get() }
-            #expect(connection.status.isUsable)
-            #expect(connection.status.activeStreams == 0)
-            await connection.close()
-            // Closing drains the inbox at once, without the window.
-            #expect(paths.all == ["/first"])
-        }
-    }
-
-    @Test("requests waiting for the coalescing window fail at once, safe to retry, when the connection fails")
-    func connectionFailureWhileCoalescing() async throws {
-        let closeNow = Recorder<Bool>()
-        let paths = Recorder<String>()
-        let handler: HTTP2Server.Handler = { request in
-            paths.append(request.path)
-            for _ in 0..<3000 where closeNow.all.isEmpty { try? await Task.sleep(for: .milliseconds(10)) }
-            request.connection.closeAbruptly()
-            return HTTP2ServerResponse(status: 200)
-        }
-        try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
-            // Far longer than the suite's time limit: only failing the connection can end the wait.
+            // Far longer than the suite's time limit: only the awaited send can end the wait.
             let connection = try await HTTP2ClientConnection.connect(
                 host: "localhost",
                 port: server.port,
                 tls: try certificates.clientContext(),
                 configuration: clientConfiguration(coalescingWindow: .seconds(600))
             )
-            let first = Task { try await connection.send(HTTP2Request(path: "/first", body: [1])) }
+            let outcomes = Recorder<(path: String, result: Result<[UInt8], HTTP2Error>)>()
+            // The first request of a quiet connection leaves at once; its drain arms the window.
+            Self.submit("/first", body: [1], on: connection, into: outcomes)
+            #expect(try await eventually { outcomes.all.count == 1 })
+            Self.submit("/held", body: [2], on: connection, into: outcomes)
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(paths.all == ["/first"], "the second request waits for the window")
+            #expect(try await connection.send(HTTP2Request(path: "/awaited", body: [3])).body == [3])
+            #expect(try await eventually { outcomes.all.count == 2 })
+            #expect(paths.all == ["/first", "/held", "/awaited"])
+            #expect(outcomes.all.map(\.path) == ["/first", "/held"])
+            for outcome in outcomes.all { #expect((try? outcome.result.get()) != nil) }
+            await connection.close()
+        }
+    }
+
+    @Test(
+        "requests waiting for the coalescing window fail at once, safe to retry, on GOAWAY or a failed connection",
+        arguments: ["goaway", "abort"]
+    )
+    func requestsWaitingForTheWindowFailPromptly(ending: String) async throws {
+        let closeNow = Recorder<Bool>()
+        let paths = Recorder<String>()
+        let handler: HTTP2Server.Handler = { request in
+            paths.append(request.path)
+            for _ in 0..<3000 where closeNow.all.isEmpty { try? await Task.sleep(for: .milliseconds(10)) }
+            if ending == "goaway" {
+                request.connection.goAway(lastStreamID: 1, debugData: #"{"reason":"Shutdown"}"#)
+            } else {
+                request.connection.closeAbruptly()
+            }
+            return HTTP2ServerResponse(status: 200, body: request.body)
+        }
+        try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
+            // Far longer than the suite's time limit: only GOAWAY or the failure can end the wait.
+            let connection = try await HTTP2ClientConnection.connect(
+                host: "localhost",
+                port: server.port,
+                tls: try certificates.clientContext(),
+                configuration: clientConfiguration(coalescingWindow: .seconds(600))
+            )
+            let outcomes = Recorder<(path: String, result: Result<[UInt8], HTTP2Error>)>()
+            Self.submit("/first", body: [1], on: connection, into: outcomes)
             #expect(try await eventually { paths.all == ["/first"] })
-            let waiting = Task { try await connection.send(HTTP2Request(path: "/waiting", body: [2])) }
-            // Gives the second request time to reach the inbox. Should it come later, it is refused
-            // at once by the failed connection: the same outcome.
-            try await Task.sleep(for: .milliseconds(100))
+            Self.submit("/waiting", body: [2], on: connection, into: outcomes)
             closeNow.append(true)
-            let firstError = await expectError { try await first.value }
-            let waitingError = await expectError { try await waiting.value }
-            #expect((firstError as? HTTP2Error)?.isSafeToRetry == false, "it had been sent")
-            #expect((waitingError as? HTTP2Error)?.isSafeToRetry == true, "it never left")
+            #expect(try await eventually { outcomes.all.count == 2 })
+            let waiting = try #require(outcomes.all.first { $0.path == "/waiting" })
+            guard case .failure(let error) = waiting.result else {
+                Issue.record("the waiting request succeeded")
+                return
+            }
+            #expect(error.isSafeToRetry, "it never left")
             #expect(paths.all == ["/first"])
+            let first = try #require(outcomes.all.first { $0.path == "/first" })
+            if ending == "goaway" {
+                #expect((try? first.result.get()) == [1], "stream 1 was below the GOAWAY's last stream id")
+            } else {
+                guard case .failure(let firstError) = first.result else {
+                    Issue.record("the first request succeeded on an aborted connection")
+                    return
+                }
+                #expect(!firstError.isSafeToRetry, "it had been sent")
+            }
+            await connection.close()
         }
     }
 

@@ -611,10 +611,12 @@ extension APNSConnectionPool {
         /// The wait after the first failed connect is drawn from zero to `initial`, doubling with
         /// each further failure up to `maximum` (full jitter). Default 100 ms, 30 s.
         public var reconnectBackoff: (initial: Duration, maximum: Duration) = (.milliseconds(100), .seconds(30))
-        /// Under sustained load, pushes submitted within this long of the previous batch leave
-        /// together when it ends, in one write per connection: fewer system calls and wake-ups
-        /// here and at APNs, for at most this much added latency. The first push after a quiet
-        /// window leaves at once. `nil` (the default) sends each batch as soon as it can
+        /// Under sustained load, pushes handed over with ``APNSClient/submit(_:completion:)`` (the
+        /// relay's fire-and-forget form) within this long of the previous batch leave together
+        /// when the window ends, in one write per connection: fewer system calls and wake-ups here
+        /// and at APNs, for about one window of added latency (up to a millisecond more). The
+        /// first push after a quiet window leaves at once; awaited sends never wait for it. `nil`
+        /// (the default) sends each batch as soon as it can
         /// (``HTTP2ClientConnection/Configuration/coalescingWindow``).
         public var coalescingWindow: Duration?
         /// The rest of the HTTP/2 client settings (stream and window sizes, event loop, ping
