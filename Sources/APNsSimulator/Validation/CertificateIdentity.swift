@@ -44,8 +44,10 @@ struct CertificateIdentity: Sendable, Equatable {
     }
 
     /// The topic a device push on this connection goes to: its `apns-topic`, which must be one
-    /// of the certificate's (else 400 `TopicDisallowed`), or the bundle ID when it names none and
-    /// the certificate has one topic (400 `MissingTopic` when it has several).
+    /// of the certificate's (else 400 `TopicDisallowed`, as providers report from APNs for a
+    /// topic their certificate does not list: alloy/lowdown#23,
+    /// jazzband/django-push-notifications#424), or the bundle ID when it names none and the
+    /// certificate has one topic (400 `MissingTopic` when it has several).
     func topic(for requested: String?) -> Result<String, SimulatorRejection> {
         guard let requested else {
             return topics.count == 1 ? .success(bundleID) : .failure(.badRequest(.missingTopic))
