@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import Foundation
 import Glibc
+import HeraldCore
 import Synchronization
 
 /// Owns one running `MHD_Daemon`: starts it, stops accepting, stops it, and frees it in
@@ -175,11 +176,11 @@ final class MHDDaemon: @unchecked Sendable {
         guard case .some(let quiescedSocket) = socket else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let thread = Thread { [self] in
+                ThreadName.setCurrent("herald-http-stop")
                 MHD_stop_daemon(daemon)
                 if let quiescedSocket { Glibc.close(quiescedSocket) }
                 continuation.resume()
             }
-            thread.name = "herald-http-stop"
             thread.start()
         }
     }

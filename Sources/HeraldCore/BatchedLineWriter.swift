@@ -47,6 +47,7 @@ public final class BatchedLineWriter: Sendable {
     public init(fileDescriptor: Int32) {
         self.fileDescriptor = fileDescriptor
         let thread = Thread { [self] in
+            ThreadName.setCurrent("herald-log")
             while true {
                 wake.wait()
                 // Let a batch gather: woken for every line or two, this thread cost a loaded
@@ -55,7 +56,6 @@ public final class BatchedLineWriter: Sendable {
                 flush()
             }
         }
-        thread.name = "herald-log"
         thread.start()
     }
 

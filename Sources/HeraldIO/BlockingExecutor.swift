@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// A small pool of dedicated threads for blocking C calls (`sqlite3_step`, libpq, `getaddrinfo`,
 /// file reads), so that they never occupy a thread of Swift's cooperative pool.
@@ -31,7 +32,7 @@ public final class BlockingExecutor: Sendable {
             let core = self.core
             let threadName = "\(name)-\(index)"
             let thread = Thread {
-                Self.nameCurrentThread(threadName)
+                ThreadName.setCurrent(threadName)
                 core.workLoop()
             }
             thread.start()
@@ -40,18 +41,6 @@ public final class BlockingExecutor: Sendable {
 
     deinit {
         core.shutdown()
-    }
-
-    /// Names the calling thread for `top -H`, `gdb` and `/proc` (the kernel keeps 15 bytes).
-    ///
-    /// Written to `/proc/thread-self/comm` by the thread itself: Foundation's `Thread.name` does
-    /// not reliably reach the OS thread on Linux, and `pthread_setname_np` is not visible to Swift.
-    private static func nameCurrentThread(_ name: String) {
-        let descriptor = open("/proc/thread-self/comm", O_WRONLY)
-        guard descriptor >= 0 else { return }
-        defer { close(descriptor) }
-        let bytes = Array(name.utf8.prefix(15))
-        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
     }
 
     /// Runs `body` on one of the executor's threads and returns its result or rethrows its error.

@@ -1,6 +1,7 @@
 import CHeraldShims
 import Foundation
 import Glibc
+import HeraldCore
 import Synchronization
 
 /// One reactor thread: an epoll instance, an eventfd to wake it, a task queue and timers.
@@ -68,8 +69,10 @@ public final class EventLoop: @unchecked Sendable {
         self.wakeFD = wakeFD
         let added = cherald_epoll_ctl(epollFD, Int32(CHERALD_EPOLL_CTL_ADD), wakeFD, UInt32(CHERALD_EPOLLIN), 0)
         precondition(added == 0, "cannot watch the eventfd: errno \(errno)")
-        let thread = Thread { [self] in self.threadMain() }
-        thread.name = name
+        let thread = Thread { [self] in
+            ThreadName.setCurrent(name)
+            self.threadMain()
+        }
         thread.start()
     }
 

@@ -102,6 +102,19 @@ struct HTTP2ConnectionTests {
         }
     }
 
+    @Test("an event loop's thread carries the loop's name, as top -H and perf show it")
+    func eventLoopThreadName() async throws {
+        let loop = EventLoop(name: "test-loop-name")
+        defer { loop.shutdown() }
+        let name = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+            loop.execute {
+                let name = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+                continuation.resume(returning: name ?? "")
+            }
+        }
+        #expect(name == "test-loop-name\n")
+    }
+
     @Test("cleartext prior-knowledge HTTP/2")
     func cleartext() async throws {
         try await withServer(tls: nil, handler: Self.echo) { server in
