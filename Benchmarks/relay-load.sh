@@ -73,6 +73,18 @@ per_request_us() { # ticks requests
   awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", (n > 0 ? t * 1e6 / hz / n : 0)}'
 }
 hwm() { awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$relay_pid/status"; }
+# The relay's CPU ticks by thread name ("name ticks" lines): libmicrohttpd's MHD-worker threads,
+# herald-io (the APNs connection), herald-log, and the rest. Threads that end in between are lost.
+thread_ticks() {
+  for task in /proc/"$relay_pid"/task/*; do
+    echo "$(tr -d ' ' <"$task/comm" 2>/dev/null) $(awk '{print $14 + $15}' "$task/stat" 2>/dev/null)"
+  done | awk 'NF == 2 {ticks[$1] += $2} END {for (name in ticks) print name, ticks[name]}'
+}
+# Per request, by thread name, from two thread_ticks snapshots: "MHD-worker=19.2 herald-io=6.1 …".
+thread_split() { # before after requests
+  awk -v n="$3" -v hz="$(getconf CLK_TCK)" 'NR == FNR {before[$1] = $2; next}
+    {used = $2 - before[$1]; if (used > 0) printf "%s=%.1f ", $1, used * 1e6 / hz / n}' "$1" "$2"
+}
 b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
 jwt="$(printf '{"alg":"ES256","kid":"BENCHKEY01"}' | b64url).$(printf '{"iss":"BENCHTEAM1","iat":%s}' "$(date +%s)" | b64url).$(head -c 64 /dev/urandom | b64url)"
 h2load_rate() {
@@ -92,15 +104,16 @@ echo "== relay at full speed (wrk -t2 -c64 -d$duration), h2load against the sink
 references=(); rates=(); cpus=(); sink_cpus=(); wrk_cpus=()
 for i in $(seq "$rounds"); do
   references+=("$(h2load_rate)")
-  before=$(cpu_ticks); sink_before=$(cpu_ticks "$sink_pid")
+  before=$(cpu_ticks); sink_before=$(cpu_ticks "$sink_pid"); thread_ticks >"$work/threads-before"
   max=$(/usr/bin/time -f 'cpu %U %S' -o "$work/wrk-time" \
     wrk -t2 -c64 -d"$duration" --latency -s "$work/post.lua" "http://127.0.0.1:$relay_port")
   requests=$(awk '/requests in/ {print $1}' <<<"$max")
+  thread_ticks >"$work/threads-after"
   cpus+=("$(per_request_us $(($(cpu_ticks) - before)) "$requests")")
   sink_cpus+=("$(per_request_us $(($(cpu_ticks "$sink_pid") - sink_before)) "$requests")")
   wrk_cpus+=("$(awk -v n="$requests" '/^cpu / {printf "%.1f", ($2 + $3) * 1e6 / n}' "$work/wrk-time")")
   rates+=("$(awk '/Requests\/sec/ {print $2}' <<<"$max")")
-  echo "round $i: h2load_sink_rate=${references[-1]} relay_rate=${rates[-1]} p50=$(awk '/ 50%/ {print $2}' <<<"$max") p99=$(awk '/ 99%/ {print $2}' <<<"$max") cpu_us_per_request: relay=${cpus[-1]} sink=${sink_cpus[-1]} wrk=${wrk_cpus[-1]} $(grep -E '^wrk:' <<<"$max")"
+  echo "round $i: h2load_sink_rate=${references[-1]} relay_rate=${rates[-1]} p50=$(awk '/ 50%/ {print $2}' <<<"$max") p99=$(awk '/ 99%/ {print $2}' <<<"$max") cpu_us_per_request: relay=${cpus[-1]} sink=${sink_cpus[-1]} wrk=${wrk_cpus[-1]} relay_threads_us_per_request: $(thread_split "$work/threads-before" "$work/threads-after" "$requests")$(grep -E '^wrk:' <<<"$max")"
 done
 reference=$(printf '%s\n' "${references[@]}" | median)
 rate=$(printf '%s\n' "${rates[@]}" | median)
