@@ -11,6 +11,20 @@ import Testing
 struct HTTP2ConnectionTests {
     let certificates = TestCertificates.shared
 
+    /// A connection to `server` over TLS that trusts the test certificates.
+    private func connect(
+        to server: HTTP2Server,
+        host: String = "localhost",
+        configuration: HTTP2ClientConnection.Configuration = clientConfiguration()
+    ) async throws -> HTTP2ClientConnection {
+        try await HTTP2ClientConnection.connect(
+            host: host,
+            port: server.port,
+            tls: try certificates.clientContext(),
+            configuration: configuration
+        )
+    }
+
     /// Echoes the body, the stream id, the `x-index` header and every `x-dup` value.
     static let echo: HTTP2Server.Handler = { request in
         var headers: HTTP2Headers = [
@@ -52,12 +66,7 @@ struct HTTP2ConnectionTests {
     @Test("many concurrent requests with bodies on one TLS connection")
     func manyConcurrentRequestsOverTLS() async throws {
         try await withServer(tls: try certificates.serverContext(), handler: Self.echo) { server in
-            let connection = try await HTTP2ClientConnection.connect(
-                host: "127.0.0.1",
-                port: server.port,
-                tls: try certificates.clientContext(),
-                configuration: clientConfiguration()
-            )
+            let connection = try await connect(to: server, host: "127.0.0.1")
             #expect(connection.status.isUsable)
             #expect(connection.status.maxConcurrentStreams == 100)
             try await runConcurrentEcho(connection: connection, count: 500)
@@ -78,12 +87,7 @@ struct HTTP2ConnectionTests {
     func eventLoopTaskExecutor() async throws {
         try await withServer(tls: try certificates.serverContext(), handler: Self.echo) { server in
             let configuration = clientConfiguration()
-            let connection = try await HTTP2ClientConnection.connect(
-                host: "127.0.0.1",
-                port: server.port,
-                tls: try certificates.clientContext(),
-                configuration: configuration
-            )
+            let connection = try await connect(to: server, host: "127.0.0.1", configuration: configuration)
             let executor = EventLoopTaskExecutor(eventLoop: configuration.eventLoop)
             let onLoop = await withTaskExecutorPreference(executor) {
                 await withTaskGroup(of: Bool.self) { group in
@@ -139,12 +143,7 @@ struct HTTP2ConnectionTests {
             var configuration = clientConfiguration()
             configuration.initialStreamWindowSize = 65_535
             configuration.connectionWindowSize = 65_535
-            let connection = try await HTTP2ClientConnection.connect(
-                host: "localhost",
-                port: server.port,
-                tls: try certificates.clientContext(),
-                configuration: configuration
-            )
+            let connection = try await connect(to: server, configuration: configuration)
             let sizes = [2 << 20, 300_000, 65_536 + 1, 1 << 20]
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for (index, size) in sizes.enumerated() {
@@ -179,12 +178,7 @@ struct HTTP2ConnectionTests {
         }
         try await withServer(tls: try certificates.serverContext(), configuration: configuration, handler: handler) {
             server in
-            let connection = try await HTTP2ClientConnection.connect(
-                host: "127.0.0.1",
-                port: server.port,
-                tls: try certificates.clientContext(),
-                configuration: clientConfiguration()
-            )
+            let connection = try await connect(to: server, host: "127.0.0.1")
             #expect(connection.status.maxConcurrentStreams == 1)
 
             func burst(_ count: Int) async throws -> Int {
@@ -242,12 +236,7 @@ struct HTTP2ConnectionTests {
         try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
             var configuration = clientConfiguration()
             configuration.metrics = metrics
-            let connection = try await HTTP2ClientConnection.connect(
-                host: "localhost",
-                port: server.port,
-                tls: try certificates.clientContext(),
-                configuration: configuration
-            )
+            let connection = try await connect(to: server, configuration: configuration)
             let results = try await withThrowingTaskGroup(of: Result<HTTP2Response, any Error>.self) { group in
                 for index in 0..<6 {
                     group.addTask {
@@ -299,12 +288,7 @@ struct HTTP2ConnectionTests {
         try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
             var configuration = clientConfiguration()
             configuration.metrics = metrics
-            let connection = try await HTTP2ClientConnection.connect(
-                host: "localhost",
-                port: server.port,
-                tls: try certificates.clientContext(),
-                configuration: configuration
-            )
+            let connection = try await connect(to: server, configuration: configuration)
             async let response = connection.send(HTTP2Request(path: "/held"))
             #expect(try await eventually { connection.status.goAway != nil })
             // The stream is still open: the server's own GOAWAY would reach the client first.
@@ -325,12 +309,7 @@ struct HTTP2ConnectionTests {
         ) {
             server in
             let error = await expectError {
-                try await HTTP2ClientConnection.connect(
-                    host: "localhost",
-                    port: server.port,
-                    tls: try certificates.clientContext(),
-                    configuration: clientConfiguration()
-                )
+                try await connect(to: server)
             }
             let http2Error = try #require(error as? HTTP2Error)
             #expect(http2Error.code == .connectFailed)
@@ -412,12 +391,7 @@ struct HTTP2ConnectionTests {
             // Without a certificate the server rejects the handshake (TLS 1.3 reports it after
             // the client's handshake finished, so the failure may show up at connect or send).
             let error = await expectError {
-                let connection = try await HTTP2ClientConnection.connect(
-                    host: "localhost",
-                    port: server.port,
-                    tls: try certificates.clientContext(),
-                    configuration: clientConfiguration()
-                )
+                let connection = try await connect(to: server)
                 return try await connection.send(HTTP2Request(path: "/no-cert"))
             }
             #expect(error is HTTP2Error)
@@ -436,10 +410,8 @@ struct HTTP2ConnectionTests {
             return HTTP2ServerResponse(status: 200)
         }
         try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
-            let connection = try await HTTP2ClientConnection.connect(
-                host: "localhost",
-                port: server.port,
-                tls: try certificates.clientContext(),
+            let connection = try await connect(
+                to: server,
                 configuration: clientConfiguration(requestTimeout: .seconds(30))
             )
             let errors = try await withThrowingTaskGroup(of: (any Error)?.self) { group in
@@ -496,10 +468,8 @@ struct HTTP2ConnectionTests {
             return HTTP2ServerResponse(status: 200, body: request.body)
         }
         try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
-            let connection = try await HTTP2ClientConnection.connect(
-                host: "localhost",
-                port: server.port,
-                tls: try certificates.clientContext(),
+            let connection = try await connect(
+                to: server,
                 configuration: clientConfiguration(requestTimeout: .seconds(20))
             )
             let error = await expectError {
@@ -525,12 +495,7 @@ struct HTTP2ConnectionTests {
             return HTTP2ServerResponse(status: 200)
         }
         try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
-            let connection = try await HTTP2ClientConnection.connect(
-                host: "localhost",
-                port: server.port,
-                tls: try certificates.clientContext(),
-                configuration: clientConfiguration()
-            )
+            let connection = try await connect(to: server)
             let task = Task { try await connection.send(HTTP2Request(path: "/cancel-me", body: [1])) }
             #expect(try await eventually { started.all.count == 1 })
             task.cancel()
@@ -571,10 +536,9 @@ struct HTTP2ConnectionTests {
     @Test("a burst of submitted requests leaves per 1 ms coalescing window, each with its own answer")
     func burstOfSubmittedRequestsWithAWindow() async throws {
         try await withServer(tls: try certificates.serverContext(), handler: Self.echo) { server in
-            let connection = try await HTTP2ClientConnection.connect(
+            let connection = try await connect(
+                to: server,
                 host: "127.0.0.1",
-                port: server.port,
-                tls: try certificates.clientContext(),
                 configuration: clientConfiguration(coalescingWindow: .milliseconds(1))
             )
             let outcomes = Recorder<(path: String, result: Result<[UInt8], HTTP2Error>)>()
@@ -602,10 +566,8 @@ struct HTTP2ConnectionTests {
         }
         try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
             // Far longer than the suite's time limit: only the awaited send can end the wait.
-            let connection = try await HTTP2ClientConnection.connect(
-                host: "localhost",
-                port: server.port,
-                tls: try certificates.clientContext(),
+            let connection = try await connect(
+                to: server,
                 configuration: clientConfiguration(coalescingWindow: .seconds(600))
             )
             let outcomes = Recorder<(path: String, result: Result<[UInt8], HTTP2Error>)>()
@@ -643,10 +605,8 @@ struct HTTP2ConnectionTests {
         }
         try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
             // Far longer than the suite's time limit: only GOAWAY or the failure can end the wait.
-            let connection = try await HTTP2ClientConnection.connect(
-                host: "localhost",
-                port: server.port,
-                tls: try certificates.clientContext(),
+            let connection = try await connect(
+                to: server,
                 configuration: clientConfiguration(coalescingWindow: .seconds(600))
             )
             let outcomes = Recorder<(path: String, result: Result<[UInt8], HTTP2Error>)>()
@@ -695,18 +655,8 @@ struct HTTP2ConnectionTests {
             pinging.eventLoop = loop
             var quiet = clientConfiguration()
             quiet.eventLoop = loop
-            let alive = try await HTTP2ClientConnection.connect(
-                host: "localhost",
-                port: server.port,
-                tls: try certificates.clientContext(),
-                configuration: pinging
-            )
-            let silent = try await HTTP2ClientConnection.connect(
-                host: "localhost",
-                port: server.port,
-                tls: try certificates.clientContext(),
-                configuration: quiet
-            )
+            let alive = try await connect(to: server, configuration: pinging)
+            let silent = try await connect(to: server, configuration: quiet)
             #expect(
                 try await eventually(timeout: .seconds(10)) { silent.status.isClosed },
                 "without PINGs the server's idle timeout closes the connection"
@@ -732,12 +682,7 @@ struct HTTP2ConnectionTests {
             client.pingInterval = .milliseconds(100)
             client.pingTimeout = .milliseconds(300)
             client.eventLoop = loop
-            let connection = try await HTTP2ClientConnection.connect(
-                host: "localhost",
-                port: server.port,
-                tls: try certificates.clientContext(),
-                configuration: client
-            )
+            let connection = try await connect(to: server, configuration: client)
             #expect(try await eventually(timeout: .seconds(3)) { connection.status.isClosed })
             #expect(connection.status.failure?.code == .pingTimeout)
             let error = await expectError { try await connection.send(HTTP2Request(path: "/dead")) }
@@ -753,12 +698,7 @@ struct HTTP2ConnectionTests {
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run() }
-            let connection = try await HTTP2ClientConnection.connect(
-                host: "localhost",
-                port: server.port,
-                tls: try certificates.clientContext(),
-                configuration: clientConfiguration()
-            )
+            let connection = try await connect(to: server)
             async let inFlight = connection.send(HTTP2Request(path: "/in-flight"))
             _ = try await eventually { connection.status.activeStreams == 1 }
             server.triggerGracefulShutdown()
