@@ -9,19 +9,39 @@ import HeraldCore
 /// headers.add(name: "Vary", value: "Accept")
 /// headers["content-type"]  // "application/json"
 /// ```
+///
+/// The fields live in one byte buffer, each as its name's and value's lengths followed by their
+/// bytes: a request's headers cost one allocation however many fields it has, lookups compare
+/// bytes in place, and copying or releasing the headers touches one buffer instead of two
+/// strings per field. A field becomes a `String` only when it is read.
 public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
     public typealias Element = (name: String, value: String)
 
-    private var fields: [Element]
+    /// `[UInt16 name length][UInt32 value length][name][value]` per field, in order.
+    private var storage: [UInt8]
+    /// The number of fields, repeated names counted each time.
+    public private(set) var count: Int
+
+    /// Bytes before a field's name: its name's and its value's lengths.
+    private static let recordHeader = 6
 
     /// No fields.
     public init() {
-        self.fields = []
+        self.storage = []
+        self.count = 0
+    }
+
+    /// Room for `capacity` fields of `byteCount` name and value bytes in all, so that adding
+    /// them one by one does not grow the storage again and again.
+    public init(minimumCapacity capacity: Int, byteCount: Int = 0) {
+        self.init()
+        storage.reserveCapacity(capacity * Self.recordHeader + byteCount)
     }
 
     /// The given fields, in order; repeated names are kept.
     public init(_ pairs: [(String, String)]) {
-        self.fields = pairs.map { (name: $0.0, value: $0.1) }
+        self.init(minimumCapacity: pairs.count, byteCount: pairs.count * 24)
+        for (name, value) in pairs { add(name: name, value: value) }
     }
 
     public init(dictionaryLiteral elements: (String, String)...) {
@@ -30,67 +50,222 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
 
     /// The first value for `name`, compared without regard to case; `nil` when absent.
     public subscript(name: String) -> String? {
-        fields.first { $0.name.equalsIgnoringASCIICase(name) }?.value
+        firstRecord(named: name, from: 0).map { value(of: $0) }
     }
 
     /// Every value for `name`, in order.
     public func values(for name: String) -> [String] {
-        fields.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
+        var values: [String] = []
+        var next = firstRecord(named: name, from: 0)
+        while let record = next {
+            values.append(value(of: record))
+            next = firstRecord(named: name, from: end(of: record))
+        }
+        return values
+    }
+
+    /// The value of the only field called `name`: `.none` when there is none, `.several` when the
+    /// name is repeated (for a header that must appear once, such as `Content-Encoding`).
+    public func single(_ name: String) -> SingleValue {
+        guard let first = firstRecord(named: name, from: 0) else { return .none }
+        guard firstRecord(named: name, from: end(of: first)) == nil else { return .several }
+        return .one(value(of: first))
+    }
+
+    /// What ``single(_:)`` found.
+    public enum SingleValue: Sendable, Equatable {
+        case none
+        case one(String)
+        case several
     }
 
     /// Whether a field called `name` is present.
     public func contains(name: String) -> Bool {
-        fields.contains { $0.name.equalsIgnoringASCIICase(name) }
+        firstRecord(named: name, from: 0) != nil
     }
 
     /// Appends a field, keeping any with the same name.
     public mutating func add(name: String, value: String) {
-        fields.append((name: name, value: value))
+        var name = name
+        var value = value
+        name.withUTF8 { name in value.withUTF8 { value in add(name: name, value: value) } }
+    }
+
+    /// Appends a field from its bytes as received. Invalid UTF-8 is kept as it came and
+    /// repaired (each bad sequence read as U+FFFD) when the field is read as a `String`.
+    ///
+    /// - Precondition: the name is shorter than 64 KiB and the value than 4 GiB.
+    public mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        precondition(name.count <= Int(UInt16.max) && value.count <= Int(UInt32.max), "header field too large")
+        withUnsafeBytes(of: UInt16(name.count).littleEndian) { storage.append(contentsOf: $0) }
+        withUnsafeBytes(of: UInt32(value.count).littleEndian) { storage.append(contentsOf: $0) }
+        storage.append(contentsOf: name)
+        storage.append(contentsOf: value)
+        count += 1
     }
 
     /// Sets the value of the first field called `name` and removes the others; appends the field
     /// when there is none.
     public mutating func replaceOrAdd(name: String, value: String) {
-        guard let first = fields.firstIndex(where: { $0.name.equalsIgnoringASCIICase(name) }) else {
-            fields.append((name: name, value: value))
+        guard let first = firstRecord(named: name, from: 0) else {
+            add(name: name, value: value)
             return
         }
-        fields[first] = (name: name, value: value)
-        var index = fields.index(after: first)
-        while index < fields.endIndex {
-            if fields[index].name.equalsIgnoringASCIICase(name) {
-                fields.remove(at: index)
-            } else {
-                index = fields.index(after: index)
+        var rebuilt = HTTPHeaders(minimumCapacity: count, byteCount: storage.count + value.utf8.count)
+        forEachRecord { record in
+            if record == first {
+                rebuilt.add(name: name, value: value)
+            } else if !nameEquals(record, name) {
+                rebuilt.copyRecord(record, of: self)
             }
         }
+        self = rebuilt
     }
 
     /// Removes every field called `name`.
     public mutating func remove(name: String) {
-        fields.removeAll { $0.name.equalsIgnoringASCIICase(name) }
+        guard firstRecord(named: name, from: 0) != nil else { return }
+        var rebuilt = HTTPHeaders(minimumCapacity: count, byteCount: storage.count)
+        forEachRecord { record in
+            if !nameEquals(record, name) { rebuilt.copyRecord(record, of: self) }
+        }
+        self = rebuilt
     }
 
-    /// The number of fields, repeated names counted each time.
-    public var count: Int { fields.count }
+    public var isEmpty: Bool { count == 0 }
 
-    public var isEmpty: Bool { fields.isEmpty }
+    public func makeIterator() -> Iterator {
+        Iterator(headers: self)
+    }
 
-    public func makeIterator() -> IndexingIterator<[Element]> {
-        fields.makeIterator()
+    /// The fields in order, each read as a `String` pair.
+    public struct Iterator: IteratorProtocol {
+        private let headers: HTTPHeaders
+        private var record = 0
+
+        init(headers: HTTPHeaders) {
+            self.headers = headers
+        }
+
+        public mutating func next() -> Element? {
+            guard record < headers.storage.count else { return nil }
+            defer { record = headers.end(of: record) }
+            return (name: headers.name(of: record), value: headers.value(of: record))
+        }
     }
 
     /// One `Name: value` line per field; credentials (`Authorization`, cookies, API keys) are
     /// shown as `<redacted>`.
     public var description: String {
-        fields.map { field in
-            let redacted = Self.sensitiveNames.contains { $0.equalsIgnoringASCIICase(field.name) }
-            return "\(field.name): \(redacted ? "<redacted>" : field.value)"
+        var lines: [String] = []
+        forEachRecord { record in
+            let redacted = Self.sensitiveNames.contains { nameEquals(record, $0) }
+            lines.append("\(name(of: record)): \(redacted ? "<redacted>" : value(of: record))")
         }
-        .joined(separator: "\n")
+        return lines.joined(separator: "\n")
     }
 
     private static let sensitiveNames = [
         "Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-API-Key",
     ]
+
+    // MARK: Records
+
+    /// A record's name and value lengths; `record` is the offset of its first byte.
+    private static func lengths(of record: Int, in storage: UnsafeBufferPointer<UInt8>) -> (name: Int, value: Int) {
+        let raw = UnsafeRawBufferPointer(storage)
+        let name = UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: record, as: UInt16.self))
+        let value = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: record + 2, as: UInt32.self))
+        return (Int(name), Int(value))
+    }
+
+    private func end(of record: Int) -> Int {
+        storage.withUnsafeBufferPointer { storage in
+            let (name, value) = Self.lengths(of: record, in: storage)
+            return record + Self.recordHeader + name + value
+        }
+    }
+
+    private func forEachRecord(_ body: (Int) -> Void) {
+        var record = 0
+        while record < storage.count {
+            body(record)
+            record = end(of: record)
+        }
+    }
+
+    private func name(of record: Int) -> String {
+        storage.withUnsafeBufferPointer { storage in
+            let (name, _) = Self.lengths(of: record, in: storage)
+            let start = record + Self.recordHeader
+            return String(decoding: UnsafeBufferPointer(rebasing: storage[start..<start + name]), as: UTF8.self)
+        }
+    }
+
+    private func value(of record: Int) -> String {
+        storage.withUnsafeBufferPointer { storage in
+            let (name, value) = Self.lengths(of: record, in: storage)
+            let start = record + Self.recordHeader + name
+            return String(decoding: UnsafeBufferPointer(rebasing: storage[start..<start + value]), as: UTF8.self)
+        }
+    }
+
+    /// Appends `other`'s record at `record`, bytes as they are.
+    private mutating func copyRecord(_ record: Int, of other: HTTPHeaders) {
+        other.storage.withUnsafeBufferPointer { source in
+            let (name, value) = Self.lengths(of: record, in: source)
+            let start = record + Self.recordHeader
+            add(
+                name: UnsafeBufferPointer(rebasing: source[start..<start + name]),
+                value: UnsafeBufferPointer(rebasing: source[start + name..<start + name + value])
+            )
+        }
+    }
+
+    /// The offset of the first record at or after `start` whose name is `name`.
+    private func firstRecord(named name: String, from start: Int) -> Int? {
+        guard start < storage.count else { return nil }
+        func search(_ name: UnsafeBufferPointer<UInt8>) -> Int? {
+            storage.withUnsafeBufferPointer { storage in
+                var record = start
+                while record < storage.count {
+                    if Self.nameEquals(record, in: storage, name) { return record }
+                    let (nameLength, valueLength) = Self.lengths(of: record, in: storage)
+                    record += Self.recordHeader + nameLength + valueLength
+                }
+                return nil
+            }
+        }
+        return name.utf8.withContiguousStorageIfAvailable(search) ?? Array(name.utf8).withUnsafeBufferPointer(search)
+    }
+
+    private func nameEquals(_ record: Int, _ name: String) -> Bool {
+        func compare(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+            storage.withUnsafeBufferPointer { Self.nameEquals(record, in: $0, name) }
+        }
+        return name.utf8.withContiguousStorageIfAvailable(compare) ?? Array(name.utf8).withUnsafeBufferPointer(compare)
+    }
+
+    /// Whether the name of the record at `record` is `name`, ASCII letters compared without regard
+    /// to case.
+    private static func nameEquals(
+        _ record: Int,
+        in storage: UnsafeBufferPointer<UInt8>,
+        _ name: UnsafeBufferPointer<UInt8>
+    ) -> Bool {
+        guard lengths(of: record, in: storage).name == name.count else { return false }
+        let start = record + recordHeader
+        var offset = 0
+        while offset < name.count {
+            let a = storage[start + offset]
+            let b = name[offset]
+            if a != b {
+                // Equal once lowercased, and a letter: other bytes differing by 0x20 do not match.
+                let lower = a | 0x20
+                guard lower == b | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
+            }
+            offset += 1
+        }
+        return true
+    }
 }

@@ -424,7 +424,9 @@ final class ServerCore: Sendable {
 
     /// The request's header fields, and their size as sent (name, value, `: ` and CRLF each).
     private static func headers(of connection: OpaquePointer) -> (headers: HTTPHeaders, bytes: Int) {
-        var received = (headers: HTTPHeaders(), bytes: 0)
+        // Without an iterator, libmicrohttpd only counts the fields.
+        let count = Int(MHD_get_connection_values_n(connection, .HEADER_KIND, nil, nil))
+        var received = (headers: HTTPHeaders(minimumCapacity: count, byteCount: 32 * count), bytes: 0)
         withUnsafeMutablePointer(to: &received) { pointer in
             _ = MHD_get_connection_values_n(
                 connection,
@@ -432,23 +434,26 @@ final class ServerCore: Sendable {
                 { cls, _, key, keySize, value, valueSize in
                     guard let cls, let key else { return .YES }
                     let received = cls.assumingMemoryBound(to: (headers: HTTPHeaders, bytes: Int).self)
-                    let name = ServerCore.string(key, count: keySize)
-                    let value = value.map { ServerCore.string($0, count: valueSize) } ?? ""
                     received.pointee.bytes += keySize + valueSize + 4
-                    received.pointee.headers.add(name: name, value: value)
+                    key.withMemoryRebound(to: UInt8.self, capacity: keySize) { key in
+                        let name = UnsafeBufferPointer(start: key, count: keySize)
+                        guard let value else {
+                            received.pointee.headers.add(name: name, value: UnsafeBufferPointer(start: nil, count: 0))
+                            return
+                        }
+                        value.withMemoryRebound(to: UInt8.self, capacity: valueSize) { value in
+                            received.pointee.headers.add(
+                                name: name,
+                                value: UnsafeBufferPointer(start: value, count: valueSize)
+                            )
+                        }
+                    }
                     return .YES
                 },
                 pointer
             )
         }
         return received
-    }
-
-    /// `count` bytes at `pointer` as a string (invalid UTF-8 repaired), without measuring them again.
-    private static func string(_ pointer: UnsafePointer<CChar>, count: Int) -> String {
-        pointer.withMemoryRebound(to: UInt8.self, capacity: count) {
-            String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
-        }
     }
 
     /// A header libmicrohttpd may send as is: a token name and a value without control bytes

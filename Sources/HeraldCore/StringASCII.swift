@@ -16,6 +16,9 @@ extension String {
     /// HTTP field names and many field values are (RFC 9110, section 5.1). Every other byte must
     /// match exactly; nothing is allocated.
     public func equalsIgnoringASCIICase(_ other: String) -> Bool {
+        // Most comparisons (a header name against the one looked for) fail on length, which a
+        // native string knows without looking at its bytes.
+        guard utf8.count == other.utf8.count else { return false }
         let fast = utf8.withContiguousStorageIfAvailable { left in
             other.utf8.withContiguousStorageIfAvailable { right in Self.equalIgnoringASCIICase(left, right) }
         }

@@ -115,13 +115,8 @@ public struct WebPushTranslation: Sendable {
 
     /// `Content-Encoding`, lowercased: `aes128gcm` or `aesgcm`; anything else is 415.
     static func contentEncoding(_ headers: HTTPHeaders) throws(RelayRejection) -> String {
-        var value: String?
-        var count = 0
-        for field in headers where field.name.equalsIgnoringASCIICase("Content-Encoding") {
-            value = field.value
-            count += 1
-        }
-        let given = count == 1 ? value?.trimmingSpaces() : nil
+        var given: String?
+        if case .one(let value) = headers.single("Content-Encoding") { given = value.trimmingSpaces() }
         let encoding: String? =
             if given?.equalsIgnoringASCIICase("aes128gcm") == true {
                 "aes128gcm"
