@@ -4,24 +4,49 @@ public import HeraldCore
 /// One HTTP request, fully received (the body is buffered, bounded by
 /// ``HTTPServer/Configuration/maxBodySize``).
 public struct HTTPRequest: Sendable {
-    /// The method in upper case, e.g. `GET`.
-    public var method: String
-    /// The percent-decoded path, without the query string.
-    public var path: String
-    /// The path as received, before decoding. Split this (not ``path``) when a segment may hold
-    /// an encoded `/`.
-    public var rawPath: String
-    /// The query's name/value pairs, percent-decoded with `+` read as a space, in order;
-    /// repeated names are kept.
-    public var query: [(name: String, value: String)]
-    public var headers: HTTPHeaders
-    public var body: [UInt8]
+    /// What the client sent. Kept in one shared box: middleware and the router pass requests on
+    /// by value, and a copy of seven separate fields cost seven retains and seven releases.
+    private var received: Received
     /// Path parameters filled in by ``Router`` (`{token}` → `parameters["token"]`), decoded.
-    public var parameters: [String: String]
-    /// The client's IP address as seen by the server.
-    public var remoteAddress: String
+    public var parameters: PathParameters
     /// A correlation id for logs; ``RequestIDMiddleware`` adopts a sane incoming `X-Request-Id`.
     public var requestID: String
+
+    /// The method in upper case, e.g. `GET`.
+    public var method: String {
+        get { received.fields.method }
+        set { received = received.with { $0.method = newValue } }
+    }
+    /// The percent-decoded path, without the query string.
+    public var path: String {
+        get { received.fields.path }
+        set { received = received.with { $0.path = newValue } }
+    }
+    /// The path as received, before decoding. Split this (not ``path``) when a segment may hold
+    /// an encoded `/`.
+    public var rawPath: String {
+        get { received.fields.rawPath }
+        set { received = received.with { $0.rawPath = newValue } }
+    }
+    /// The query's name/value pairs, percent-decoded with `+` read as a space, in order;
+    /// repeated names are kept.
+    public var query: [(name: String, value: String)] {
+        get { received.fields.query }
+        set { received = received.with { $0.query = newValue } }
+    }
+    public var headers: HTTPHeaders {
+        get { received.fields.headers }
+        set { received = received.with { $0.headers = newValue } }
+    }
+    public var body: [UInt8] {
+        get { received.fields.body }
+        set { received = received.with { $0.body = newValue } }
+    }
+    /// The client's IP address as seen by the server.
+    public var remoteAddress: String {
+        get { received.fields.remoteAddress }
+        set { received = received.with { $0.remoteAddress = newValue } }
+    }
 
     /// A request built in memory, e.g. for tests of a ``Router`` or a middleware.
     ///
@@ -39,15 +64,16 @@ public struct HTTPRequest: Sendable {
         requestID: String = RequestIdentifier.next()
     ) {
         let target = RequestTarget(path)
-        self.method = method.uppercased()
-        self.rawPath = target.rawPath
-        self.path = RequestTarget.percentDecode(target.rawPath) ?? target.rawPath
-        self.query = target.queryItems + query
-        self.headers = headers
-        self.body = body
-        self.parameters = [:]
-        self.remoteAddress = remoteAddress
-        self.requestID = requestID
+        self.init(
+            method: method.uppercased(),
+            rawPath: target.rawPath,
+            path: RequestTarget.percentDecode(target.rawPath) ?? target.rawPath,
+            query: target.queryItems + query,
+            headers: headers,
+            body: body,
+            remoteAddress: remoteAddress,
+            requestID: requestID
+        )
     }
 
     /// A request as the server received it, its target already split and decoded.
@@ -58,17 +84,22 @@ public struct HTTPRequest: Sendable {
         query: [(name: String, value: String)],
         headers: HTTPHeaders,
         body: [UInt8],
-        remoteAddress: String
+        remoteAddress: String,
+        requestID: String = RequestIdentifier.next()
     ) {
-        self.method = method
-        self.rawPath = rawPath
-        self.path = path
-        self.query = query
-        self.headers = headers
-        self.body = body
-        self.parameters = [:]
-        self.remoteAddress = remoteAddress
-        self.requestID = RequestIdentifier.next()
+        self.received = Received(
+            Received.Fields(
+                method: method,
+                path: path,
+                rawPath: rawPath,
+                query: query,
+                headers: headers,
+                body: body,
+                remoteAddress: remoteAddress
+            )
+        )
+        self.parameters = PathParameters()
+        self.requestID = requestID
     }
 
     /// The value of the last query item called `name` (exact, case-sensitive), or `nil`.
@@ -93,5 +124,81 @@ public struct HTTPRequest: Sendable {
         } catch {
             throw HTTPError(status: 400, code: "invalid_json", message: "The request body is not valid JSON.")
         }
+    }
+}
+
+extension HTTPRequest {
+    /// The request's fields as received; changed only by replacing the box, so copies never see
+    /// each other's changes.
+    private final class Received: Sendable {
+        struct Fields: Sendable {
+            var method: String
+            var path: String
+            var rawPath: String
+            var query: [(name: String, value: String)]
+            var headers: HTTPHeaders
+            var body: [UInt8]
+            var remoteAddress: String
+        }
+
+        let fields: Fields
+
+        init(_ fields: Fields) {
+            self.fields = fields
+        }
+
+        /// A new box with `change` applied to a copy of these fields.
+        func with(_ change: (inout Fields) -> Void) -> Received {
+            var fields = self.fields
+            change(&fields)
+            return Received(fields)
+        }
+    }
+}
+
+/// The parameters a ``Router`` pattern captured (`{token}` → `parameters["token"]`), decoded, in
+/// pattern order. A route has a handful at most, so they are kept as pairs and found by
+/// comparing names: cheaper than hashing them into a dictionary for every request.
+public struct PathParameters: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    public typealias Element = (name: String, value: String)
+
+    private var pairs: [Element]
+
+    public init() {
+        self.pairs = []
+    }
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        self.pairs = elements.map { (name: $0.0, value: $0.1) }
+    }
+
+    /// The value captured for `name`; setting one replaces it (or adds it), `nil` removes it.
+    public subscript(name: String) -> String? {
+        get {
+            var index = 0
+            while index < pairs.count {
+                if pairs[index].name == name { return pairs[index].value }
+                index += 1
+            }
+            return nil
+        }
+        set {
+            pairs.removeAll { $0.name == name }
+            if let newValue { pairs.append((name: name, value: newValue)) }
+        }
+    }
+
+    public var count: Int { pairs.count }
+
+    public var isEmpty: Bool { pairs.isEmpty }
+
+    public func makeIterator() -> IndexingIterator<[Element]> {
+        pairs.makeIterator()
+    }
+
+    /// Adds a parameter the router knows to be new (names in a pattern are distinct).
+    mutating func append(name: String, value: String) {
+        if pairs.isEmpty { pairs.reserveCapacity(4) }
+        pairs.append((name: name, value: value))
     }
 }

@@ -157,6 +157,11 @@ public struct Router: HTTPResponder {
             let literal = RequestTarget.percentDecode(segment) ?? String(segment)
             return .literal(literal, Array(literal.utf8))
         }
+        let names = segments.compactMap { segment -> String? in
+            if case .parameter(let name) = segment { return name }
+            return nil
+        }
+        precondition(Set(names).count == names.count, "route pattern repeats a parameter name: \(pattern)")
         let route = Route(
             method: method,
             pattern: pattern,
@@ -242,7 +247,7 @@ public struct Router: HTTPResponder {
     /// into segments first; the others are split, and their literal segments decoded.
     private static func withMatcher<T>(
         _ rawPath: String,
-        _ body: (_ matches: (Route) -> Bool, _ parameters: (Route) -> [String: String]) -> T
+        _ body: (_ matches: (Route) -> Bool, _ parameters: (Route) -> PathParameters) -> T
     ) -> T {
         var path = rawPath
         return path.withUTF8 { bytes in
@@ -267,7 +272,7 @@ public struct Router: HTTPResponder {
     private func resolve(
         _ request: HTTPRequest,
         matches: (Route) -> Bool,
-        parameters: (Route) -> [String: String]
+        parameters: (Route) -> PathParameters
     ) -> Resolution {
         let method = request.method
         // One pass, no intermediate arrays: the most specific route for the method, and for GET
@@ -386,11 +391,14 @@ public struct Router: HTTPResponder {
     }
 
     /// The parameters of a route that matches `path` (without escapes).
-    private static func parameters(_ pattern: [Segment], _ path: UnsafeBufferPointer<UInt8>) -> [String: String] {
-        var parameters: [String: String] = [:]
+    private static func parameters(_ pattern: [Segment], _ path: UnsafeBufferPointer<UInt8>) -> PathParameters {
+        var parameters = PathParameters()
         _ = forEachSegment(path) { number, range in
             if case .parameter(let name) = pattern[number] {
-                parameters[name] = String(decoding: UnsafeBufferPointer(rebasing: path[range]), as: UTF8.self)
+                parameters.append(
+                    name: name,
+                    value: String(decoding: UnsafeBufferPointer(rebasing: path[range]), as: UTF8.self)
+                )
             }
             return true
         }
@@ -415,11 +423,11 @@ public struct Router: HTTPResponder {
     }
 
     /// The decoded parameters of a route that ``matches(_:_:)``.
-    private static func parameters(_ pattern: [Segment], _ segments: [Substring]) -> [String: String] {
-        var parameters: [String: String] = [:]
+    private static func parameters(_ pattern: [Segment], _ segments: [Substring]) -> PathParameters {
+        var parameters = PathParameters()
         for (expected, actual) in zip(pattern, segments) {
             if case .parameter(let name) = expected {
-                parameters[name] = RequestTarget.percentDecode(actual) ?? String(actual)
+                parameters.append(name: name, value: RequestTarget.percentDecode(actual) ?? String(actual))
             }
         }
         return parameters

@@ -137,6 +137,36 @@ struct HTTPHeadersTests {
         #expect(headers.count == 2)
     }
 
+    @Test("single tells one value from none and from a repeated name")
+    func single() {
+        let headers = HTTPHeaders([("Content-Encoding", "aesgcm"), ("TTL", "60"), ("ttl", "0")])
+        #expect(headers.single("content-encoding") == .one("aesgcm"))
+        #expect(headers.single("TTL") == .several)
+        #expect(headers.single("Urgency") == .none)
+    }
+
+    @Test("fields added as bytes keep them, read invalid UTF-8 as U+FFFD, and allow empty values")
+    func bytes() {
+        var headers = HTTPHeaders(minimumCapacity: 2)
+        let name: [UInt8] = Array("X-Raw".utf8)
+        let value: [UInt8] = [0x61, 0xFF, 0x62]
+        name.withUnsafeBufferPointer { name in value.withUnsafeBufferPointer { headers.add(name: name, value: $0) } }
+        name.withUnsafeBufferPointer { headers.add(name: $0, value: UnsafeBufferPointer(start: nil, count: 0)) }
+        #expect(headers["x-raw"] == "a\u{FFFD}b")
+        #expect(headers.values(for: "X-RAW") == ["a\u{FFFD}b", ""])
+        #expect(headers.count == 2)
+    }
+
+    @Test("a copy is independent of the headers it was copied from")
+    func copies() {
+        var original = HTTPHeaders([("A", "1")])
+        var copy = original
+        copy.add(name: "B", value: "2")
+        original.replaceOrAdd(name: "A", value: "changed")
+        #expect(original.map(\.value) == ["changed"])
+        #expect(copy.map(\.value) == ["1", "2"])
+    }
+
     @Test("description redacts credentials")
     func redaction() {
         let headers = HTTPHeaders([("Authorization", "Bearer secret"), ("Cookie", "s=1"), ("Accept", "*/*")])
@@ -148,6 +178,22 @@ struct HTTPHeadersTests {
 
 @Suite("Requests, responses and errors")
 struct MessageTests {
+    @Test("a changed copy of a request leaves the original as it was")
+    func requestCopies() {
+        let original = HTTPRequest(method: "POST", path: "/a?x=1", headers: ["A": "1"], body: [1, 2])
+        var copy = original
+        copy.headers.add(name: "B", value: "2")
+        copy.body = [3]
+        copy.method = "PUT"
+        copy.parameters["id"] = "7"
+        #expect(original.method == "POST" && original.body == [1, 2] && original.headers.count == 1)
+        #expect(original.parameters["id"] == nil)
+        #expect(copy.method == "PUT" && copy.body == [3] && copy.headers["b"] == "2" && copy.rawPath == "/a")
+        #expect(copy.parameters["id"] == "7")
+        copy.parameters["id"] = nil
+        #expect(copy.parameters.isEmpty)
+    }
+
     @Test("a request target is split into raw path, decoded path and ordered query items")
     func requestTarget() {
         let request = HTTPRequest(method: "post", path: "/a%20b/c?x=1&y=two+words&x=%2F&flag")
