@@ -55,12 +55,7 @@ public final class MetricsRegistry: Sendable {
     /// The current value of one sample (a counter or gauge value, or a histogram's count); for tests.
     public func value(_ name: String, labels: MetricLabels = []) -> Double? {
         guard let family = families.withLock({ $0.byName[name] }) else { return nil }
-        if labels.isEmpty, family.type != "histogram" { return family.unlabelledValue }
-        return family.samples.withLock { samples in
-            guard let index = samples.index[MetricLabelKey(labels)] else { return nil }
-            let sample = samples.list[index]
-            return family.type == "histogram" ? Double(sample.count) : sample.value
-        }
+        return family.recordedValue(for: labels)
     }
 
     /// Every family in the Prometheus text exposition format.
@@ -69,24 +64,21 @@ public final class MetricsRegistry: Sendable {
         var out = ""
         for family in order {
             let name = family.name
-            let samples = family.samples.withLock { $0.list }
             out += "# HELP \(name) \(family.help)\n# TYPE \(name) \(family.type)\n"
-            if family.type != "histogram", let value = family.unlabelledValue {
-                out += "\(name) \(Self.format(value))\n"
-            }
-            for sample in samples {
-                if family.type == "histogram" {
+            for (labels, sample) in family.recordedSamples() {
+                switch sample {
+                case .value(let value):
+                    out += "\(name)\(Self.render(labels)) \(Self.format(value))\n"
+                case .histogram(let histogram):
                     var cumulative: UInt64 = 0
                     for (index, bound) in family.buckets.enumerated() {
-                        cumulative += sample.bucketCounts[index]
-                        let labels = sample.labels + [("le", Self.format(bound))]
+                        cumulative += histogram.bucketCounts[index]
+                        let labels = labels + [("le", Self.format(bound))]
                         out += "\(name)_bucket\(Self.render(labels)) \(cumulative)\n"
                     }
-                    out += "\(name)_bucket\(Self.render(sample.labels + [("le", "+Inf")])) \(sample.count)\n"
-                    out += "\(name)_sum\(Self.render(sample.labels)) \(Self.format(sample.value))\n"
-                    out += "\(name)_count\(Self.render(sample.labels)) \(sample.count)\n"
-                } else {
-                    out += "\(name)\(Self.render(sample.labels)) \(Self.format(sample.value))\n"
+                    out += "\(name)_bucket\(Self.render(labels + [("le", "+Inf")])) \(histogram.count)\n"
+                    out += "\(name)_sum\(Self.render(labels)) \(Self.format(histogram.sum))\n"
+                    out += "\(name)_count\(Self.render(labels)) \(histogram.count)\n"
                 }
             }
         }
@@ -116,58 +108,129 @@ public final class MetricsRegistry: Sendable {
     }
 }
 
-/// One declared family: its description, and its samples behind their own lock.
+/// One declared family: its description, and where its samples are.
+///
+/// Finding a label set's sample takes the family's lock; updating a sample does not: a counter's
+/// or gauge's value is one atomic word, a histogram's observations have the sample's own lock.
+/// Samples are never removed, so a ``LabelledCounter`` or ``LabelledHistogram`` found once stays
+/// valid for good.
 final class MetricFamily: Sendable {
-    struct Sample {
+    struct Entry {
         var labels: MetricLabels
-        var value: Double = 0
-        var bucketCounts: [UInt64] = []
-        var count: UInt64 = 0
+        var value: ValueCell?
+        var histogram: HistogramCell?
     }
 
-    /// Samples in first-recorded order, and where each label set's sample is.
+    /// Samples in first-used order, and where each label set's sample is.
     struct Samples {
-        var list: [Sample] = []
+        var list: [Entry] = []
         var index: [MetricLabelKey: Int] = [:]
-        /// The sample updated last: a hot label set is found again by comparing its labels,
-        /// which costs less than hashing them.
+        /// The sample found last: a hot label set is found again by comparing its labels, which
+        /// costs less than hashing them.
         var recent = -1
+    }
+
+    /// What one sample holds, read for rendering.
+    enum Reading {
+        case value(Double)
+        case histogram(HistogramCell.State)
     }
 
     let name: String
     let help: String
     let type: String
     let buckets: [Double]
-    /// Labelled samples, and a histogram's unlabelled one.
-    let samples = Mutex(Samples())
-    /// A counter's or gauge's sample without labels, as the bits of its `Double`: updated with one
-    /// atomic operation instead of the lock, which threads updating one unlabelled gauge (such as
-    /// requests in flight) on every request contended for.
-    private let unlabelledBits = Atomic<UInt64>(0)
-    private let unlabelledRecorded = Atomic<Bool>(false)
+    private let samples = Mutex(Samples())
+    /// The sample without labels, kept apart so that the many unlabelled gauges and counters
+    /// updated on every request (requests in flight) never take the lock.
+    let unlabelled: Entry
+    /// `unlabelled`'s cell of a counter or gauge, reached without copying the entry.
+    let unlabelledValue: ValueCell?
 
     init(name: String, help: String, type: String, buckets: [Double]) {
         self.name = name
         self.help = help
         self.type = type
         self.buckets = buckets
+        self.unlabelled = Self.makeEntry(labels: [], type: type, bucketCount: buckets.count)
+        self.unlabelledValue = unlabelled.value
     }
 
-    /// The unlabelled sample of a counter or gauge; `nil` until first recorded.
-    var unlabelledValue: Double? {
-        guard unlabelledRecorded.load(ordering: .acquiring) else { return nil }
-        return Double(bitPattern: unlabelledBits.load(ordering: .relaxed))
+    /// The value cell for `labels` of a counter or gauge.
+    @inline(__always)
+    func valueCell(for labels: MetricLabels) -> ValueCell? {
+        labels.isEmpty ? unlabelledValue : sample(for: labels).value
     }
 
-    /// Adds `amount` to a counter's or gauge's sample for `labels`.
-    func add(_ amount: Double, labels: MetricLabels) {
-        guard labels.isEmpty else {
-            update(labels: labels) { sample, _ in sample.value += amount }
-            return
+    private static func makeEntry(labels: MetricLabels, type: String, bucketCount: Int) -> Entry {
+        type == "histogram"
+            ? Entry(labels: labels, value: nil, histogram: HistogramCell(bucketCount: bucketCount))
+            : Entry(labels: labels, value: ValueCell(), histogram: nil)
+    }
+
+    /// The sample for `labels`, created empty (not rendered until recorded) on first use.
+    func sample(for labels: MetricLabels) -> Entry {
+        guard !labels.isEmpty else { return unlabelled }
+        return samples.withLock { samples in
+            if samples.recent >= 0, MetricLabelKey.equal(samples.list[samples.recent].labels, labels) {
+                return samples.list[samples.recent]
+            }
+            let index: Int
+            if let existing = samples.index[MetricLabelKey(labels)] {
+                index = existing
+            } else {
+                index = samples.list.count
+                samples.list.append(Self.makeEntry(labels: labels, type: type, bucketCount: buckets.count))
+                samples.index[MetricLabelKey(labels)] = index
+            }
+            samples.recent = index
+            return samples.list[index]
         }
-        var current = unlabelledBits.load(ordering: .relaxed)
+    }
+
+    /// The recorded reading for `labels`, or `nil`: a counter's or gauge's value, a histogram's count.
+    func recordedValue(for labels: MetricLabels) -> Double? {
+        let entry: Entry?
+        if labels.isEmpty {
+            entry = unlabelled
+        } else {
+            entry = samples.withLock { samples in samples.index[MetricLabelKey(labels)].map { samples.list[$0] } }
+        }
+        switch entry.flatMap(Self.reading(of:)) {
+        case .value(let value): return value
+        case .histogram(let state): return Double(state.count)
+        case nil: return nil
+        }
+    }
+
+    /// The samples recorded so far, the unlabelled one first, then in first-used order.
+    func recordedSamples() -> [(MetricLabels, Reading)] {
+        let entries = [unlabelled] + samples.withLock { $0.list }
+        return entries.compactMap { entry in Self.reading(of: entry).map { (entry.labels, $0) } }
+    }
+
+    private static func reading(of entry: Entry) -> Reading? {
+        if let value = entry.value?.value { return .value(value) }
+        if let state = entry.histogram?.state, state.count > 0 { return .histogram(state) }
+        return nil
+    }
+}
+
+/// A counter's or gauge's value as the bits of its `Double`, updated with one atomic operation.
+final class ValueCell: Sendable {
+    private let bits = Atomic<UInt64>(0)
+    private let recorded = Atomic<Bool>(false)
+
+    /// `nil` until first recorded.
+    var value: Double? {
+        guard recorded.load(ordering: .acquiring) else { return nil }
+        return Double(bitPattern: bits.load(ordering: .relaxed))
+    }
+
+    func add(_ amount: Double) {
+        var current = bits.load(ordering: .relaxed)
         while true {
-            let (exchanged, found) = unlabelledBits.compareExchange(
+            let (exchanged, found) = bits.compareExchange(
                 expected: current,
                 desired: (Double(bitPattern: current) + amount).bitPattern,
                 ordering: .relaxed
@@ -175,39 +238,41 @@ final class MetricFamily: Sendable {
             if exchanged { break }
             current = found
         }
-        markUnlabelledRecorded()
+        markRecorded()
     }
 
-    /// Sets a gauge's sample for `labels`.
-    func set(_ value: Double, labels: MetricLabels) {
-        guard labels.isEmpty else {
-            update(labels: labels) { sample, _ in sample.value = value }
-            return
-        }
-        unlabelledBits.store(value.bitPattern, ordering: .relaxed)
-        markUnlabelledRecorded()
+    func set(_ value: Double) {
+        bits.store(value.bitPattern, ordering: .relaxed)
+        markRecorded()
     }
 
-    private func markUnlabelledRecorded() {
-        if !unlabelledRecorded.load(ordering: .relaxed) { unlabelledRecorded.store(true, ordering: .releasing) }
+    private func markRecorded() {
+        if !recorded.load(ordering: .relaxed) { recorded.store(true, ordering: .releasing) }
+    }
+}
+
+/// One histogram sample's sum, count and per-bucket counts (not cumulative), behind its own lock.
+final class HistogramCell: Sendable {
+    struct State: Sendable {
+        var sum: Double = 0
+        var count: UInt64 = 0
+        var bucketCounts: [UInt64]
     }
 
-    /// Runs `body` on the sample for `labels`, created at zero on first use.
-    func update(labels: MetricLabels, _ body: (inout Sample, [Double]) -> Void) {
-        let buckets = self.buckets
-        samples.withLock { samples in
-            let index: Int
-            if samples.recent >= 0, MetricLabelKey.equal(samples.list[samples.recent].labels, labels) {
-                index = samples.recent
-            } else if let existing = samples.index[MetricLabelKey(labels)] {
-                index = existing
-            } else {
-                index = samples.list.count
-                samples.list.append(Sample(labels: labels, bucketCounts: Array(repeating: 0, count: buckets.count)))
-                samples.index[MetricLabelKey(labels)] = index
-            }
-            samples.recent = index
-            body(&samples.list[index], buckets)
+    private let current: Mutex<State>
+
+    init(bucketCount: Int) {
+        current = Mutex(State(bucketCounts: Array(repeating: 0, count: bucketCount)))
+    }
+
+    var state: State { current.withLock { $0 } }
+
+    func observe(_ value: Double, buckets: [Double]) {
+        let bucket = buckets.firstIndex { value <= $0 }
+        current.withLock { state in
+            state.sum += value
+            state.count += 1
+            if let bucket { state.bucketCounts[bucket] += 1 }
         }
     }
 }
@@ -246,7 +311,22 @@ public struct Counter: Sendable {
     let family: MetricFamily
 
     public func increment(by amount: Double = 1, labels: MetricLabels = []) {
-        family.add(amount, labels: labels)
+        family.valueCell(for: labels)?.add(amount)
+    }
+
+    /// The sample for `labels`, for a place that counts the same labels again and again:
+    /// incrementing it takes no lock and allocates nothing.
+    public func labelled(_ labels: MetricLabels) -> LabelledCounter {
+        LabelledCounter(cell: family.sample(for: labels).value ?? ValueCell())
+    }
+}
+
+/// One label set of a ``Counter``, found once (``Counter/labelled(_:)``).
+public struct LabelledCounter: Sendable {
+    let cell: ValueCell
+
+    public func increment(by amount: Double = 1) {
+        cell.add(amount)
     }
 }
 
@@ -255,11 +335,11 @@ public struct Gauge: Sendable {
     let family: MetricFamily
 
     public func set(_ value: Double, labels: MetricLabels = []) {
-        family.set(value, labels: labels)
+        family.valueCell(for: labels)?.set(value)
     }
 
     public func add(_ amount: Double, labels: MetricLabels = []) {
-        family.add(amount, labels: labels)
+        family.valueCell(for: labels)?.add(amount)
     }
 }
 
@@ -273,15 +353,41 @@ public struct Histogram: Sendable {
     let family: MetricFamily
 
     public func observe(_ value: Double, labels: MetricLabels = []) {
-        family.update(labels: labels) { sample, buckets in
-            sample.value += value
-            sample.count += 1
-            if let index = buckets.firstIndex(where: { value <= $0 }) { sample.bucketCounts[index] += 1 }
-        }
+        family.sample(for: labels).histogram?.observe(value, buckets: family.buckets)
     }
 
     public func observe(_ duration: Duration, labels: MetricLabels = []) {
-        let (seconds, attoseconds) = duration.components
-        observe(Double(seconds) + Double(attoseconds) / 1e18, labels: labels)
+        observe(duration.seconds, labels: labels)
+    }
+
+    /// The sample for `labels`, for a place that observes the same labels again and again: it
+    /// takes only the sample's own lock and allocates nothing.
+    public func labelled(_ labels: MetricLabels) -> LabelledHistogram {
+        LabelledHistogram(
+            cell: family.sample(for: labels).histogram ?? HistogramCell(bucketCount: family.buckets.count),
+            buckets: family.buckets
+        )
+    }
+}
+
+/// One label set of a ``Histogram``, found once (``Histogram/labelled(_:)``).
+public struct LabelledHistogram: Sendable {
+    let cell: HistogramCell
+    let buckets: [Double]
+
+    public func observe(_ value: Double) {
+        cell.observe(value, buckets: buckets)
+    }
+
+    public func observe(_ duration: Duration) {
+        observe(duration.seconds)
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    fileprivate var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

@@ -1,4 +1,5 @@
 public import HeraldCore
+import Synchronization
 
 /// Counts requests and times them:
 ///
@@ -10,6 +11,10 @@ public import HeraldCore
 public struct MetricsMiddleware: HTTPMiddleware {
     private let requests: Counter
     private let duration: Histogram
+    /// The samples of the label sets seen so far, found by comparing labels: a few routes and
+    /// statuses make a short list, and a route's label is its pattern string, which compares
+    /// by identity. Looking up the families instead cost a label array per request.
+    private let samples = SampleCache()
 
     public init(metrics: MetricsRegistry = .shared) {
         self.requests = metrics.counter("herald_http_requests_total", help: "HTTP requests answered.")
@@ -40,10 +45,49 @@ public struct MetricsMiddleware: HTTPMiddleware {
     private func record(_ request: HTTPRequest, _ response: HTTPResponse?, since start: ContinuousClock.Instant) {
         let method = Self.isKnown(method: request.method) ? request.method : "OTHER"
         let route = RouteRecorder.label(for: response)
-        requests.increment(
-            labels: [("method", method), ("route", route), ("status", Self.statusLabel(response?.status ?? 500))]
-        )
-        duration.observe(start.duration(to: .now), labels: [("method", method), ("route", route)])
+        let status = response?.status ?? 500
+        let (count, time) = samples.find(method: method, route: route, status: status) {
+            (
+                requests.labelled([("method", method), ("route", route), ("status", Self.statusLabel(status))]),
+                duration.labelled([("method", method), ("route", route)])
+            )
+        }
+        count.increment()
+        time.observe(start.duration(to: .now))
+    }
+
+    /// The counter and histogram samples per (method, route, status), added on first use.
+    private final class SampleCache: Sendable {
+        private struct Entry {
+            var method: String
+            var route: String
+            var status: Int
+            var samples: (LabelledCounter, LabelledHistogram)
+        }
+
+        private let entries = Mutex<[Entry]>([])
+
+        func find(
+            method: String,
+            route: String,
+            status: Int,
+            orMake make: () -> (LabelledCounter, LabelledHistogram)
+        ) -> (LabelledCounter, LabelledHistogram) {
+            let found = entries.withLock { entries -> (LabelledCounter, LabelledHistogram)? in
+                var index = 0
+                while index < entries.count {
+                    if entries[index].status == status, entries[index].route == route, entries[index].method == method {
+                        return entries[index].samples
+                    }
+                    index += 1
+                }
+                return nil
+            }
+            if let found { return found }
+            let made = make()
+            entries.withLock { $0.append(Entry(method: method, route: route, status: status, samples: made)) }
+            return made
+        }
     }
 
     /// The status as a label, without formatting the common ones again for every request.
