@@ -80,15 +80,16 @@ final class MHDDaemon: @unchecked Sendable {
             herald_mhd_option_uri_log_callback(
                 { cls, uri, connection in
                     guard let cls, let connection else { return nil }
-                    return Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
-                        .requestStarted(connection: connection, target: uri)
+                    return Unmanaged<ServerCore>.fromOpaque(cls)._withUnsafeGuaranteedRef {
+                        $0.requestStarted(connection: connection, target: uri)
+                    }
                 },
                 cls
             ),
             herald_mhd_option_notify_completed(
                 { cls, _, slot, _ in
                     guard let cls, let slot else { return }
-                    Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().requestCompleted(slot: slot)
+                    Unmanaged<ServerCore>.fromOpaque(cls)._withUnsafeGuaranteedRef { $0.requestCompleted(slot: slot) }
                 },
                 cls
             ),
@@ -102,14 +103,11 @@ final class MHDDaemon: @unchecked Sendable {
 
         let accessHandler: MHD_AccessHandlerCallback = { cls, connection, _, method, _, upload, uploadSize, slot in
             guard let cls, let connection, let uploadSize, let slot else { return .NO }
-            let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
-            let keepGoing = core.access(
-                connection: connection,
-                method: method,
-                upload: upload,
-                uploadSize: uploadSize,
-                slot: slot
-            )
+            // The daemon holds the core for as long as it runs: no retain per call, on an object
+            // every daemon thread shares.
+            let keepGoing = Unmanaged<ServerCore>.fromOpaque(cls)._withUnsafeGuaranteedRef { core in
+                core.access(connection: connection, method: method, upload: upload, uploadSize: uploadSize, slot: slot)
+            }
             return keepGoing ? .YES : .NO
         }
 

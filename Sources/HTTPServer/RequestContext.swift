@@ -66,6 +66,8 @@ final class RequestContext: Sendable {
         var discardedBytes = 0
         /// Whether ``ServerCore`` counts this request as in flight.
         var counted = false
+        /// Whether ``ServerCore`` keeps it among the suspended requests (until it completes).
+        var wasSuspended = false
         var isHeadRequest = false
     }
 
@@ -107,7 +109,7 @@ final class ServerStatistics: Sendable {
     /// Request contexts alive now; 0 once every request has completed and been released.
     var liveContexts: Int { contexts.load(ordering: .relaxed) }
     /// Requests whose headers arrived and whose response has not finished.
-    var inFlight: Int { requestsInFlight.load(ordering: .relaxed) }
+    var inFlight: Int { requestsInFlight.load(ordering: .sequentiallyConsistent) }
 
     /// Requests whose connection was suspended to be answered by a task (not immediately).
     var suspensions: Int { suspensionCount.load(ordering: .relaxed) }
@@ -115,5 +117,8 @@ final class ServerStatistics: Sendable {
     func contextCreated() { contexts.add(1, ordering: .relaxed) }
     func suspended() { suspensionCount.add(1, ordering: .relaxed) }
     func contextDestroyed() { contexts.subtract(1, ordering: .relaxed) }
-    func setInFlight(_ value: Int) { requestsInFlight.store(value, ordering: .relaxed) }
+    /// Sequentially consistent, like ``ServerCore``'s draining flag it is read with.
+    func requestEntered() { requestsInFlight.add(1, ordering: .sequentiallyConsistent) }
+    /// The count of requests in flight after this one left.
+    func requestLeft() -> Int { requestsInFlight.subtract(1, ordering: .sequentiallyConsistent).newValue }
 }

@@ -20,10 +20,8 @@ final class ServerCore: Sendable {
         var discardAllowance: Int
     }
 
+    /// What suspended requests need; requests answered at once never take this lock.
     private struct State {
-        var inFlight = 0
-        var draining = false
-        var drainSignalled = false
         /// No new request may be suspended: the daemon is about to stop.
         var closed = false
         var suspended: [ObjectIdentifier: RequestContext] = [:]
@@ -35,6 +33,10 @@ final class ServerCore: Sendable {
     private let responder: any HTTPResponder
     private let events: AsyncStream<ServerEvent>.Continuation
     private let state = Mutex(State())
+    /// Atomics rather than fields of `state`: every request counts itself in and out, from
+    /// several daemon threads, and a shared lock for that was one more contended cache line.
+    private let draining = Atomic<Bool>(false)
+    private let drainSignalled = Atomic<Bool>(false)
     /// Set once `MHD_start_daemon` returned: libmicrohttpd messages before that are start-up
     /// errors (logged at `error`), after it mostly reports of misbehaving clients (`debug`).
     private let started = Atomic<Bool>(false)
@@ -59,10 +61,9 @@ final class ServerCore: Sendable {
         self.events = events
     }
 
-    /// Publishes a new in-flight count; called with `state` locked so that updates stay ordered.
-    private func publishInFlight(_ count: Int) {
-        statistics.setInFlight(count)
-        inFlightGauge.set(Double(count))
+    /// Signals `.drained` once, the first time draining finds nothing in flight.
+    private func signalDrainedOnce() {
+        if !drainSignalled.exchange(true, ordering: .sequentiallyConsistent) { events.yield(.drained) }
     }
 
     // MARK: Lifecycle, called from HTTPServer.run()
@@ -73,24 +74,22 @@ final class ServerCore: Sendable {
 
     var lastMessage: String? { lastDaemonMessage.withLock { $0 } }
 
-    /// Starts draining: responses now close their connections. `true` when nothing is in flight.
+    /// Starts draining: responses now close their connections. `true` when nothing is in flight
+    /// (and `.drained` will not be signalled); otherwise the last request out signals it.
     func beginDraining() -> Bool {
-        state.withLock { state in
-            state.draining = true
-            if state.inFlight == 0 {
-                state.drainSignalled = true
-                return true
-            }
-            return false
-        }
+        // Sequentially consistent with the request count: either this sees the last request
+        // leave, or that request sees draining set.
+        draining.store(true, ordering: .sequentiallyConsistent)
+        guard statistics.inFlight == 0 else { return false }
+        return !drainSignalled.exchange(true, ordering: .sequentiallyConsistent)
     }
 
     /// Refuses further suspensions and resumes every suspended connection without a response
     /// (libmicrohttpd then closes it), so that `MHD_stop_daemon` finds none suspended.
     func close() {
+        draining.store(true, ordering: .sequentiallyConsistent)
         let abandoned = state.withLock { state in
             state.closed = true
-            state.draining = true
             defer { state.suspended = [:] }
             return Array(state.suspended.values)
         }
@@ -193,22 +192,19 @@ final class ServerCore: Sendable {
         guard let raw = slot.pointee else { return }
         slot.pointee = nil
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
-        let counted = context.state.withLock { state in
+        let (counted, wasSuspended) = context.state.withLock { state in
             state.phase = .answered
             state.body = []
-            defer { state.counted = false }
-            return state.counted
+            defer {
+                state.counted = false
+                state.wasSuspended = false
+            }
+            return (state.counted, state.wasSuspended)
         }
-        let signalDrained = state.withLock { state -> Bool in
-            state.suspended.removeValue(forKey: ObjectIdentifier(context))
-            guard counted else { return false }
-            state.inFlight -= 1
-            publishInFlight(state.inFlight)
-            guard state.draining, state.inFlight == 0, !state.drainSignalled else { return false }
-            state.drainSignalled = true
-            return true
-        }
-        if signalDrained { events.yield(.drained) }
+        if wasSuspended { _ = state.withLock { $0.suspended.removeValue(forKey: ObjectIdentifier(context)) } }
+        guard counted else { return }
+        inFlightGauge.add(-1)
+        if statistics.requestLeft() == 0, draining.load(ordering: .sequentiallyConsistent) { signalDrainedOnce() }
     }
 
     /// MHD_OPTION_EXTERNAL_LOGGER.
@@ -223,10 +219,8 @@ final class ServerCore: Sendable {
 
     /// First call: headers are complete. Checks limits, then waits for the body.
     private func begin(_ context: RequestContext, connection: OpaquePointer, method: UnsafePointer<CChar>?) -> Bool {
-        state.withLock { state in
-            state.inFlight += 1
-            publishInFlight(state.inFlight)
-        }
+        statistics.requestEntered()
+        inFlightGauge.add(1)
         let methodName = method.map { String(cString: $0) } ?? ""
         context.state.withLock {
             $0.counted = true
@@ -345,7 +339,10 @@ final class ServerCore: Sendable {
             context.state.withLock { $0.phase = .answered }
             return queue(response, for: context, forceClose: false)
         }
-        context.state.withLock { $0.phase = .suspended }
+        context.state.withLock {
+            $0.phase = .suspended
+            $0.wasSuspended = true
+        }
         statistics.suspended()
         MHD_suspend_connection(connection)
         let accepted = state.withLock { state in
@@ -373,7 +370,7 @@ final class ServerCore: Sendable {
     private func queue(_ response: HTTPResponse, for context: RequestContext, forceClose: Bool) -> Bool {
         let connection = context.connection.pointer
         let isHead = context.state.withLock { $0.isHeadRequest }
-        let draining = state.withLock { $0.draining }
+        let draining = draining.load(ordering: .relaxed)
 
         let announcedLength = response.headers["Content-Length"].flatMap { UInt64($0) } ?? 0
         let mhdResponse: OpaquePointer?
