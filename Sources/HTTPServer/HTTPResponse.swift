@@ -7,25 +7,81 @@ import HeraldCore
 /// never the body itself. A HEAD response with an empty body and an explicit `Content-Length`
 /// header (what ``Router``'s GET fallback produces) announces that length.
 public struct HTTPResponse: Sendable {
-    public var status: Int
-    public var headers: HTTPHeaders
-    public var body: [UInt8]
+    public var status: Int {
+        get { storage.fields.status }
+        set { update { $0.status = newValue } }
+    }
+    public var headers: HTTPHeaders {
+        get { storage.fields.headers }
+        // In place: middleware adds headers to every response, and a get-then-set would copy them.
+        _modify {
+            makeUnique()
+            yield &storage.fields.headers
+        }
+    }
+    public var body: [UInt8] {
+        get { storage.fields.body }
+        _modify {
+            makeUnique()
+            yield &storage.fields.body
+        }
+    }
     /// The route pattern that produced this response (`/push/{token}`), set by ``Router``; `nil`
     /// when no route matched. Metrics and access logs use it as a low-cardinality label.
-    public var route: String?
+    public var route: String? {
+        get { storage.fields.route }
+        set { update { $0.route = newValue } }
+    }
     /// The request's path as the access log shows it, when the handler wants it shown otherwise;
     /// `nil`: the route's ``Router/logPaths(of:as:)`` rule, or the path as received.
-    public var loggedPath: String?
+    public var loggedPath: String? {
+        get { storage.fields.loggedPath }
+        set { update { $0.loggedPath = newValue } }
+    }
     /// The rule of the route that answered, applied only when a line is written.
-    var loggedPathRule: LoggedPathRule?
+    var loggedPathRule: LoggedPathRule? {
+        get { storage.fields.loggedPathRule }
+        set { update { $0.loggedPathRule = newValue } }
+    }
+
+    /// The fields in one box, shared by copies until one of them changes (copy on write): the
+    /// router and each middleware pass the response on and change a field or two, and a copy of
+    /// six fields cost six retains and releases, two of them (the route's pattern and rule) on
+    /// objects every request shares.
+    private var storage: Storage
+
+    private final class Storage: @unchecked Sendable {
+        // @unchecked Sendable, and no dynamic exclusivity checks: `fields` changes only on a box
+        // no other copy can see (`update`), so no access can overlap another.
+        @exclusivity(unchecked) var fields: Fields
+
+        init(_ fields: Fields) {
+            self.fields = fields
+        }
+    }
+
+    private struct Fields: Sendable {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: [UInt8]
+        var route: String?
+        var loggedPath: String?
+        var loggedPathRule: LoggedPathRule?
+    }
+
+    private mutating func makeUnique() {
+        if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.fields) }
+    }
+
+    private mutating func update(_ change: (inout Fields) -> Void) {
+        makeUnique()
+        change(&storage.fields)
+    }
 
     public init(status: Int = 200, headers: HTTPHeaders = .init(), body: [UInt8] = []) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-        self.route = nil
-        self.loggedPath = nil
-        self.loggedPathRule = nil
+        storage = Storage(
+            Fields(status: status, headers: headers, body: body, route: nil, loggedPath: nil, loggedPathRule: nil)
+        )
     }
 
     /// `value` encoded as JSON (dates as RFC 3339 UTC strings), `Content-Type: application/json`.
