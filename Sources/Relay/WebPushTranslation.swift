@@ -153,41 +153,13 @@ public struct WebPushTranslation: Sendable {
 
     /// Base64 with the URL-safe alphabet and `=` padding, as the iOS extensions decode `m`.
     static func urlSafeBase64(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        appendURLSafeBase64(bytes, to: &out)
-        return String(decoding: out, as: UTF8.self)
+        let encoded = [UInt8](unsafeUninitializedCapacity: (bytes.count + 2) / 3 * 4) { buffer, written in
+            var writer = PayloadWriter(buffer)
+            bytes.withUnsafeBufferPointer { writer.appendURLSafeBase64($0) }
+            written = writer.count
+        }
+        return String(decoding: encoded, as: UTF8.self)
     }
 
-    static func appendURLSafeBase64(_ bytes: [UInt8], to out: inout [UInt8]) {
-        let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-        let start = out.count
-        // Sized once and written through a pointer: appending byte by byte checked capacity for
-        // every output byte, and this runs over every relayed body.
-        out.append(contentsOf: repeatElement(0, count: (bytes.count + 2) / 3 * 4))
-        alphabet.withUTF8Buffer { table in
-            bytes.withUnsafeBufferPointer { input in
-                out.withUnsafeMutableBufferPointer { output in
-                    var index = 0
-                    var position = start
-                    while index + 3 <= input.count {
-                        let chunk =
-                            UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
-                        output[position] = table[Int(chunk >> 18)]
-                        output[position + 1] = table[Int(chunk >> 12 & 0x3F)]
-                        output[position + 2] = table[Int(chunk >> 6 & 0x3F)]
-                        output[position + 3] = table[Int(chunk & 0x3F)]
-                        index += 3
-                        position += 4
-                    }
-                    let rest = input.count - index
-                    guard rest > 0 else { return }
-                    let chunk = UInt32(input[index]) << 16 | (rest == 2 ? UInt32(input[index + 1]) << 8 : 0)
-                    output[position] = table[Int(chunk >> 18)]
-                    output[position + 1] = table[Int(chunk >> 12 & 0x3F)]
-                    output[position + 2] = rest == 2 ? table[Int(chunk >> 6 & 0x3F)] : UInt8(ascii: "=")
-                    output[position + 3] = UInt8(ascii: "=")
-                }
-            }
-        }
-    }
+    static let urlSafeAlphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 }
