@@ -97,7 +97,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
     /// While nghttp2 processes received bytes, finished streams are resumed in one burst at the
     /// end of the read batch (after new output is written), not one by one in callbacks.
     private var deferringResumes = false
-    private var pendingResumes: [(waiter: ClientStream.Waiter, error: (any Error)?)] = []
+    private var pendingResumes: [(stream: ClientStream, waiter: ClientStream.Waiter, error: (any Error)?)] = []
 
     /// Output above this stays in nghttp2 until the socket drains.
     private static let outputHighWater = 1 << 20
@@ -162,7 +162,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         }
         if let rejection {
             stream.phase = .done
-            stream.waiter?.resume(throwing: rejection)
+            stream.waiter?.resume(stream, throwing: rejection)
             stream.waiter = nil
         } else if schedule, let drainTask {
             eventLoop.execute(drainTask)
@@ -355,9 +355,9 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
     func finishWithResponse(_ stream: ClientStream) {
         guard let waiter = retire(stream) else { return }
         if deferringResumes {
-            pendingResumes.append((waiter, nil))
+            pendingResumes.append((stream, waiter, nil))
         } else {
-            waiter.resume(throwing: nil)
+            waiter.resume(stream, throwing: nil)
         }
     }
 
@@ -369,17 +369,17 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
             ])
         }
         if deferringResumes {
-            pendingResumes.append((waiter, error))
+            pendingResumes.append((stream, waiter, error))
         } else {
-            waiter.resume(throwing: error)
+            waiter.resume(stream, throwing: error)
         }
     }
 
     private func resumeDeferred() {
         deferringResumes = false
         guard !pendingResumes.isEmpty else { return }
-        for (waiter, error) in pendingResumes {
-            waiter.resume(throwing: error)
+        for (stream, waiter, error) in pendingResumes {
+            waiter.resume(stream, throwing: error)
         }
         pendingResumes.removeAll(keepingCapacity: pendingResumes.count <= 4096)
     }

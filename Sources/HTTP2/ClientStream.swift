@@ -26,15 +26,16 @@ final class ClientStream: @unchecked Sendable {
     /// which runs on the loop thread.
     enum Waiter {
         case task(UnsafeContinuation<Void, any Error>)
-        /// Called with `nil` when the response is complete, else with the request's error.
-        case handler(@Sendable ((any Error)?) -> Void)
+        /// Called with the response read from the stream, or with the request's error.
+        case completion(@Sendable (Result<HTTP2ClientResponse, any Error>) -> Void)
 
-        func resume(throwing error: (any Error)?) {
+        /// `stream` is the one this waiter waited for: a completion handler gets its response.
+        func resume(_ stream: ClientStream, throwing error: (any Error)?) {
             switch self {
             case .task(let continuation):
                 if let error { continuation.resume(throwing: error) } else { continuation.resume() }
-            case .handler(let handler):
-                handler(error)
+            case .completion(let completion):
+                completion(error.map { .failure($0) } ?? .success(HTTP2ClientResponse(stream: stream)))
             }
         }
     }

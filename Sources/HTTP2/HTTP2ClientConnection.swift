@@ -198,15 +198,7 @@ public final class HTTP2ClientConnection: Sendable {
         completion: @escaping @Sendable (Result<HTTP2ClientResponse, any Error>) -> Void
     ) {
         let stream = makeStream(method, fieldCount, byteCount, body, nil, writeFields)
-        // The handler keeps the stream alive until it has run (the session may let go of it
-        // first); the stream drops the handler when it retires, which ends the cycle.
-        stream.waiter = .handler { [stream] error in
-            if let error {
-                completion(.failure(error))
-            } else {
-                completion(.success(HTTP2ClientResponse(stream: stream)))
-            }
-        }
+        stream.waiter = .completion(completion)
         session.submit(stream, mayWaitForWindow: true)
     }
 

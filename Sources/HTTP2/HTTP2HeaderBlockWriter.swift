@@ -106,8 +106,7 @@ package struct HTTP2HeaderBlockWriter: ~Copyable {
     }
 
     private mutating func copy(_ string: String) -> Int {
-        var string = string
-        return string.withUTF8 { source -> Int in
+        func copy(_ source: UnsafeBufferPointer<UInt8>) -> Int {
             precondition(end - cursor >= source.count, "header block overflow")
             if let base = source.baseAddress, source.count > 0 {
                 cursor.update(from: base, count: source.count)
@@ -115,6 +114,11 @@ package struct HTTP2HeaderBlockWriter: ~Copyable {
             cursor += source.count
             return source.count
         }
+        // In place (native and small strings): a mutable copy for `withUTF8` cost a retain and a
+        // release of strings every request shares, such as the topic and the provider token.
+        if let count = string.utf8.withContiguousStorageIfAvailable(copy) { return count }
+        var string = string
+        return string.withUTF8(copy)
     }
 
     /// The fields written, as strings (for tests comparing header blocks).

@@ -28,10 +28,11 @@ public final class RelayService: Service {
         }
     }
 
-    /// One environment's way to APNs.
-    public struct Route: Sendable {
-        public var pool: APNSConnectionPool
-        public var client: APNSClient
+    /// One environment's way to APNs. A class: every relayed push looks its route up, and a
+    /// class is passed on with one retain instead of one per field of the client.
+    public final class Route: Sendable {
+        public let pool: APNSConnectionPool
+        public let client: APNSClient
 
         public init(pool: APNSConnectionPool, client: APNSClient) {
             self.pool = pool
@@ -56,7 +57,11 @@ public final class RelayService: Service {
     private let waiters = Mutex(Waiters())
 
     private let relayRequests: Counter
+    /// `relayRequests` for the answer nearly every request gets, found once.
+    private let accepted: (aes128gcm: LabelledCounter, aesgcm: LabelledCounter)
     private let apnsResponses: Counter
+    /// `apnsResponses` for a push APNs accepted.
+    private let apnsSuccesses: LabelledCounter
     private let oversize: Counter
     private let pending: Gauge
 
@@ -81,6 +86,11 @@ public final class RelayService: Service {
             "herald_relay_apns_responses_total",
             help: "APNs answers to relayed pushes, by reason (success for 200)."
         )
+        accepted = (
+            relayRequests.labelled([("encoding", "aes128gcm"), ("status", "202")]),
+            relayRequests.labelled([("encoding", "aesgcm"), ("status", "202")])
+        )
+        apnsSuccesses = apnsResponses.labelled([("reason", "success")])
         oversize = metrics.counter(
             "herald_relay_oversize_total",
             help: "Relayed bodies accepted with 202 but not sent: the APNs payload would exceed 4096 bytes."
@@ -226,9 +236,11 @@ public final class RelayService: Service {
         }
         pending.add(1)
         count(push.encoding, status: 202)
+        // Only what the answer's log line needs: the push itself is the client's now.
+        let (token, environment) = (push.request.deviceToken, push.environment)
         route.client.submit(push.request) { [self] result in
             pending.add(-1)
-            record(result, for: push)
+            record(result, token: token, environment: environment)
             release()
         }
         return HTTPResponse(status: 202)
@@ -284,7 +296,11 @@ public final class RelayService: Service {
     }
 
     private func count(_ encoding: String, status: Int) {
-        relayRequests.increment(labels: [("encoding", encoding), ("status", status == 202 ? "202" : String(status))])
+        switch (encoding, status) {
+        case ("aes128gcm", 202): accepted.aes128gcm.increment()
+        case ("aesgcm", 202): accepted.aesgcm.increment()
+        default: relayRequests.increment(labels: [("encoding", encoding), ("status", String(status))])
+        }
     }
 
     /// The `device_token` and `id` path segments as received (still percent-encoded).
@@ -332,17 +348,17 @@ public final class RelayService: Service {
     }
 
     /// Logs and counts APNs' answer to a relayed push.
-    private func record(_ result: Result<APNSSendResult, any Error>, for push: RelayedPush) {
+    private func record(_ result: Result<APNSSendResult, any Error>, token: String, environment: APNSEnvironment) {
         switch result {
         case .success(.delivered):
-            apnsResponses.increment(labels: [("reason", "success")])
+            apnsSuccesses.increment()
         case .success(.rejected(let rejection)):
             apnsResponses.increment(labels: [("reason", rejection.reason.metricLabel)])
             var metadata: [String: LogValue] = [
                 "reason": .string("\(rejection.reason)"),
                 "status": .int(rejection.status),
-                "token": .string(APNSDeviceToken.shortened(push.request.deviceToken)),
-                "environment": .string("\(push.environment)"),
+                "token": .string(APNSDeviceToken.shortened(token)),
+                "environment": .string("\(environment)"),
             ]
             if let since = rejection.deviceTokenInvalidSince {
                 metadata["unregistered_at"] = .string(RFC3339.string(from: since))
@@ -353,7 +369,7 @@ public final class RelayService: Service {
             logger.warning(
                 "relayed push not delivered",
                 metadata: [
-                    "token": .string(APNSDeviceToken.shortened(push.request.deviceToken)),
+                    "token": .string(APNSDeviceToken.shortened(token)),
                     "error": .string("\(error)"),
                 ]
             )

@@ -145,9 +145,17 @@ public actor APNSTokenManager<C: Clock<Duration>>: APNSTokenProvider {
 }
 
 /// What ``APNSTokenManager/cachedToken()`` reads: the token and when it is due.
-private struct APNSTokenFastPath: Sendable {
-    var authorization: APNSAuthorization
+/// A class, so that every push's look at it under the lock is one retain, not a copy of its
+/// fields.
+private final class APNSTokenFastPath: Sendable {
+    let authorization: APNSAuthorization
     /// Due once the manager's clock is this far past its epoch.
-    var refreshAfter: Duration
-    var wallRefreshAt: Date
+    let refreshAfter: Duration
+    let wallRefreshAt: Date
+
+    init(authorization: APNSAuthorization, refreshAfter: Duration, wallRefreshAt: Date) {
+        self.authorization = authorization
+        self.refreshAfter = refreshAfter
+        self.wallRefreshAt = wallRefreshAt
+    }
 }

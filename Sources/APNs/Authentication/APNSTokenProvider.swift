@@ -27,13 +27,41 @@ extension APNSTokenProvider {
 /// both.
 public struct APNSAuthorization: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
     /// The JWT.
-    public var token: String
+    public var token: String {
+        get { strings.token }
+        set { strings = Strings(token: newValue, headerValue: strings.headerValue) }
+    }
     /// `bearer <token>`.
-    public var headerValue: String
+    public var headerValue: String {
+        get { strings.headerValue }
+        set { strings = Strings(token: strings.token, headerValue: newValue) }
+    }
+
+    /// Both strings in one box: every push copies its authorization, and every push shares it,
+    /// so each copy is one retain instead of two on a shared object.
+    private var strings: Strings
+
+    private final class Strings: Sendable {
+        let token: String
+        let headerValue: String
+
+        init(token: String, headerValue: String) {
+            self.token = token
+            self.headerValue = headerValue
+        }
+    }
 
     public init(token: String) {
-        self.token = token
-        self.headerValue = "bearer " + token
+        strings = Strings(token: token, headerValue: "bearer " + token)
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.strings === rhs.strings || (lhs.token == rhs.token && lhs.headerValue == rhs.headerValue)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(token)
+        hasher.combine(headerValue)
     }
 
     public var description: String { "APNSAuthorization(<redacted>)" }

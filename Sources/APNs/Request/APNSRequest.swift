@@ -16,18 +16,81 @@ public import Foundation
 /// ```
 public struct APNSRequest: Sendable, Hashable {
     /// The hexadecimal device token (either case; sent in lowercase).
-    public var deviceToken: String
-    public var pushType: APNSPushType
-    public var topic: APNSTopic
+    public var deviceToken: String {
+        get { storage.fields.deviceToken }
+        set { update { $0.deviceToken = newValue } }
+    }
+    public var pushType: APNSPushType {
+        get { storage.fields.pushType }
+        set { update { $0.pushType = newValue } }
+    }
+    public var topic: APNSTopic {
+        get { storage.fields.topic }
+        set { update { $0.topic = newValue } }
+    }
     /// The `apns-id`, sent as a lowercase UUID; APNs echoes it in its answer.
-    public var id: UUID
-    public var expiration: APNSExpiration
+    public var id: UUID {
+        get { storage.fields.id }
+        set { update { $0.id = newValue } }
+    }
+    public var expiration: APNSExpiration {
+        get { storage.fields.expiration }
+        set { update { $0.expiration = newValue } }
+    }
     /// `nil` sends the push type's ``APNSPushType/defaultPriority``.
-    public var priority: APNSPriority?
+    public var priority: APNSPriority? {
+        get { storage.fields.priority }
+        set { update { $0.priority = newValue } }
+    }
     /// The `apns-collapse-id`: notifications with the same value replace each other on the device.
-    public var collapseID: String?
+    public var collapseID: String? {
+        get { storage.fields.collapseID }
+        set { update { $0.collapseID = newValue } }
+    }
     /// The JSON body.
-    public var payload: [UInt8]
+    public var payload: [UInt8] {
+        get { storage.fields.payload }
+        set { update { $0.payload = newValue } }
+    }
+
+    /// The fields, in one box shared by copies until one of them changes (copy on write). A push
+    /// is handed from layer to layer and kept for retries; copying eight fields each time cost a
+    /// retain and a release per field, several of them on strings every push shares (the topic).
+    private var storage: Storage
+
+    private final class Storage: @unchecked Sendable {
+        // @unchecked Sendable, and no dynamic exclusivity checks: `fields` changes only on a box
+        // no other copy can see (`update`), so no access can overlap another.
+        @exclusivity(unchecked) var fields: Fields
+
+        init(_ fields: Fields) {
+            self.fields = fields
+        }
+    }
+
+    private struct Fields: Sendable, Hashable {
+        var deviceToken: String
+        var pushType: APNSPushType
+        var topic: APNSTopic
+        var id: UUID
+        var expiration: APNSExpiration
+        var priority: APNSPriority?
+        var collapseID: String?
+        var payload: [UInt8]
+    }
+
+    private mutating func update(_ change: (inout Fields) -> Void) {
+        if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.fields) }
+        change(&storage.fields)
+    }
+
+    public static func == (lhs: APNSRequest, rhs: APNSRequest) -> Bool {
+        lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(storage.fields)
+    }
 
     public init(
         deviceToken: String,
@@ -39,14 +102,18 @@ public struct APNSRequest: Sendable, Hashable {
         priority: APNSPriority? = nil,
         collapseID: String? = nil
     ) {
-        self.deviceToken = deviceToken
-        self.pushType = pushType
-        self.topic = topic
-        self.payload = payload
-        self.id = id
-        self.expiration = expiration
-        self.priority = priority
-        self.collapseID = collapseID
+        storage = Storage(
+            Fields(
+                deviceToken: deviceToken,
+                pushType: pushType,
+                topic: topic,
+                id: id,
+                expiration: expiration,
+                priority: priority,
+                collapseID: collapseID,
+                payload: payload
+            )
+        )
     }
 
     /// A request whose body is `payload` encoded.

@@ -10,24 +10,18 @@ package struct APNSRequestHeaderBlock: Sendable {
     /// Name and value bytes written.
     package let byteCount: Int
 
-    private let deviceToken: String
+    /// The push itself (one shared box), and what its fields become on the wire.
+    private let request: APNSRequest
     private let authorization: String?
-    private let id: UUID
-    private let pushType: String
     private let expiration: String?
-    private let expirationNeverIndexed: Bool
     private let priority: StaticString
     private let topic: String
-    private let collapseID: String?
 
     /// The fields of `request` with `authorization: <authorizationHeaderValue>` when given.
     package init(_ request: APNSRequest, authorizationHeaderValue: String?) {
-        deviceToken = request.deviceToken
+        self.request = request
         authorization = authorizationHeaderValue
-        id = request.id
-        pushType = request.pushType.headerValue
         expiration = request.expiration.headerValue
-        expirationNeverIndexed = request.expiration != .immediately
         priority =
             switch request.effectivePriority {
             case .immediately: "10"
@@ -35,12 +29,11 @@ package struct APNSRequestHeaderBlock: Sendable {
             case .prioritizingPower: "1"
             }
         topic = request.resolvedTopic
-        collapseID = request.collapseID
 
         var fields = 4  // :path, apns-id, apns-push-type, apns-priority, apns-topic (below)
-        var bytes = ":path/3/device/".utf8.count + deviceToken.utf8.count
+        var bytes = ":path/3/device/".utf8.count + request.deviceToken.utf8.count
         bytes += "apns-id".utf8.count + 36
-        bytes += "apns-push-type".utf8.count + pushType.utf8.count
+        bytes += "apns-push-type".utf8.count + request.pushType.headerValue.utf8.count
         bytes += "apns-priority".utf8.count + priority.utf8CodeUnitCount
         bytes += "apns-topic".utf8.count + topic.utf8.count
         fields += 1
@@ -52,7 +45,7 @@ package struct APNSRequestHeaderBlock: Sendable {
             fields += 1
             bytes += "apns-expiration".utf8.count + expiration.utf8.count
         }
-        if let collapseID {
+        if let collapseID = request.collapseID {
             fields += 1
             bytes += "apns-collapse-id".utf8.count + collapseID.utf8.count
         }
@@ -62,7 +55,7 @@ package struct APNSRequestHeaderBlock: Sendable {
 
     /// Writes `:path` (never indexed) and the regular fields.
     package func write(into writer: inout HTTP2HeaderBlockWriter) {
-        var token = deviceToken
+        var token = request.deviceToken
         token.withUTF8 { token in
             writer.append(name: ":path", valueLength: 10 + token.count, neverIndex: true) { out in
                 let prefix: StaticString = "/3/device/"
@@ -80,17 +73,17 @@ package struct APNSRequestHeaderBlock: Sendable {
             writer.append(name: "authorization", value: authorization)
         }
         writer.append(name: "apns-id", valueLength: 36, neverIndex: true) { out in
-            Self.formatLowercase(id, into: out)
+            Self.formatLowercase(request.id, into: out)
         }
-        writer.append(name: "apns-push-type", value: pushType)
+        writer.append(name: "apns-push-type", value: request.pushType.headerValue)
         if let expiration {
-            writer.append(name: "apns-expiration", value: expiration, neverIndex: expirationNeverIndexed)
+            writer.append(name: "apns-expiration", value: expiration, neverIndex: request.expiration != .immediately)
         }
         writer.append(name: "apns-priority", valueLength: priority.utf8CodeUnitCount) { out in
             out.baseAddress!.update(from: priority.utf8Start, count: priority.utf8CodeUnitCount)
         }
         writer.append(name: "apns-topic", value: topic)
-        if let collapseID {
+        if let collapseID = request.collapseID {
             writer.append(name: "apns-collapse-id", value: collapseID)
         }
     }
