@@ -86,9 +86,15 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
 
     /// Appends a field, keeping any with the same name.
     public mutating func add(name: String, value: String) {
-        var name = name
-        var value = value
-        name.withUTF8 { name in value.withUTF8 { value in add(name: name, value: value) } }
+        // In place when the strings are contiguous (native and small ones): `withUTF8` on a copy
+        // would allocate a native copy of every small string.
+        let added: Bool? = name.utf8.withContiguousStorageIfAvailable { name in
+            value.utf8.withContiguousStorageIfAvailable { value in add(name: name, value: value) } != nil
+        }
+        if added == true { return }
+        Array(name.utf8).withUnsafeBufferPointer { name in
+            Array(value.utf8).withUnsafeBufferPointer { add(name: name, value: $0) }
+        }
     }
 
     /// Appends a field from its bytes as received. Invalid UTF-8 is kept as it came and
@@ -133,6 +139,35 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
     }
 
     public var isEmpty: Bool { count == 0 }
+
+    /// Calls `body` with each field's name and value bytes, in order (valid during the call only).
+    func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
+        storage.withUnsafeBufferPointer { storage in
+            var record = 0
+            while record < storage.count {
+                let (name, value) = Self.lengths(of: record, in: storage)
+                let start = record + Self.recordHeader
+                body(
+                    UnsafeBufferPointer(rebasing: storage[start..<start + name]),
+                    UnsafeBufferPointer(rebasing: storage[start + name..<start + name + value])
+                )
+                record = start + name + value
+            }
+        }
+    }
+
+    /// Whether `bytes` spell `name`, ASCII letters compared without regard to case.
+    static func equalIgnoringCase(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
+        guard bytes.count == name.utf8CodeUnitCount else { return false }
+        let expected = name.utf8Start
+        for offset in 0..<bytes.count where bytes[offset] != expected[offset] {
+            let lower = bytes[offset] | 0x20
+            guard lower == expected[offset] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else {
+                return false
+            }
+        }
+        return true
+    }
 
     public func makeIterator() -> Iterator {
         Iterator(headers: self)

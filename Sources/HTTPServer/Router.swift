@@ -319,7 +319,8 @@ public struct Router: HTTPResponder {
         return .route(route, routed, headFallback: exact == nil)
     }
 
-    private static func finish(_ response: HTTPResponse, route: Route, headFallback: Bool) -> HTTPResponse {
+    /// Consumes `response`, so that its box is changed in place rather than copied.
+    private static func finish(_ response: consuming HTTPResponse, route: Route, headFallback: Bool) -> HTTPResponse {
         var response = response
         response.route = route.pattern
         response.loggedPathRule = route.loggedPath

@@ -399,15 +399,18 @@ final class ServerCore: Sendable {
         }
         defer { MHD_destroy_response(mhdResponse) }
 
-        for (name, value) in response.headers {
-            if name.equalsIgnoringASCIICase("Content-Length") || name.equalsIgnoringASCIICase("Transfer-Encoding") {
-                continue
+        response.headers.forEachField { name, value in
+            if HTTPHeaders.equalIgnoringCase(name, "Content-Length")
+                || HTTPHeaders.equalIgnoringCase(name, "Transfer-Encoding")
+            {
+                return
             }
-            guard Self.isValidHeader(name: name, value: value),
-                MHD_add_response_header(mhdResponse, name, value) == .YES
-            else {
-                logger.warning("dropped an invalid response header", metadata: ["header": .string(name)])
-                continue
+            guard Self.isValidHeader(name: name, value: value), Self.add(name, value, to: mhdResponse) else {
+                logger.warning(
+                    "dropped an invalid response header",
+                    metadata: ["header": .string(String(decoding: name, as: UTF8.self))]
+                )
+                return
             }
         }
         if forceClose || draining {
@@ -455,11 +458,33 @@ final class ServerCore: Sendable {
 
     /// A header libmicrohttpd may send as is: a token name and a value without control bytes
     /// (tab allowed), so that no handler can split a response.
-    static func isValidHeader(name: String, value: String) -> Bool {
-        guard !name.isEmpty,
-            name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") })
-        else { return false }
-        return value.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+    static func isValidHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !name.isEmpty, name.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") }) else {
+            return false
+        }
+        return value.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+    }
+
+    /// Adds one header to `response` from its bytes, NUL-terminated in a stack buffer: passing
+    /// `String`s cost a `String` for the value and a C string for each, per header, per response.
+    private static func add(
+        _ name: UnsafeBufferPointer<UInt8>,
+        _ value: UnsafeBufferPointer<UInt8>,
+        to response: OpaquePointer
+    ) -> Bool {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: name.count + value.count + 2) { buffer in
+            let base = buffer.baseAddress!
+            name.withMemoryRebound(to: CChar.self) { name in
+                if let source = name.baseAddress { base.update(from: source, count: name.count) }
+            }
+            base[name.count] = 0
+            let valueStart = base + name.count + 1
+            value.withMemoryRebound(to: CChar.self) { value in
+                if let source = value.baseAddress { valueStart.update(from: source, count: value.count) }
+            }
+            valueStart[value.count] = 0
+            return MHD_add_response_header(response, base, valueStart) == .YES
+        }
     }
 
     static func bodyTooLarge(limit: Int) -> HTTPResponse {
