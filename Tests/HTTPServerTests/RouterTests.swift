@@ -50,6 +50,40 @@ struct RouterTests {
         #expect(text(try await respond(router, "GET", "/devices/7")) == "param")
     }
 
+    @Test("paths with and without escapes resolve alike: root, near-miss literals, specificity")
+    func escapedAndPlainPathsAgree() async throws {
+        var router = Router()
+        router.get("/") { _ in .text("root") }
+        router.get("/devices/{id}") { request in .text("param \(request.parameters["id"]!)") }
+        router.get("/devices/count") { _ in .text("literal") }
+        router.post("/push/{token}/{id}") { _ in .text("push") }
+        for (plain, escaped, expected) in [
+            ("/devices/count", "/devices/c%6Funt", "literal"),
+            ("/devices/7", "/devices/%37", "param 7"),
+        ] {
+            #expect(text(try await respond(router, "GET", plain)) == expected)
+            #expect(text(try await respond(router, "GET", escaped)) == expected)
+        }
+        #expect(text(try await respond(router, "GET", "/")) == "root")
+        #expect(text(try await respond(router, "HEAD", "/")).isEmpty)
+        #expect(try await respond(router, "POST", "/pushx/a/b").status == 404)
+        #expect(try await respond(router, "POST", "/push/a/b").status == 200)
+        #expect(try await respond(router, "GET", "/push/a/b").status == 405)
+        #expect(try await respond(router, "GET", "/devices").status == 404)
+    }
+
+    @Test("a route's own body limit applies only where that route is the most specific match")
+    func bodyLimitFollowsSpecificity() {
+        var router = Router()
+        router.on("POST", "/upload/{name}", maxBodySize: 10) { _ in .text("limited") }
+        router.post("/upload/large") { _ in .text("default") }
+        #expect(router.maximumBodySize(method: "POST", rawPath: "/upload/small") == 10)
+        #expect(router.maximumBodySize(method: "POST", rawPath: "/upload/sm%61ll") == 10)
+        #expect(router.maximumBodySize(method: "POST", rawPath: "/upload/large") == nil)
+        #expect(router.maximumBodySize(method: "POST", rawPath: "/upload/l%61rge") == nil)
+        #expect(router.maximumBodySize(method: "GET", rawPath: "/upload/small") == nil)
+    }
+
     @Test("404 and 405 use the JSON error shape; 405 lists allowed methods")
     func notFoundAndMethodNotAllowed() async throws {
         var router = Router()
