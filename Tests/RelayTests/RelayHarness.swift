@@ -60,7 +60,7 @@ struct RelayHarness {
         poolConfiguration.connectTimeout = .seconds(2)
         poolConfiguration.reconnectBackoff = (.milliseconds(50), .milliseconds(200))
         // As `herald serve` and `herald relay` set it.
-        poolConfiguration.coalescingWindow = .milliseconds(1)
+        poolConfiguration.coalescingWindow = .milliseconds(2)
         var routes: [APNSEnvironment: RelayService.Route] = [:]
         var pools: [APNSConnectionPool] = []
         for environment in APNSEnvironment.allCases {
