@@ -28,6 +28,8 @@ final class ClientStream: @unchecked Sendable {
         case task(UnsafeContinuation<Void, any Error>)
         /// Called with the response read from the stream, or with the request's error.
         case completion(@Sendable (Result<HTTP2ClientResponse, any Error>) -> Void)
+        /// The same, for a sender that keeps its per-request state in an object anyway.
+        case handler(any HTTP2ResponseHandler)
 
         /// `stream` is the one this waiter waited for: a completion handler gets its response.
         func resume(_ stream: ClientStream, throwing error: (any Error)?) {
@@ -36,6 +38,8 @@ final class ClientStream: @unchecked Sendable {
                 if let error { continuation.resume(throwing: error) } else { continuation.resume() }
             case .completion(let completion):
                 completion(error.map { .failure($0) } ?? .success(HTTP2ClientResponse(stream: stream)))
+            case .handler(let handler):
+                handler.responseArrived(error.map { .failure($0) } ?? .success(HTTP2ClientResponse(stream: stream)))
             }
         }
     }

@@ -144,14 +144,44 @@ public struct APNSClient: Sendable {
             Task { completion(await Self.result { try await self.send(request) }) }
             return
         }
-        pool.submit(request, authorizationHeaderValue: authorization?.headerValue) { [self] first in
+        pool.submit(Submission(self, pool, request, authorization, completion))
+    }
+
+    /// A ``submit(_:completion:)`` on its way: the pool's push, and what a retry needs.
+    private final class Submission: APNSPooledPush, @unchecked Sendable {
+        // @unchecked Sendable like its superclass; these are constants.
+        private let client: APNSClient
+        private let pool: APNSConnectionPool
+        private let request: APNSRequest
+        private let authorization: APNSAuthorization?
+        private let completion: @Sendable (Result<APNSSendResult, any Error>) -> Void
+
+        init(
+            _ client: APNSClient,
+            _ pool: APNSConnectionPool,
+            _ request: APNSRequest,
+            _ authorization: APNSAuthorization?,
+            _ completion: @escaping @Sendable (Result<APNSSendResult, any Error>) -> Void
+        ) {
+            self.client = client
+            self.pool = pool
+            self.request = request
+            self.authorization = authorization
+            self.completion = completion
+            super.init(request, authorizationHeaderValue: authorization?.headerValue)
+        }
+
+        override func finished(_ first: Result<HTTP2ClientResponse, any Error>) {
             if case .success(let response) = first, (200..<300).contains(response.status) {
                 completion(.success(.delivered(response.delivery(attempts: 1))))
                 return
             }
+            let (client, pool, request, authorization, completion) = (client, pool, request, authorization, completion)
             Task {
                 completion(
-                    await Self.result { try await self.sendRetrying(request, on: pool, first: (authorization, first)) }
+                    await APNSClient.result {
+                        try await client.sendRetrying(request, on: pool, first: (authorization, first))
+                    }
                 )
             }
         }

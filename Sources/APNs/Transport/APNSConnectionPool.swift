@@ -141,66 +141,65 @@ public final class APNSConnectionPool: APNSTransport {
     }
 
     /// Sends a device push like ``send(_:authorizationHeaderValue:)``, but without a task on the
-    /// usual path: `completion` gets APNs' response (whatever its status) or the error, once.
+    /// usual path: `push.finished(_:)` gets APNs' response (whatever its status) or the error,
+    /// once.
     ///
     /// When a connection with a free stream is at hand, the push goes to it straight from the
-    /// caller's thread and `completion` runs on the connection's loop thread, so it must not
-    /// block. Everything else (connecting, waiting for a connection, sending again after a
-    /// connection failed) continues in a task, and `completion` runs there.
-    package func submit(
-        _ request: APNSRequest,
-        authorizationHeaderValue: String?,
-        completion: @escaping @Sendable (Result<HTTP2ClientResponse, any Error>) -> Void
-    ) {
-        let block = APNSRequestHeaderBlock(request, authorizationHeaderValue: authorizationHeaderValue)
-        let body = request.payload
+    /// caller's thread and `finished` runs on the connection's loop thread, so it must not block.
+    /// Everything else (connecting, waiting for a connection, sending again after a connection
+    /// failed) continues in a task, and `finished` runs there.
+    package func submit(_ push: APNSPooledPush) {
         let (acquired, effects) = locked { state, effects -> ConnectionPoolState.Acquisition? in
             guard state.enter() else { return nil }
             return state.acquire(mayConnect: true, effects: &effects)
         }
         guard let acquisition = acquired else {
-            completion(.failure(shutDownError))
+            push.finished(.failure(shutDownError))
             return
         }
         guard effects.isEmpty, case .use(let id, let connection) = acquisition else {
-            continueInTask(from: .acquired(acquisition, effects), block: block, body: body, completion: completion)
+            continueInTask(from: .acquired(acquisition, effects), push: push)
             return
         }
+        // Read on the loop thread when the answer comes: the session's lock orders this write
+        // before the stream reaches the loop.
+        push.sentTo = self
+        push.connectionID = id
+        let block = push.block
         connection.submit(
             method: "POST",
             fieldCount: block.fieldCount,
             byteCount: block.byteCount,
-            body: body,
-            writeFields: { block.write(into: &$0) }
-        ) { [self] result in
-            switch result {
-            case .failure(let error):
-                continueInTask(from: .failed(id: id, error), block: block, body: body, completion: completion)
-            case .success(let response):
-                let (waiters, after) = release(id, answered: response)
-                if let waiters {
-                    for waiter in waiters { waiter.resume() }
-                } else {
-                    Task {
-                        await perform(after)
-                        leave()
-                    }
+            body: push.body,
+            writeFields: { block.write(into: &$0) },
+            handler: push
+        )
+    }
+
+    /// A pooled push's answer arrived from connection `id`.
+    fileprivate func answered(_ push: APNSPooledPush, on id: Int, _ result: Result<HTTP2ClientResponse, any Error>) {
+        switch result {
+        case .failure(let error):
+            continueInTask(from: .failed(id: id, error), push: push)
+        case .success(let response):
+            let (waiters, after) = release(id, answered: response)
+            if let waiters {
+                for waiter in waiters { waiter.resume() }
+            } else {
+                Task {
+                    await perform(after)
+                    leave()
                 }
-                completion(.success(response))
             }
+            push.finished(.success(response))
         }
     }
 
-    /// The rest of a ``submit(_:authorizationHeaderValue:completion:)`` that could not finish on
-    /// the direct path.
+    /// The rest of a ``submit(_:)`` that could not finish on the direct path.
     @inline(never)
-    private func continueInTask(
-        from step: ExchangeStep,
-        block: APNSRequestHeaderBlock,
-        body: [UInt8],
-        completion: @escaping @Sendable (Result<HTTP2ClientResponse, any Error>) -> Void
-    ) {
+    private func continueInTask(from step: ExchangeStep, push: APNSPooledPush) {
         Task {
+            let block = push.block
             let result: Result<HTTP2ClientResponse, any Error>
             do {
                 result = .success(
@@ -209,13 +208,13 @@ public final class APNSConnectionPool: APNSTransport {
                         method: "POST",
                         fieldCount: block.fieldCount,
                         byteCount: block.byteCount,
-                        body: body
+                        body: push.body
                     ) { block.write(into: &$0) }
                 )
             } catch {
                 result = .failure(error)
             }
-            completion(result)
+            push.finished(result)
         }
     }
 
@@ -646,5 +645,37 @@ extension APNSConnectionPool {
         public var isShutDown = false
 
         public init() {}
+    }
+}
+
+/// One device push on the pool's direct path (``APNSConnectionPool/submit(_:)``): its header
+/// fields and body, where it went, and (in a subclass's ``finished(_:)``) what to do with the
+/// answer. One object carries the push through the pool and its HTTP/2 stream, in place of a
+/// closure per layer, each with its own copy of what the push needs.
+///
+/// `@unchecked Sendable`: `sentTo` and `connectionID` are written by the submitting thread before
+/// the stream is handed to its session (under the session's lock) and read on the loop thread
+/// after; nothing else changes.
+package class APNSPooledPush: HTTP2ResponseHandler, @unchecked Sendable {
+    let block: APNSRequestHeaderBlock
+    let body: [UInt8]
+    fileprivate var sentTo: APNSConnectionPool?
+    fileprivate var connectionID = 0
+
+    init(_ request: APNSRequest, authorizationHeaderValue: String?) {
+        block = APNSRequestHeaderBlock(request, authorizationHeaderValue: authorizationHeaderValue)
+        body = request.payload
+    }
+
+    /// APNs' response, whatever its status, or the error: once, on the loop thread or in a task.
+    func finished(_ result: Result<HTTP2ClientResponse, any Error>) {
+        preconditionFailure("APNSPooledPush.finished(_:) must be overridden")
+    }
+
+    package final func responseArrived(_ result: Result<HTTP2ClientResponse, any Error>) {
+        guard let sentTo else {
+            preconditionFailure("a pooled push answered before it was sent")
+        }
+        sentTo.answered(self, on: connectionID, result)
     }
 }
