@@ -52,7 +52,6 @@ public final class HTTPServer: Service {
     public let configuration: Configuration
     private let responder: MiddlewareChain
     private let logger: Logger
-    private let inFlightGauge: Gauge
     private let lifecycle = Mutex(ServerLifecycle())
     let statistics = ServerStatistics()
 
@@ -86,10 +85,10 @@ public final class HTTPServer: Service {
         self.configuration = configuration
         self.responder = MiddlewareChain(middleware: middleware, responder: responder)
         self.logger = logger
-        self.inFlightGauge = metrics.gauge(
-            "herald_http_requests_in_flight",
-            help: "HTTP requests received and not yet answered."
-        )
+        // Read from the server's own count when scraped: no gauge update per request.
+        metrics.gauge("herald_http_requests_in_flight", help: "HTTP requests received and not yet answered.") {
+            [weak statistics] in statistics.map { Double($0.inFlight) }
+        }
     }
 
     /// Request id, access log, metrics, then errors to JSON (innermost).
@@ -138,7 +137,6 @@ public final class HTTPServer: Service {
             ),
             logger: logger,
             statistics: statistics,
-            inFlightGauge: inFlightGauge,
             responder: responder,
             events: continuation
         )

@@ -43,13 +43,10 @@ final class ServerCore: Sendable {
     /// The last message libmicrohttpd logged, to explain a failed start.
     private let lastDaemonMessage = Mutex<String?>(nil)
 
-    private let inFlightGauge: Gauge
-
     init(
         limits: Limits,
         logger: Logger,
         statistics: ServerStatistics,
-        inFlightGauge: Gauge,
         responder: any HTTPResponder,
         events: AsyncStream<ServerEvent>.Continuation
     ) {
@@ -57,7 +54,6 @@ final class ServerCore: Sendable {
         self.logger = logger
         self.statistics = statistics
         self.responder = responder
-        self.inFlightGauge = inFlightGauge
         self.events = events
     }
 
@@ -203,7 +199,6 @@ final class ServerCore: Sendable {
         }
         if wasSuspended { _ = state.withLock { $0.suspended.removeValue(forKey: ObjectIdentifier(context)) } }
         guard counted else { return }
-        inFlightGauge.add(-1)
         if statistics.requestLeft() == 0, draining.load(ordering: .sequentiallyConsistent) { signalDrainedOnce() }
     }
 
@@ -220,7 +215,6 @@ final class ServerCore: Sendable {
     /// First call: headers are complete. Checks limits, then waits for the body.
     private func begin(_ context: RequestContext, connection: OpaquePointer, method: UnsafePointer<CChar>?) -> Bool {
         statistics.requestEntered()
-        inFlightGauge.add(1)
         let methodName = method.map { String(cString: $0) } ?? ""
         context.state.withLock {
             $0.counted = true

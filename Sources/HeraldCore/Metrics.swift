@@ -32,6 +32,14 @@ public final class MetricsRegistry: Sendable {
         Gauge(family: declare(name, help: help, type: "gauge", buckets: []))
     }
 
+    /// An unlabelled gauge read when `/metrics` is rendered rather than set as it changes: for a
+    /// value kept elsewhere anyway (a count of requests in flight), which then costs nothing per
+    /// change. Several sources may report under one name (servers, relays); the gauge is their
+    /// sum. A source that returns `nil` (its owner is gone) is dropped.
+    public func gauge(_ name: String, help: String, reading: @escaping @Sendable () -> Double?) {
+        declare(name, help: help, type: "gauge", buckets: []).addReading(reading)
+    }
+
     /// A histogram with the given upper bounds (seconds for latencies); `+Inf` is implied.
     public func histogram(_ name: String, help: String, buckets: [Double] = Histogram.latencyBuckets) -> Histogram {
         Histogram(family: declare(name, help: help, type: "histogram", buckets: buckets.sorted()))
@@ -192,6 +200,7 @@ final class MetricFamily: Sendable {
     func recordedValue(for labels: MetricLabels) -> Double? {
         let entry: Entry?
         if labels.isEmpty {
+            if let sum = readingsSum() { return (unlabelled.value?.value ?? 0) + sum }
             entry = unlabelled
         } else {
             entry = samples.withLock { samples in samples.index[MetricLabelKey(labels)].map { samples.list[$0] } }
@@ -203,10 +212,41 @@ final class MetricFamily: Sendable {
         }
     }
 
-    /// The samples recorded so far, the unlabelled one first, then in first-used order.
+    /// The samples recorded so far, the unlabelled one first (with the sources' readings added),
+    /// then in first-used order.
     func recordedSamples() -> [(MetricLabels, Reading)] {
-        let entries = [unlabelled] + samples.withLock { $0.list }
-        return entries.compactMap { entry in Self.reading(of: entry).map { (entry.labels, $0) } }
+        var recorded = ([unlabelled] + samples.withLock { $0.list }).compactMap { entry in
+            Self.reading(of: entry).map { (entry.labels, $0) }
+        }
+        if let sum = readingsSum() {
+            if case .value(let value)? = recorded.first.flatMap({ $0.0.isEmpty ? $0.1 : nil }) {
+                recorded[0] = ([], .value(value + sum))
+            } else {
+                recorded.insert(([], .value(sum)), at: 0)
+            }
+        }
+        return recorded
+    }
+
+    /// Sources of the unlabelled value read at render time (``MetricsRegistry/gauge(_:help:reading:)``).
+    private let readings = Mutex<[@Sendable () -> Double?]>([])
+
+    func addReading(_ reading: @escaping @Sendable () -> Double?) {
+        readings.withLock { $0.append(reading) }
+    }
+
+    /// The live sources' sum, `nil` when there are none; drops the sources whose owner is gone.
+    private func readingsSum() -> Double? {
+        readings.withLock { readings -> Double? in
+            guard !readings.isEmpty else { return nil }
+            var sum = 0.0
+            readings.removeAll { reading in
+                guard let value = reading() else { return true }
+                sum += value
+                return false
+            }
+            return readings.isEmpty ? nil : sum
+        }
     }
 
     private static func reading(of entry: Entry) -> Reading? {

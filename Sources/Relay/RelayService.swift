@@ -67,7 +67,6 @@ public final class RelayService: Service {
     /// `apnsResponses` for a push APNs accepted.
     private let apnsSuccesses: LabelledCounter
     private let oversize: Counter
-    private let pending: Gauge
 
     public init(
         configuration: Configuration,
@@ -99,7 +98,10 @@ public final class RelayService: Service {
             "herald_relay_oversize_total",
             help: "Relayed bodies accepted with 202 but not sent: the APNs payload would exceed 4096 bytes."
         )
-        pending = metrics.gauge("herald_relay_in_flight", help: "Relayed pushes waiting for APNs' answer.")
+        // Read from `inFlight` when scraped: no second shared counter to update per push.
+        metrics.gauge("herald_relay_in_flight", help: "Relayed pushes waiting for APNs' answer.") {
+            [weak self] in self.map { Double($0.inFlight.load(ordering: .relaxed)) }
+        }
     }
 
     /// Adds `POST /push/{device_token}/{id}`; other methods on it answer 404 (RELAY.md, Routes).
@@ -238,12 +240,10 @@ public final class RelayService: Service {
             return admitted
                 ? unavailable("the relay is shutting down") : unavailable("too many pushes are waiting for APNs")
         }
-        pending.add(1)
         count(push.encoding, status: 202)
         // Only what the answer's log line needs: the push itself is the client's now.
         let (token, environment) = (push.request.deviceToken, push.environment)
         route.client.submit(push.request) { [self] result in
-            pending.add(-1)
             record(result, token: token, environment: environment)
             release()
         }

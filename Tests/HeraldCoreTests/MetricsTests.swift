@@ -86,4 +86,41 @@ import Testing
         #expect(registry.value("sent_total") == 2)
         #expect(registry.value("sent_total", labels: [("reason", "success")]) == 1)
     }
+
+    @Test("a gauge read at render time sums its live sources and drops the ones that are gone")
+    func readingGauges() {
+        final class Owner: Sendable {
+            let value: Double
+            init(_ value: Double) { self.value = value }
+        }
+        let registry = MetricsRegistry()
+        var first: Owner? = Owner(3)
+        let second = Owner(4)
+        registry.gauge("in_flight", help: "In flight.") { [weak first] in first?.value }
+        registry.gauge("in_flight", help: "In flight.") { [weak second] in second?.value }
+        #expect(registry.value("in_flight") == 7)
+        #expect(registry.render().contains("# TYPE in_flight gauge\nin_flight 7\n"))
+        first = nil
+        #expect(registry.value("in_flight") == 4)
+        #expect(registry.render().contains("in_flight 4\n"))
+    }
+
+    @Test("labelled samples found once count like the family's own updates")
+    func labelledSamples() {
+        let registry = MetricsRegistry()
+        let counter = registry.counter("sent_total", help: "Sent.")
+        let histogram = registry.histogram("latency_seconds", help: "Latency.", buckets: [0.1])
+        let success = counter.labelled([("reason", "success")])
+        let fast = histogram.labelled([("route", "/")])
+        #expect(!registry.render().contains("sent_total{"))
+        success.increment()
+        counter.increment(labels: [("reason", "success")])
+        fast.observe(0.05)
+        fast.observe(.milliseconds(500))
+        #expect(registry.value("sent_total", labels: [("reason", "success")]) == 2)
+        #expect(registry.value("latency_seconds", labels: [("route", "/")]) == 2)
+        let text = registry.render()
+        #expect(text.contains("latency_seconds_bucket{route=\"/\",le=\"0.1\"} 1\n"))
+        #expect(text.contains("latency_seconds_sum{route=\"/\"} 0.55\n"))
+    }
 }
