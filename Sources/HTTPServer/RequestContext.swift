@@ -75,7 +75,10 @@ final class RequestContext: Sendable {
     /// The request target exactly as received (path and query, still encoded).
     let target: String
     let state = Mutex(State())
-    private let statistics: ServerStatistics
+    /// Unowned: the server's statistics outlive every request (libmicrohttpd completes each
+    /// before the daemon stops, and the server keeps both), and a strong reference was a
+    /// retain and a release per request on an object every daemon thread shares.
+    private unowned(unsafe) let statistics: ServerStatistics
 
     init(connection: ConnectionHandle, target: String, statistics: ServerStatistics) {
         self.connection = connection

@@ -30,17 +30,21 @@ public struct APNSClient: Sendable {
     /// `nil` for certificate credentials.
     public var tokenProvider: (any APNSTokenProvider)? { shared.tokenProvider }
     public var retryPolicy: APNSRetryPolicy { shared.retryPolicy }
-    public var logger: Logger
+    public var logger: Logger {
+        get { shared.logger }
+        set { shared = shared.with(logger: newValue) }
+    }
 
-    /// Everything but the logger, in one box: a push in flight keeps a copy of its client for
-    /// retries, and copying six fields cost six retains and releases per push, on objects every
-    /// sending thread shares.
-    private let shared: Shared
+    /// Everything in one box: a push in flight keeps a copy of its client for retries, and
+    /// copying nine fields cost nine retains and releases per push, on objects every sending
+    /// thread shares. Changing the logger makes a new box.
+    private var shared: Shared
 
     private final class Shared: Sendable {
         let transport: any APNSTransport
         let tokenProvider: (any APNSTokenProvider)?
         let retryPolicy: APNSRetryPolicy
+        let logger: Logger
         let sleep: @Sendable (Duration) async throws -> Void
         let random: RandomSource
         /// The transport when it is the real pool: device pushes then take its direct path, which
@@ -52,15 +56,28 @@ public struct APNSClient: Sendable {
             transport: any APNSTransport,
             tokenProvider: (any APNSTokenProvider)?,
             retryPolicy: APNSRetryPolicy,
+            logger: Logger,
             sleep: @escaping @Sendable (Duration) async throws -> Void,
             random: RandomSource
         ) {
             self.transport = transport
             self.tokenProvider = tokenProvider
             self.retryPolicy = retryPolicy
+            self.logger = logger
             self.sleep = sleep
             self.random = random
             self.pool = transport as? APNSConnectionPool
+        }
+
+        func with(logger: Logger) -> Shared {
+            Shared(
+                transport: transport,
+                tokenProvider: tokenProvider,
+                retryPolicy: retryPolicy,
+                logger: logger,
+                sleep: sleep,
+                random: random
+            )
         }
     }
 
@@ -99,10 +116,10 @@ public struct APNSClient: Sendable {
             transport: transport,
             tokenProvider: provider,
             retryPolicy: retryPolicy,
+            logger: logger,
             sleep: { duration in try await clock.sleep(for: duration) },
             random: RandomSource(random)
         )
-        self.logger = logger
     }
 
     // MARK: Sends
