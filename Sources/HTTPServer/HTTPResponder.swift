@@ -91,8 +91,12 @@ extension HTTPMiddleware {
 /// one; tests can use it to run a router and middleware without a socket.
 public struct MiddlewareChain: HTTPResponder {
     private let entry: @Sendable (HTTPRequest) async throws -> HTTPResponse
-    private let middleware: [any HTTPMiddleware]
     private let responder: any HTTPResponder
+    /// The same middleware as a chain of immutable nodes, for the synchronous paths: each layer
+    /// is reached through a `let` of the node before it, so that running a request through the
+    /// chain copies no middleware out of an array (a retain and a release of each middleware's
+    /// fields, which every server thread shares, per layer per request).
+    private let immediateChain: ImmediateLayer?
 
     public init(middleware: [any HTTPMiddleware], responder: any HTTPResponder) {
         var next: @Sendable (HTTPRequest) async throws -> HTTPResponse = { request in
@@ -103,8 +107,39 @@ public struct MiddlewareChain: HTTPResponder {
             next = { request in try await layer.handle(request, next: inner) }
         }
         self.entry = next
-        self.middleware = middleware
         self.responder = responder
+        var chain: ImmediateLayer?
+        for layer in middleware.reversed() {
+            chain = ImmediateLayer(middleware: layer, next: chain, responder: responder)
+        }
+        self.immediateChain = chain
+    }
+
+    /// One middleware of ``MiddlewareChain``'s synchronous chain and what follows it.
+    private final class ImmediateLayer: Sendable {
+        let middleware: any HTTPMiddleware
+        let next: ImmediateLayer?
+        let responder: any HTTPResponder
+
+        init(middleware: any HTTPMiddleware, next: ImmediateLayer?, responder: any HTTPResponder) {
+            self.middleware = middleware
+            self.next = next
+            self.responder = responder
+        }
+
+        func respondImmediately(to request: HTTPRequest) -> HTTPResponse? {
+            middleware.handleImmediately(request) { request in
+                guard let next else { return responder.respondImmediately(to: request) }
+                return next.respondImmediately(to: request)
+            }
+        }
+
+        func refused(_ request: HTTPRequest, _ response: HTTPResponse) -> HTTPResponse? {
+            middleware.handleImmediately(request) { request in
+                guard let next else { return responder.refused(request, with: response) }
+                return next.refused(request, response)
+            }
+        }
     }
 
     public func respond(to request: HTTPRequest) async throws -> HTTPResponse {
@@ -117,7 +152,8 @@ public struct MiddlewareChain: HTTPResponder {
     /// responder's ``HTTPResponder/respondImmediately(to:)``; `nil` as soon as one of them cannot
     /// answer at once.
     public func respondImmediately(to request: HTTPRequest) -> HTTPResponse? {
-        immediate(request, layer: 0)
+        guard let immediateChain else { return responder.respondImmediately(to: request) }
+        return immediateChain.respondImmediately(to: request)
     }
 
     /// The wrapped responder's limit (middleware does not change what a route accepts).
@@ -129,16 +165,6 @@ public struct MiddlewareChain: HTTPResponder {
     /// refusal (as the responder labels it), so that it is logged, counted and given a request id.
     /// A middleware that cannot answer immediately is skipped with the layers inside it.
     public func refused(_ request: HTTPRequest, with response: HTTPResponse) -> HTTPResponse {
-        refused(request, response, layer: 0) ?? responder.refused(request, with: response)
-    }
-
-    private func refused(_ request: HTTPRequest, _ response: HTTPResponse, layer: Int) -> HTTPResponse? {
-        guard layer < middleware.count else { return responder.refused(request, with: response) }
-        return middleware[layer].handleImmediately(request) { refused($0, response, layer: layer + 1) }
-    }
-
-    private func immediate(_ request: HTTPRequest, layer: Int) -> HTTPResponse? {
-        guard layer < middleware.count else { return responder.respondImmediately(to: request) }
-        return middleware[layer].handleImmediately(request) { immediate($0, layer: layer + 1) }
+        immediateChain?.refused(request, response) ?? responder.refused(request, with: response)
     }
 }

@@ -75,20 +75,20 @@ final class RequestContext: Sendable {
     /// The request target exactly as received (path and query, still encoded).
     let target: String
     let state = Mutex(State())
-    /// Unowned: the server's statistics outlive every request (libmicrohttpd completes each
+    /// Not owned: the server's statistics outlive every request (libmicrohttpd completes each
     /// before the daemon stops, and the server keeps both), and a strong reference was a
     /// retain and a release per request on an object every daemon thread shares.
-    private unowned(unsafe) let statistics: ServerStatistics
+    private let statistics: Unmanaged<ServerStatistics>
 
-    init(connection: ConnectionHandle, target: String, statistics: ServerStatistics) {
+    init(connection: ConnectionHandle, target: String, statistics: Unmanaged<ServerStatistics>) {
         self.connection = connection
         self.target = target
         self.statistics = statistics
-        statistics.contextCreated()
+        statistics._withUnsafeGuaranteedRef { $0.contextCreated() }
     }
 
     deinit {
-        statistics.contextDestroyed()
+        statistics._withUnsafeGuaranteedRef { $0.contextDestroyed() }
     }
 
     /// Moves a suspended request to resumed with `response`; `true` when the caller won the

@@ -30,6 +30,8 @@ final class ServerCore: Sendable {
     let limits: Limits
     let logger: Logger
     let statistics: ServerStatistics
+    /// `statistics` for request contexts, which must not retain it (see ``RequestContext``).
+    private let unmanagedStatistics: Unmanaged<ServerStatistics>
     private let responder: any HTTPResponder
     private let events: AsyncStream<ServerEvent>.Continuation
     private let state = Mutex(State())
@@ -53,6 +55,7 @@ final class ServerCore: Sendable {
         self.limits = limits
         self.logger = logger
         self.statistics = statistics
+        self.unmanagedStatistics = Unmanaged.passUnretained(statistics)
         self.responder = responder
         self.events = events
     }
@@ -134,7 +137,7 @@ final class ServerCore: Sendable {
         let context = RequestContext(
             connection: ConnectionHandle(pointer: connection),
             target: target.map { String(cString: $0) } ?? "",
-            statistics: statistics
+            statistics: unmanagedStatistics
         )
         return Unmanaged.passRetained(context).toOpaque()
     }

@@ -161,27 +161,24 @@ public struct APNSClient: Sendable {
             Task { completion(await Self.result { try await self.send(request) }) }
             return
         }
-        pool.submit(Submission(self, pool, request, authorization, completion))
+        pool.submit(Submission(self, request, authorization, completion))
     }
 
     /// A ``submit(_:completion:)`` on its way: the pool's push, and what a retry needs.
     private final class Submission: APNSPooledPush, @unchecked Sendable {
         // @unchecked Sendable like its superclass; these are constants.
         private let client: APNSClient
-        private let pool: APNSConnectionPool
         private let request: APNSRequest
         private let authorization: APNSAuthorization?
         private let completion: @Sendable (Result<APNSSendResult, any Error>) -> Void
 
         init(
             _ client: APNSClient,
-            _ pool: APNSConnectionPool,
             _ request: APNSRequest,
             _ authorization: APNSAuthorization?,
             _ completion: @escaping @Sendable (Result<APNSSendResult, any Error>) -> Void
         ) {
             self.client = client
-            self.pool = pool
             self.request = request
             self.authorization = authorization
             self.completion = completion
@@ -193,7 +190,9 @@ public struct APNSClient: Sendable {
                 completion(.success(.delivered(response.delivery(attempts: 1))))
                 return
             }
-            let (client, pool, request, authorization, completion) = (client, pool, request, authorization, completion)
+            // The client's own pool, which this push went to: `submit` checked it is there.
+            guard let pool = client.pool else { preconditionFailure("a pooled push without a pool") }
+            let (client, request, authorization, completion) = (client, request, authorization, completion)
             Task {
                 completion(
                     await APNSClient.result {
