@@ -26,9 +26,7 @@ final class ClientStream: @unchecked Sendable {
     /// which runs on the loop thread.
     enum Waiter {
         case task(UnsafeContinuation<Void, any Error>)
-        /// Called with the response read from the stream, or with the request's error.
-        case completion(@Sendable (Result<HTTP2ClientResponse, any Error>) -> Void)
-        /// The same, for a sender that keeps its per-request state in an object anyway.
+        /// Hears the response read from the stream, or the request's error.
         case handler(any HTTP2ResponseHandler)
 
         /// `stream` is the one this waiter waited for: a completion handler gets its response.
@@ -36,8 +34,6 @@ final class ClientStream: @unchecked Sendable {
             switch self {
             case .task(let continuation):
                 if let error { continuation.resume(throwing: error) } else { continuation.resume() }
-            case .completion(let completion):
-                completion(error.map { .failure($0) } ?? .success(HTTP2ClientResponse(stream: stream)))
             case .handler(let handler):
                 handler.responseArrived(error.map { .failure($0) } ?? .success(HTTP2ClientResponse(stream: stream)))
             }

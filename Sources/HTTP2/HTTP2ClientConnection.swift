@@ -197,9 +197,14 @@ public final class HTTP2ClientConnection: Sendable {
         writeFields: (inout HTTP2HeaderBlockWriter) -> Void,
         completion: @escaping @Sendable (Result<HTTP2ClientResponse, any Error>) -> Void
     ) {
-        let stream = makeStream(method, fieldCount, byteCount, body, nil, writeFields)
-        stream.waiter = .completion(completion)
-        session.submit(stream, mayWaitForWindow: true)
+        submit(
+            method: method,
+            fieldCount: fieldCount,
+            byteCount: byteCount,
+            body: body,
+            writeFields: writeFields,
+            handler: CompletionHandler(completion)
+        )
     }
 
     /// ``submit(method:fieldCount:byteCount:body:writeFields:completion:)`` with an object in place
@@ -216,6 +221,19 @@ public final class HTTP2ClientConnection: Sendable {
         let stream = makeStream(method, fieldCount, byteCount, body, nil, writeFields)
         stream.waiter = .handler(handler)
         session.submit(stream, mayWaitForWindow: true)
+    }
+
+    /// A completion closure as a ``HTTP2ResponseHandler``.
+    private final class CompletionHandler: HTTP2ResponseHandler {
+        let completion: @Sendable (Result<HTTP2ClientResponse, any Error>) -> Void
+
+        init(_ completion: @escaping @Sendable (Result<HTTP2ClientResponse, any Error>) -> Void) {
+            self.completion = completion
+        }
+
+        func responseArrived(_ result: Result<HTTP2ClientResponse, any Error>) {
+            completion(result)
+        }
     }
 
     @inline(__always)

@@ -4,9 +4,10 @@ public import HeraldCore
 /// One HTTP request, fully received (the body is buffered, bounded by
 /// ``HTTPServer/Configuration/maxBodySize``).
 public struct HTTPRequest: Sendable {
-    /// What the client sent. Kept in one shared box: middleware and the router pass requests on
-    /// by value, and a copy of seven separate fields cost seven retains and seven releases.
-    private var received: Received
+    /// What the client sent, in one box shared by copies until one changes a field: middleware
+    /// and the router pass requests on by value, and a copy of seven separate fields cost seven
+    /// retains and seven releases.
+    private var received: CopyOnWriteBox<Received>
     /// Path parameters filled in by ``Router`` (`{token}` → `parameters["token"]`), decoded.
     public var parameters: PathParameters
     /// A correlation id for logs; ``RequestIDMiddleware`` adopts a sane incoming `X-Request-Id`.
@@ -15,37 +16,37 @@ public struct HTTPRequest: Sendable {
     /// The method in upper case, e.g. `GET`.
     public var method: String {
         get { received.fields.method }
-        set { received = received.with { $0.method = newValue } }
+        set { received.fields.method = newValue }
     }
     /// The percent-decoded path, without the query string.
     public var path: String {
         get { received.fields.path }
-        set { received = received.with { $0.path = newValue } }
+        set { received.fields.path = newValue }
     }
     /// The path as received, before decoding. Split this (not ``path``) when a segment may hold
     /// an encoded `/`.
     public var rawPath: String {
         get { received.fields.rawPath }
-        set { received = received.with { $0.rawPath = newValue } }
+        set { received.fields.rawPath = newValue }
     }
     /// The query's name/value pairs, percent-decoded with `+` read as a space, in order;
     /// repeated names are kept.
     public var query: [(name: String, value: String)] {
         get { received.fields.query }
-        set { received = received.with { $0.query = newValue } }
+        set { received.fields.query = newValue }
     }
     public var headers: HTTPHeaders {
         get { received.fields.headers }
-        set { received = received.with { $0.headers = newValue } }
+        set { received.fields.headers = newValue }
     }
     public var body: [UInt8] {
         get { received.fields.body }
-        set { received = received.with { $0.body = newValue } }
+        set { received.fields.body = newValue }
     }
     /// The client's IP address as seen by the server.
     public var remoteAddress: String {
         get { received.fields.remoteAddress }
-        set { received = received.with { $0.remoteAddress = newValue } }
+        set { received.fields.remoteAddress = newValue }
     }
 
     /// A request built in memory, e.g. for tests of a ``Router`` or a middleware.
@@ -87,8 +88,8 @@ public struct HTTPRequest: Sendable {
         remoteAddress: String,
         requestID: String = RequestIdentifier.next()
     ) {
-        self.received = Received(
-            Received.Fields(
+        self.received = CopyOnWriteBox(
+            Received(
                 method: method,
                 path: path,
                 rawPath: rawPath,
@@ -128,31 +129,15 @@ public struct HTTPRequest: Sendable {
 }
 
 extension HTTPRequest {
-    /// The request's fields as received; changed only by replacing the box, so copies never see
-    /// each other's changes.
-    private final class Received: Sendable {
-        struct Fields: Sendable {
-            var method: String
-            var path: String
-            var rawPath: String
-            var query: [(name: String, value: String)]
-            var headers: HTTPHeaders
-            var body: [UInt8]
-            var remoteAddress: String
-        }
-
-        let fields: Fields
-
-        init(_ fields: Fields) {
-            self.fields = fields
-        }
-
-        /// A new box with `change` applied to a copy of these fields.
-        func with(_ change: (inout Fields) -> Void) -> Received {
-            var fields = self.fields
-            change(&fields)
-            return Received(fields)
-        }
+    /// The request's fields as received.
+    private struct Received: Sendable {
+        var method: String
+        var path: String
+        var rawPath: String
+        var query: [(name: String, value: String)]
+        var headers: HTTPHeaders
+        var body: [UInt8]
+        var remoteAddress: String
     }
 }
 

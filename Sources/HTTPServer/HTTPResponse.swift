@@ -9,56 +9,40 @@ import HeraldCore
 public struct HTTPResponse: Sendable {
     public var status: Int {
         get { storage.fields.status }
-        set { update { $0.status = newValue } }
+        set { storage.fields.status = newValue }
     }
     public var headers: HTTPHeaders {
         get { storage.fields.headers }
         // In place: middleware adds headers to every response, and a get-then-set would copy them.
-        _modify {
-            makeUnique()
-            yield &storage.fields.headers
-        }
+        _modify { yield &storage.fields.headers }
     }
     public var body: [UInt8] {
         get { storage.fields.body }
-        _modify {
-            makeUnique()
-            yield &storage.fields.body
-        }
+        _modify { yield &storage.fields.body }
     }
     /// The route pattern that produced this response (`/push/{token}`), set by ``Router``; `nil`
     /// when no route matched. Metrics and access logs use it as a low-cardinality label.
     public var route: String? {
         get { storage.fields.route }
-        set { update { $0.route = newValue } }
+        set { storage.fields.route = newValue }
     }
     /// The request's path as the access log shows it, when the handler wants it shown otherwise;
     /// `nil`: the route's ``Router/logPaths(of:as:)`` rule, or the path as received.
     public var loggedPath: String? {
         get { storage.fields.loggedPath }
-        set { update { $0.loggedPath = newValue } }
+        set { storage.fields.loggedPath = newValue }
     }
     /// The rule of the route that answered, applied only when a line is written.
     var loggedPathRule: LoggedPathRule? {
         get { storage.fields.loggedPathRule }
-        set { update { $0.loggedPathRule = newValue } }
+        set { storage.fields.loggedPathRule = newValue }
     }
 
-    /// The fields in one box, shared by copies until one of them changes (copy on write): the
-    /// router and each middleware pass the response on and change a field or two, and a copy of
-    /// six fields cost six retains and releases, two of them (the route's pattern and rule) on
-    /// objects every request shares.
-    private var storage: Storage
-
-    private final class Storage: @unchecked Sendable {
-        // @unchecked Sendable, and no dynamic exclusivity checks: `fields` changes only on a box
-        // no other copy can see (`update`), so no access can overlap another.
-        @exclusivity(unchecked) var fields: Fields
-
-        init(_ fields: Fields) {
-            self.fields = fields
-        }
-    }
+    /// The fields in one box, shared by copies until one of them changes: the router and each
+    /// middleware pass the response on and change a field or two, and a copy of six fields cost
+    /// six retains and releases, two of them (the route's pattern and rule) on objects every
+    /// request shares.
+    private var storage: CopyOnWriteBox<Fields>
 
     private struct Fields: Sendable {
         var status: Int
@@ -69,17 +53,8 @@ public struct HTTPResponse: Sendable {
         var loggedPathRule: LoggedPathRule?
     }
 
-    private mutating func makeUnique() {
-        if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.fields) }
-    }
-
-    private mutating func update(_ change: (inout Fields) -> Void) {
-        makeUnique()
-        change(&storage.fields)
-    }
-
     public init(status: Int = 200, headers: HTTPHeaders = .init(), body: [UInt8] = []) {
-        storage = Storage(
+        storage = CopyOnWriteBox(
             Fields(status: status, headers: headers, body: body, route: nil, loggedPath: nil, loggedPathRule: nil)
         )
     }

@@ -1,4 +1,5 @@
 public import Foundation
+import HeraldCore
 
 /// One notification for one device: everything APNs needs except credentials.
 ///
@@ -18,55 +19,45 @@ public struct APNSRequest: Sendable, Hashable {
     /// The hexadecimal device token (either case; sent in lowercase).
     public var deviceToken: String {
         get { storage.fields.deviceToken }
-        set { update { $0.deviceToken = newValue } }
+        set { storage.fields.deviceToken = newValue }
     }
     public var pushType: APNSPushType {
         get { storage.fields.pushType }
-        set { update { $0.pushType = newValue } }
+        set { storage.fields.pushType = newValue }
     }
     public var topic: APNSTopic {
         get { storage.fields.topic }
-        set { update { $0.topic = newValue } }
+        set { storage.fields.topic = newValue }
     }
     /// The `apns-id`, sent as a lowercase UUID; APNs echoes it in its answer.
     public var id: UUID {
         get { storage.fields.id }
-        set { update { $0.id = newValue } }
+        set { storage.fields.id = newValue }
     }
     public var expiration: APNSExpiration {
         get { storage.fields.expiration }
-        set { update { $0.expiration = newValue } }
+        set { storage.fields.expiration = newValue }
     }
     /// `nil` sends the push type's ``APNSPushType/defaultPriority``.
     public var priority: APNSPriority? {
         get { storage.fields.priority }
-        set { update { $0.priority = newValue } }
+        set { storage.fields.priority = newValue }
     }
     /// The `apns-collapse-id`: notifications with the same value replace each other on the device.
     public var collapseID: String? {
         get { storage.fields.collapseID }
-        set { update { $0.collapseID = newValue } }
+        set { storage.fields.collapseID = newValue }
     }
     /// The JSON body.
     public var payload: [UInt8] {
         get { storage.fields.payload }
-        set { update { $0.payload = newValue } }
+        set { storage.fields.payload = newValue }
     }
 
-    /// The fields, in one box shared by copies until one of them changes (copy on write). A push
-    /// is handed from layer to layer and kept for retries; copying eight fields each time cost a
-    /// retain and a release per field, several of them on strings every push shares (the topic).
-    private var storage: Storage
-
-    private final class Storage: @unchecked Sendable {
-        // @unchecked Sendable, and no dynamic exclusivity checks: `fields` changes only on a box
-        // no other copy can see (`update`), so no access can overlap another.
-        @exclusivity(unchecked) var fields: Fields
-
-        init(_ fields: Fields) {
-            self.fields = fields
-        }
-    }
+    /// The fields, in one box shared by copies until one of them changes: a push is handed from
+    /// layer to layer and kept for retries, and copying eight fields each time cost a retain and
+    /// a release per field, several of them on strings every push shares (the topic).
+    private var storage: CopyOnWriteBox<Fields>
 
     private struct Fields: Sendable, Hashable {
         var deviceToken: String
@@ -79,13 +70,8 @@ public struct APNSRequest: Sendable, Hashable {
         var payload: [UInt8]
     }
 
-    private mutating func update(_ change: (inout Fields) -> Void) {
-        if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.fields) }
-        change(&storage.fields)
-    }
-
     public static func == (lhs: APNSRequest, rhs: APNSRequest) -> Bool {
-        lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
+        lhs.storage.sharesStorage(with: rhs.storage) || lhs.storage.fields == rhs.storage.fields
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -102,7 +88,7 @@ public struct APNSRequest: Sendable, Hashable {
         priority: APNSPriority? = nil,
         collapseID: String? = nil
     ) {
-        storage = Storage(
+        storage = CopyOnWriteBox(
             Fields(
                 deviceToken: deviceToken,
                 pushType: pushType,
