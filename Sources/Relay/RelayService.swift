@@ -49,16 +49,15 @@ public final class RelayService: Service {
     private let translation: WebPushTranslation
     private let logger: Logger
     private let now: @Sendable () -> Date
-    /// Pushes accepted and not yet answered by APNs.
-    private let inFlight = Atomic(0)
+    /// Pushes accepted and not yet answered by APNs (`inFlight.count`), and relay requests
+    /// waiting for room (`inFlight.waiters`, ``Configuration/maxQueuedBeforeWaiting``).
+    private let inFlight = InFlightPushes()
     /// Set by ``triggerGracefulShutdown()``: new pushes get 503.
     private let stopping = Atomic(false)
     /// `run()` waiting for the shutdown to be asked for and the accepted pushes to finish.
     private let drain = Mutex(Drain())
     /// Per environment, when its pool was last seen with a live connection.
     private let liveness: [APNSEnvironment: Liveness]
-    /// Relay requests waiting for room (``Configuration/maxQueuedBeforeWaiting``).
-    private let waiters = Mutex(Waiters())
 
     private let relayRequests: Counter
     /// `relayRequests` for the answer nearly every request gets, found once.
@@ -98,10 +97,16 @@ public final class RelayService: Service {
             "herald_relay_oversize_total",
             help: "Relayed bodies accepted with 202 but not sent: the APNs payload would exceed 4096 bytes."
         )
-        // Read from `inFlight` when scraped: no second shared counter to update per push.
+        // Read from `inFlight` when scraped: no second shared counter to update per push. The
+        // reading holds the count, not the service: a weak reference would give the service a
+        // side table, and every retain of it, several per push, would take the slow path.
         metrics.gauge("herald_relay_in_flight", help: "Relayed pushes waiting for APNs' answer.") {
-            [weak self] in self.map { Double($0.inFlight.load(ordering: .relaxed)) }
+            [inFlight] in inFlight.reading
         }
+    }
+
+    deinit {
+        inFlight.retire()
     }
 
     /// Adds `POST /push/{device_token}/{id}`; other methods on it answer 404 (RELAY.md, Routes).
@@ -172,7 +177,7 @@ public final class RelayService: Service {
         case .answer(let response):
             return response
         case .deliver(let push, let route):
-            guard inFlight.load(ordering: .relaxed) < configuration.maxQueuedBeforeWaiting,
+            guard inFlight.count.load(ordering: .relaxed) < configuration.maxQueuedBeforeWaiting,
                 hasLiveConnection(route, push.environment)
             else { return nil }
             return hand(push, on: route)
@@ -232,7 +237,8 @@ public final class RelayService: Service {
     private func hand(_ push: RelayedPush, on route: Route) -> HTTPResponse {
         // Counted before `stopping` is read (both sequentially consistent), so that `run()`,
         // which sets `stopping` before it looks at the count, cannot miss this push.
-        let admitted = inFlight.wrappingAdd(1, ordering: .sequentiallyConsistent).newValue <= configuration.maxInFlight
+        let admitted =
+            inFlight.count.wrappingAdd(1, ordering: .sequentiallyConsistent).newValue <= configuration.maxInFlight
         guard admitted, !stopping.load(ordering: .sequentiallyConsistent) else {
             // This request may have taken a waiter's turn without delivering anything: pass it on.
             release()
@@ -253,8 +259,8 @@ public final class RelayService: Service {
     /// One push fewer in flight: lets a waiting request through, and `run()` return once
     /// shutting down with none left.
     private func release() {
-        let left = inFlight.wrappingSubtract(1, ordering: .sequentiallyConsistent).newValue
-        waiters.withLock { $0.next() }?.resume()
+        let left = inFlight.count.wrappingSubtract(1, ordering: .sequentiallyConsistent).newValue
+        inFlight.waiters.withLock { $0.next() }?.resume()
         if left == 0, stopping.load(ordering: .sequentiallyConsistent) { resumeDrainedRun() }
     }
 
@@ -262,7 +268,7 @@ public final class RelayService: Service {
     private func resumeDrainedRun() {
         let waiter = drain.withLock { drain -> CheckedContinuation<Void, Never>? in
             guard stopping.load(ordering: .sequentiallyConsistent),
-                drain.abandoned || inFlight.load(ordering: .sequentiallyConsistent) == 0
+                drain.abandoned || inFlight.count.load(ordering: .sequentiallyConsistent) == 0
             else {
                 return nil
             }
@@ -276,21 +282,21 @@ public final class RelayService: Service {
     /// at graceful shutdown, or on cancellation; each finished delivery lets one waiter through.
     private func waitForRoom() async {
         let limit = configuration.maxQueuedBeforeWaiting
-        guard inFlight.load(ordering: .relaxed) >= limit else { return }
-        let id = waiters.withLock { $0.makeID() }
+        guard inFlight.count.load(ordering: .relaxed) >= limit else { return }
+        let id = inFlight.waiters.withLock { $0.makeID() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let waiting = waiters.withLock { waiters in
+                let waiting = inFlight.waiters.withLock { waiters in
                     // Checked under the lock that deliveries take after finishing: no lost wake-up.
-                    guard inFlight.load(ordering: .relaxed) >= limit else { return false }
+                    guard inFlight.count.load(ordering: .relaxed) >= limit else { return false }
                     return waiters.add(id, continuation)
                 }
                 if !waiting { continuation.resume() }
             }
         } onCancel: {
-            waiters.withLock { $0.cancel(id) }?.resume()
+            inFlight.waiters.withLock { $0.cancel(id) }?.resume()
         }
-        waiters.withLock { $0.forget(id) }
+        inFlight.waiters.withLock { $0.forget(id) }
     }
 
     private func unavailable(_ message: String) -> HTTPResponse {
@@ -337,7 +343,7 @@ public final class RelayService: Service {
             drain.withLock { $0.abandoned = true }
             resumeDrainedRun()
         }
-        let waiting = inFlight.load(ordering: .sequentiallyConsistent)
+        let waiting = inFlight.count.load(ordering: .sequentiallyConsistent)
         if waiting > 0 {
             logger.warning("relay stopped before APNs answered every push", metadata: ["pushes": .int(waiting)])
         }
@@ -347,7 +353,7 @@ public final class RelayService: Service {
     public func triggerGracefulShutdown() {
         stopping.store(true, ordering: .sequentiallyConsistent)
         // Waiting requests go on to find the relay stopping and answer 503.
-        for waiter in waiters.withLock({ $0.removeAll() }) { waiter.resume() }
+        for waiter in inFlight.waiters.withLock({ $0.removeAll() }) { waiter.resume() }
         resumeDrainedRun()
     }
 
@@ -386,6 +392,26 @@ private struct Drain {
     /// Cancelled: return without waiting for APNs' answers.
     var abandoned = false
     var waiter: CheckedContinuation<Void, Never>?
+}
+
+/// The relay's count of pushes in flight and the requests waiting for room, in an object of their
+/// own: the gauge reads the count without holding the service, and their updates (per push, from
+/// different threads) do not share a cache line with the fields every request reads.
+private final class InFlightPushes: Sendable {
+    let count = Atomic(0)
+    /// Relay requests waiting for room; every finished push also takes this lock.
+    let waiters = Mutex(Waiters())
+    /// Set when the service is gone: the gauge's reading is then dropped.
+    private let retired = Atomic(false)
+
+    /// The gauge's value, or `nil` once retired.
+    var reading: Double? {
+        retired.load(ordering: .relaxed) ? nil : Double(count.load(ordering: .relaxed))
+    }
+
+    func retire() {
+        retired.store(true, ordering: .relaxed)
+    }
 }
 
 /// When an environment's pool was last seen with a usable connection.
