@@ -427,7 +427,11 @@ private final class Liveness: Sendable {
 /// remembered so that the request does not wait at all.
 private struct Waiters {
     private var lastID = 0
+    /// First come first served from `head`: entries before it have been let through, and are
+    /// dropped in bulk, so that letting one through does not move the rest (every finished
+    /// push lets one through, and thousands may wait).
     private var waiting: [(id: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var head = 0
     private var cancelledEarly: Set<Int> = []
     private var stopped = false
 
@@ -444,7 +448,7 @@ private struct Waiters {
     }
 
     mutating func cancel(_ id: Int) -> CheckedContinuation<Void, Never>? {
-        guard let index = waiting.firstIndex(where: { $0.id == id }) else {
+        guard let index = waiting[head...].firstIndex(where: { $0.id == id }) else {
             cancelledEarly.insert(id)
             return nil
         }
@@ -457,12 +461,25 @@ private struct Waiters {
     }
 
     mutating func next() -> CheckedContinuation<Void, Never>? {
-        waiting.isEmpty ? nil : waiting.removeFirst().continuation
+        guard head < waiting.count else { return nil }
+        let continuation = waiting[head].continuation
+        head += 1
+        if head == waiting.count {
+            waiting.removeAll(keepingCapacity: waiting.count <= 4096)
+            head = 0
+        } else if head >= 256, head * 2 >= waiting.count {
+            waiting.removeFirst(head)
+            head = 0
+        }
+        return continuation
     }
 
     mutating func removeAll() -> [CheckedContinuation<Void, Never>] {
         stopped = true
-        defer { waiting = [] }
-        return waiting.map(\.continuation)
+        defer {
+            waiting = []
+            head = 0
+        }
+        return waiting[head...].map(\.continuation)
     }
 }
