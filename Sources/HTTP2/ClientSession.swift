@@ -71,7 +71,9 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
     var channel: Channel?
     private var channelClosed = false
     var nghttp2: NGHTTP2Session?
-    private var waiting = StreamQueue()
+    /// Requests waiting for a stream. Entries finished while waiting (cancelled, timed out) stay
+    /// until they reach the front and are skipped then.
+    private var waiting = FIFOQueue<ClientStream>()
     private var queuedCount = 0
     var open = OpenStreamList()
     private var defaultDeadlines = DeadlineList()

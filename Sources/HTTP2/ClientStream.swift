@@ -239,41 +239,6 @@ final class ClientStream: @unchecked Sendable {
     }
 }
 
-/// The FIFO of requests waiting for a stream. Entries finished while waiting (cancelled, timed
-/// out) stay until they reach the front and are skipped then.
-struct StreamQueue {
-    private var items: [ClientStream?] = []
-    private var head = 0
-
-    var isEmpty: Bool { head == items.count }
-
-    mutating func append(_ stream: ClientStream) {
-        items.append(stream)
-    }
-
-    mutating func popFirst() -> ClientStream? {
-        guard head < items.count else { return nil }
-        let stream = items[head]
-        items[head] = nil
-        head += 1
-        if head == items.count {
-            items.removeAll(keepingCapacity: items.count <= 4096)
-            head = 0
-        } else if head >= 1024, head * 2 >= items.count {
-            items.removeFirst(head)
-            head = 0
-        }
-        return stream
-    }
-
-    mutating func removeAll() -> [ClientStream] {
-        let remaining = items[head...].compactMap { $0 }
-        items = []
-        head = 0
-        return remaining
-    }
-}
-
 /// The open streams, as an intrusive doubly linked list: O(1) insert and remove without hashing.
 struct OpenStreamList {
     private var head: ClientStream?

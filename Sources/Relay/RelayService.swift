@@ -427,11 +427,9 @@ private final class Liveness: Sendable {
 /// remembered so that the request does not wait at all.
 private struct Waiters {
     private var lastID = 0
-    /// First come first served from `head`: entries before it have been let through, and are
-    /// dropped in bulk, so that letting one through does not move the rest (every finished
-    /// push lets one through, and thousands may wait).
-    private var waiting: [(id: Int, continuation: CheckedContinuation<Void, Never>)] = []
-    private var head = 0
+    /// Every finished push lets one through, and thousands may wait: a queue whose first
+    /// element is taken without moving the rest.
+    private var waiting = FIFOQueue<(id: Int, continuation: CheckedContinuation<Void, Never>)>()
     private var cancelledEarly: Set<Int> = []
     private var stopped = false
 
@@ -448,11 +446,11 @@ private struct Waiters {
     }
 
     mutating func cancel(_ id: Int) -> CheckedContinuation<Void, Never>? {
-        guard let index = waiting[head...].firstIndex(where: { $0.id == id }) else {
+        guard let waiter = waiting.remove(where: { $0.id == id }) else {
             cancelledEarly.insert(id)
             return nil
         }
-        return waiting.remove(at: index).continuation
+        return waiter.continuation
     }
 
     /// Drops what a cancellation that came after the wait ended left behind.
@@ -461,25 +459,11 @@ private struct Waiters {
     }
 
     mutating func next() -> CheckedContinuation<Void, Never>? {
-        guard head < waiting.count else { return nil }
-        let continuation = waiting[head].continuation
-        head += 1
-        if head == waiting.count {
-            waiting.removeAll(keepingCapacity: waiting.count <= 4096)
-            head = 0
-        } else if head >= 256, head * 2 >= waiting.count {
-            waiting.removeFirst(head)
-            head = 0
-        }
-        return continuation
+        waiting.popFirst()?.continuation
     }
 
     mutating func removeAll() -> [CheckedContinuation<Void, Never>] {
         stopped = true
-        defer {
-            waiting = []
-            head = 0
-        }
-        return waiting[head...].map(\.continuation)
+        return waiting.removeAll().map(\.continuation)
     }
 }
