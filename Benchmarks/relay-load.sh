@@ -9,6 +9,8 @@
 # ES256-JWT-shaped `authorization` as long as the one the relay signs (key BENCHKEY01, team
 # BENCHTEAM1), `apns-id`, `apns-push-type`, `apns-priority`, `apns-expiration` and `apns-topic`.
 # Every load is bounded by -d; only 127.0.0.1 is used.
+# CONCURRENCY_SERIES="64 128 256 ..." adds a stage of back-to-back runs at those connection counts,
+# with a watchdog for runs in which the relay stalls (SERIES_ROUNDS, STALL_DIR).
 # Usage: [RELAY_LOG_LEVEL=info] Benchmarks/relay-load.sh   (after `make release`, or HERALD_BIN=path/to/herald; needs wrk, h2load, h2o: scripts/bootstrap.sh --bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -138,6 +140,36 @@ echo "== relay at about 5,000 req/s (wrk -t2 -c53, 10 ms between requests per co
 fixed=$(wrk -t2 -c53 -d"$duration" --latency -s "$work/post-5k.lua" "http://127.0.0.1:$relay_port")
 echo "$fixed" | grep -E 'Requests/sec|50%|99%|wrk:'
 echo "relay-load: fixed_rate=$(awk '/Requests\/sec/ {print $2}' <<<"$fixed") p50=$(awk '/ 50%/ {print $2}' <<<"$fixed") p99=$(awk '/ 99%/ {print $2}' <<<"$fixed") rss_mb=$(rss) peak_rss_mb=$(hwm)"
+
+if [ -n "${CONCURRENCY_SERIES:-}" ]; then
+  # Back-to-back 2 s runs at the given connection counts (e.g. "64 128 256 128 256 64 256"),
+  # repeated SERIES_ROUNDS times. While each runs, a watchdog samples the relay's CPU time: a run
+  # in which the relay does almost nothing for 0.8 s is reported as a stall, with the relay's
+  # thread stacks (gdb) in $STALL_DIR (default /tmp).
+  echo "== relay at changing concurrency (${SERIES_ROUNDS:-3} rounds of: $CONCURRENCY_SERIES)"
+  for round in $(seq "${SERIES_ROUNDS:-3}"); do
+    line=""
+    for connections in $CONCURRENCY_SERIES; do
+      wrk -t2 -c"$connections" -d2s -s "$work/post.lua" "http://127.0.0.1:$relay_port" >"$work/series.out" &
+      series_pid=$!
+      sleep 0.4
+      idle=0
+      for _ in 1 2 3; do
+        before=$(cpu_ticks); sleep 0.4
+        if [ $(($(cpu_ticks) - before)) -le 1 ]; then idle=$((idle + 1)); else idle=0; fi
+        if [ "$idle" -ge 2 ]; then
+          stacks="${STALL_DIR:-/tmp}/relay-stall-$(date +%s).txt"
+          gdb -p "$relay_pid" -batch -ex "thread apply all bt 16" >"$stacks" 2>&1 || true
+          echo "relay-load: stall round=$round connections=$connections stacks=$stacks"
+          break
+        fi
+      done
+      wait "$series_pid" || true
+      line+="c$connections=$(awk '/Requests\/sec/ {printf "%d", $2}' "$work/series.out") "
+    done
+    echo "relay-load: series round=$round $line"
+  done
+fi
 
 echo "== fault: stop the sink mid-load, then start it again"
 wrk -t1 -c16 -d8s -s "$work/post.lua" "http://127.0.0.1:$relay_port" >"$work/fault-wrk.log" 2>&1 &
