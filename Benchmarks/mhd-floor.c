@@ -1,5 +1,5 @@
 /* The floor for the relay's HTTP side (Benchmarks/relay-load.sh): libmicrohttpd, configured as
- * Herald's HTTP server is (internal epoll threads, two of them), answering every request with an
+ * Herald's HTTP server is (internal poll threads, two of them), answering every request with an
  * empty 202 once its body is read, and doing nothing else. No Swift, no APNs. */
 #include <microhttpd.h>
 #include <signal.h>
@@ -22,7 +22,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection, cons
 int main(int argc, char **argv) {
   unsigned port = argc > 1 ? (unsigned)atoi(argv[1]) : 3951;
   struct MHD_Daemon *daemon = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, (uint16_t)port, NULL, NULL, &answer, NULL,
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, (uint16_t)port, NULL, NULL, &answer, NULL,
       MHD_OPTION_THREAD_POOL_SIZE, 2u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(24 * 1024),
       MHD_OPTION_END);
   if (daemon == NULL) { fprintf(stderr, "mhd-floor: cannot listen on %u\n", port); return 1; }

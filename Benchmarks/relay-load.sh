@@ -159,7 +159,14 @@ if [ -n "${CONCURRENCY_SERIES:-}" ]; then
         if [ $(($(cpu_ticks) - before)) -le 1 ]; then idle=$((idle + 1)); else idle=0; fi
         if [ "$idle" -ge 2 ]; then
           stacks="${STALL_DIR:-/tmp}/relay-stall-$(date +%s).txt"
-          gdb -p "$relay_pid" -batch -ex "thread apply all bt 16" >"$stacks" 2>&1 || true
+          {
+            # Sockets first (unread bytes on the relay's side show requests it has not read), then
+            # the threads, then the relay's own counters.
+            ss -tn state established "( sport = :$relay_port )" | awk 'NR > 1 {connections++; if ($1 > 0) unread++; queued += $1} END {printf "relay sockets: %d, with unread bytes: %d (%d bytes)\n", connections, unread, queued}'
+            ss -ltn "( sport = :$relay_port )" | awk 'NR > 1 {print "listen socket: " $2 " connections not yet accepted (backlog " $3 ")"}'
+            gdb -p "$relay_pid" -batch -ex "thread apply all bt 16" 2>&1 || true
+            curl -s -m 2 "http://127.0.0.1:$relay_port/metrics" | grep -E '^herald_(relay_in_flight|http_requests_in_flight|relay_requests_total)'
+          } >"$stacks"
           echo "relay-load: stall round=$round connections=$connections stacks=$stacks"
           break
         fi

@@ -3,7 +3,7 @@ import Synchronization
 
 /// An HTTP/1.1 server on libmicrohttpd that answers with a responder wrapped in middleware.
 ///
-/// libmicrohttpd's own threads do the I/O (epoll, keep-alive, limits, timeouts). When a request
+/// libmicrohttpd's own threads do the I/O (`poll`, keep-alive, limits, timeouts). When a request
 /// is complete, the middleware and responder are first asked to answer it at once on that thread
 /// (``HTTPResponder/respondImmediately(to:)``, for handlers that need no waiting). Otherwise its
 /// connection is suspended and the request goes to `run()`'s task group, which answers it in a

@@ -26,7 +26,13 @@ final class MHDDaemon: @unchecked Sendable {
     /// The port the daemon listens on (the real one when 0 was asked for).
     let port: Int
 
-    /// Starts libmicrohttpd with internal epoll threads and suspend/resume enabled.
+    /// Starts libmicrohttpd with internal `poll` threads and suspend/resume enabled.
+    ///
+    /// `poll`, not epoll: with epoll (libmicrohttpd 0.9.75, edge-triggered, a thread pool), a burst
+    /// of new connections sometimes left every one of them accepted with its request unread and
+    /// every thread asleep, until another connection arrived (`CONCURRENCY_SERIES` in
+    /// `Benchmarks/relay-load.sh`: 10 of 483 runs, 1 of 84 in the C floor). `poll` reports
+    /// unread data until it is read; it ran none in 175 runs, at the same rates.
     ///
     /// - Throws: ``HTTPServerError`` when the configuration is unusable or the daemon does not
     ///   start (address in use, no permission, …).
@@ -46,7 +52,7 @@ final class MHDDaemon: @unchecked Sendable {
         }
 
         var flags =
-            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
         if case .v6(let v6) = address {
             flags |= MHD_USE_IPv6.rawValue
