@@ -32,7 +32,7 @@ final class MHDDaemon: @unchecked Sendable {
     /// of new connections sometimes left every one of them accepted with its request unread and
     /// every thread asleep, until another connection arrived (`CONCURRENCY_SERIES` in
     /// `Benchmarks/relay-load.sh`: 10 of 483 runs, 1 of 84 in the C floor). `poll` reports
-    /// unread data until it is read; it ran none in 175 runs, at the same rates.
+    /// unread data until it is read; it ran none in 350 runs, at the same rates.
     ///
     /// - Throws: ``HTTPServerError`` when the configuration is unusable or the daemon does not
     ///   start (address in use, no permission, …).
