@@ -302,9 +302,11 @@ struct HTTPServerLiveTests {
         try await withServer(configure: { $0.connectionTimeout = .seconds(1) }, responder: makeTestRouter()) {
             server,
             port in
-            let stalled = try await RawConnection.open(port: port)
+            let stalled = try await RawConnection.open(
+                port: port,
+                sending: "GET /items/1 HTTP/1.1\r\nHost: x\r\nX-Half: "
+            )
             defer { stalled.close() }
-            try await stalled.send("GET /items/1 HTTP/1.1\r\nHost: x\r\nX-Half: ")
 
             for index in 0..<3 {
                 let response = try await RawConnection.request(port: port, "GET", "/items/\(index)")

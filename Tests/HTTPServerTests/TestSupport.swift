@@ -173,6 +173,20 @@ final class RawConnection: Sendable {
         try await onThread { try RawConnection(fd: connectBlocking(port: port, timeout: timeout)) }
     }
 
+    /// Connects and sends `text` in one blocking step, with no scheduling gap between the two.
+    static func open(port: Int, sending text: String) async throws -> RawConnection {
+        try await onThread {
+            let connection = try RawConnection(fd: connectBlocking(port: port, timeout: .seconds(10)))
+            do {
+                try connection.sendBlocking(Array(text.utf8))
+            } catch {
+                connection.close()
+                throw error
+            }
+            return connection
+        }
+    }
+
     /// Whether a connection attempt to `port` is refused right now.
     static func isRefused(port: Int) async throws -> Bool {
         try await onThread {
@@ -214,16 +228,17 @@ final class RawConnection: Sendable {
     }
 
     func send(_ bytes: [UInt8]) async throws {
-        let fd = self.fd
-        try await onThread {
-            var offset = 0
-            while offset < bytes.count {
-                let sent = bytes[offset...].withUnsafeBytes {
-                    Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
-                }
-                guard sent > 0 else { throw SocketError(operation: "send", code: errno) }
-                offset += sent
+        try await onThread { try self.sendBlocking(bytes) }
+    }
+
+    private func sendBlocking(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
             }
+            guard sent > 0 else { throw SocketError(operation: "send", code: errno) }
+            offset += sent
         }
     }
 
@@ -331,11 +346,16 @@ final class RawConnection: Sendable {
 
 extension RawConnection {
     /// Sends `request` on a new connection and reads one response.
+    /// Connects, sends `request` and reads the answer in one blocking step on one thread: a
+    /// server with a short `connectionTimeout` must not see the gap a busy cooperative pool can
+    /// leave between an `await`ed connect and the send that follows it.
     static func exchange(port: Int, _ request: String, head: Bool = false) async throws -> RawResponse {
-        let connection = try await RawConnection.open(port: port)
-        defer { connection.close() }
-        try await connection.send(request)
-        return try await connection.readResponse(head: head)
+        try await onThread {
+            let connection = try RawConnection(fd: connectBlocking(port: port, timeout: .seconds(10)))
+            defer { connection.close() }
+            try connection.sendBlocking(Array(request.utf8))
+            return try connection.readResponseBlocking(head: head)
+        }
     }
 
     /// `GET path` (or another method) with `Connection: close`.
