@@ -1,7 +1,11 @@
 import APNs
 import APNsSimulator
+import Foundation
 import HeraldCore
 import Testing
+
+@testable import HTTPServer
+@testable import Relay
 
 /// When senders outpace APNs, relay requests wait for room instead of queueing without bound.
 @Suite("Relay backpressure")
@@ -27,6 +31,85 @@ struct RelayBackpressureTests {
                 try await Task.sleep(for: .milliseconds(25))
             }
             #expect(metrics.value("herald_relay_in_flight") == 0)
+        }
+    }
+
+    private func push(_ token: String, _ id: String) -> HTTPRequest {
+        HTTPRequest(
+            method: "POST",
+            path: "/push/\(token)/\(id)",
+            headers: HTTPHeaders([("Content-Encoding", "aes128gcm")]),
+            body: [1, 2, 3]
+        )
+    }
+
+    /// `relayImmediately` as an HTTP thread calls it: blocking, on a thread of its own.
+    private func relayOnThread(_ service: RelayService, _ request: HTTPRequest) async -> HTTPResponse? {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: service.relayImmediately(request)) }.start()
+        }
+    }
+
+    @Test func aFullQueuePausesTheHTTPThreadUntilAPNsAnswersAndTheRequestIsThenAccepted() async throws {
+        let metrics = MetricsRegistry()
+        try await RelayHarness.with(metrics: metrics, maxQueuedBeforeWaiting: 1, maximumPause: .seconds(20)) {
+            relay in
+            let token = randomToken()
+            #expect(try await relay.post("/push/\(token)/warm").status == 202)
+            _ = try await relay.deliveries(token: token)
+            _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.milliseconds(300)), token: token))
+
+            // The first fills the queue; the second pauses until APNs has answered it.
+            #expect(await relayOnThread(relay.service, push(token, "fills"))?.status == 202)
+            let paused = await relayOnThread(relay.service, push(token, "paused"))
+            #expect(paused?.status == 202, "accepted on the HTTP thread, not handed to a task")
+            #expect(metrics.value("herald_relay_pauses_total", labels: [("outcome", "room")]) == 1)
+            #expect(metrics.value("herald_relay_pauses_total", labels: [("outcome", "timeout")]) == nil)
+            let delivered = try await relay.deliveries(token: token, count: 3)
+            #expect(delivered.filter { $0.status == 200 }.count == 3)
+        }
+    }
+
+    @Test func aPauseInWhichAPNsAnswersNothingEndsAndTheRequestWaitsInATask() async throws {
+        let metrics = MetricsRegistry()
+        try await RelayHarness.with(metrics: metrics, maxQueuedBeforeWaiting: 1, maximumPause: .milliseconds(200)) {
+            relay in
+            let token = randomToken()
+            #expect(try await relay.post("/push/\(token)/warm").status == 202)
+            _ = try await relay.deliveries(token: token)
+            _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.seconds(3)), token: token))
+
+            #expect(await relayOnThread(relay.service, push(token, "fills"))?.status == 202)
+            // APNs is slower than the pause: nothing decided, nothing sent.
+            #expect(await relayOnThread(relay.service, push(token, "gives-up")) == nil)
+            #expect(metrics.value("herald_relay_pauses_total", labels: [("outcome", "timeout")]) == 1)
+            // Through the server, the same request takes the asynchronous path and is accepted
+            // once there is room.
+            #expect(try await relay.post("/push/\(token)/in-a-task").status == 202)
+            #expect(relay.server.statistics.suspensions >= 1)
+            let delivered = try await relay.deliveries(token: token, count: 3)
+            #expect(delivered.filter { $0.status == 200 }.count == 3)
+        }
+    }
+
+    @Test func shutdownReleasesAPausedThreadWith503() async throws {
+        let metrics = MetricsRegistry()
+        try await RelayHarness.with(metrics: metrics, maxQueuedBeforeWaiting: 1, maximumPause: .seconds(30)) {
+            relay in
+            let token = randomToken()
+            #expect(try await relay.post("/push/\(token)/warm").status == 202)
+            _ = try await relay.deliveries(token: token)
+            _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.seconds(5)), token: token))
+
+            #expect(await relayOnThread(relay.service, push(token, "fills"))?.status == 202)
+            async let paused = relayOnThread(relay.service, push(token, "paused"))
+            try await Task.sleep(for: .milliseconds(200))
+            relay.service.triggerGracefulShutdown()
+            let response = await paused
+            #expect(response?.status == 503)
+            #expect(response?.headers["Retry-After"] == "10")
+            // Woken by the shutdown, not by room: the first push still waits for APNs.
+            #expect(metrics.value("herald_relay_in_flight") == 1)
         }
     }
 }

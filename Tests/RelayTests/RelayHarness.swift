@@ -28,6 +28,7 @@ struct RelayHarness {
         apnsPort: Int? = nil,
         metrics: MetricsRegistry = MetricsRegistry(),
         maxQueuedBeforeWaiting: Int = 1_024,
+        maximumPause: Duration = .milliseconds(20),
         runsService: Bool = true,
         _ body: (RelayHarness) async throws -> Void
     ) async throws {
@@ -82,6 +83,7 @@ struct RelayHarness {
         }
         var relayConfiguration = RelayService.Configuration(topic: topic)
         relayConfiguration.maxQueuedBeforeWaiting = maxQueuedBeforeWaiting
+        relayConfiguration.maximumPause = maximumPause
         let service = RelayService(
             configuration: relayConfiguration,
             routes: routes,
