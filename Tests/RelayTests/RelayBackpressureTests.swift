@@ -43,6 +43,15 @@ struct RelayBackpressureTests {
         )
     }
 
+    /// Waits until no push is in flight: the simulator records a push before the relay has its
+    /// answer, and a push still in flight would fill the queue of one.
+    private func waitUntilIdle(_ metrics: MetricsRegistry) async throws {
+        for _ in 0..<400 where metrics.value("herald_relay_in_flight") != 0 {
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        try #require(metrics.value("herald_relay_in_flight") == 0)
+    }
+
     /// `relayImmediately` as an HTTP thread calls it: blocking, on a thread of its own.
     private func relayOnThread(_ service: RelayService, _ request: HTTPRequest) async -> HTTPResponse? {
         await withCheckedContinuation { continuation in
@@ -57,6 +66,7 @@ struct RelayBackpressureTests {
             let token = randomToken()
             #expect(try await relay.post("/push/\(token)/warm").status == 202)
             _ = try await relay.deliveries(token: token)
+            try await waitUntilIdle(metrics)
             _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.milliseconds(300)), token: token))
 
             // The first fills the queue; the second pauses until APNs has answered it.
@@ -77,6 +87,7 @@ struct RelayBackpressureTests {
             let token = randomToken()
             #expect(try await relay.post("/push/\(token)/warm").status == 202)
             _ = try await relay.deliveries(token: token)
+            try await waitUntilIdle(metrics)
             _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.seconds(3)), token: token))
 
             #expect(await relayOnThread(relay.service, push(token, "fills"))?.status == 202)
@@ -99,6 +110,7 @@ struct RelayBackpressureTests {
             let token = randomToken()
             #expect(try await relay.post("/push/\(token)/warm").status == 202)
             _ = try await relay.deliveries(token: token)
+            try await waitUntilIdle(metrics)
             _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.seconds(5)), token: token))
 
             #expect(await relayOnThread(relay.service, push(token, "fills"))?.status == 202)
