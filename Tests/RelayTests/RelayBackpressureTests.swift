@@ -43,15 +43,6 @@ struct RelayBackpressureTests {
         )
     }
 
-    /// Waits until no push is in flight: the simulator records a push before the relay has its
-    /// answer, and a push still in flight would fill the queue of one.
-    private func waitUntilIdle(_ metrics: MetricsRegistry) async throws {
-        for _ in 0..<400 where metrics.value("herald_relay_in_flight") != 0 {
-            try await Task.sleep(for: .milliseconds(25))
-        }
-        try #require(metrics.value("herald_relay_in_flight") == 0)
-    }
-
     /// `relayImmediately` as an HTTP thread calls it: blocking, on a thread of its own.
     private func relayOnThread(_ service: RelayService, _ request: HTTPRequest) async -> HTTPResponse? {
         await withCheckedContinuation { continuation in
@@ -59,18 +50,33 @@ struct RelayBackpressureTests {
         }
     }
 
-    @Test func aFullQueuePausesTheHTTPThreadUntilAPNsAnswersAndTheRequestIsThenAccepted() async throws {
+    /// A relay with a queue of one, filled with a push APNs answers after `apnsDelay`: `body`
+    /// gets the relay, its metrics and the push's token.
+    private func withFullQueue(
+        maximumPause: Duration,
+        apnsDelay: Duration,
+        _ body: (RelayHarness, MetricsRegistry, String) async throws -> Void
+    ) async throws {
         let metrics = MetricsRegistry()
-        try await RelayHarness.with(metrics: metrics, maxQueuedBeforeWaiting: 1, maximumPause: .seconds(20)) {
+        try await RelayHarness.with(metrics: metrics, maxQueuedBeforeWaiting: 1, maximumPause: maximumPause) {
             relay in
             let token = randomToken()
             #expect(try await relay.post("/push/\(token)/warm").status == 202)
             _ = try await relay.deliveries(token: token)
-            try await waitUntilIdle(metrics)
-            _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.milliseconds(300)), token: token))
-
-            // The first fills the queue; the second pauses until APNs has answered it.
+            // The simulator records a push before the relay has its answer: wait for the answer,
+            // or the warm-up push would be the one filling the queue.
+            for _ in 0..<400 where metrics.value("herald_relay_in_flight") != 0 {
+                try await Task.sleep(for: .milliseconds(25))
+            }
+            try #require(metrics.value("herald_relay_in_flight") == 0)
+            _ = relay.simulator.addFault(APNSSimulatorFault(.delay(apnsDelay), token: token))
             #expect(await relayOnThread(relay.service, push(token, "fills"))?.status == 202)
+            try await body(relay, metrics, token)
+        }
+    }
+
+    @Test func aFullQueuePausesTheHTTPThreadUntilAPNsAnswersAndTheRequestIsThenAccepted() async throws {
+        try await withFullQueue(maximumPause: .seconds(20), apnsDelay: .milliseconds(300)) { relay, metrics, token in
             let paused = await relayOnThread(relay.service, push(token, "paused"))
             #expect(paused?.status == 202, "accepted on the HTTP thread, not handed to a task")
             #expect(metrics.value("herald_relay_pauses_total", labels: [("outcome", "room")]) == 1)
@@ -81,16 +87,7 @@ struct RelayBackpressureTests {
     }
 
     @Test func aPauseInWhichAPNsAnswersNothingEndsAndTheRequestWaitsInATask() async throws {
-        let metrics = MetricsRegistry()
-        try await RelayHarness.with(metrics: metrics, maxQueuedBeforeWaiting: 1, maximumPause: .milliseconds(200)) {
-            relay in
-            let token = randomToken()
-            #expect(try await relay.post("/push/\(token)/warm").status == 202)
-            _ = try await relay.deliveries(token: token)
-            try await waitUntilIdle(metrics)
-            _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.seconds(3)), token: token))
-
-            #expect(await relayOnThread(relay.service, push(token, "fills"))?.status == 202)
+        try await withFullQueue(maximumPause: .milliseconds(200), apnsDelay: .seconds(3)) { relay, metrics, token in
             // APNs is slower than the pause: nothing decided, nothing sent.
             #expect(await relayOnThread(relay.service, push(token, "gives-up")) == nil)
             #expect(metrics.value("herald_relay_pauses_total", labels: [("outcome", "timeout")]) == 1)
@@ -104,16 +101,7 @@ struct RelayBackpressureTests {
     }
 
     @Test func shutdownReleasesAPausedThreadWith503() async throws {
-        let metrics = MetricsRegistry()
-        try await RelayHarness.with(metrics: metrics, maxQueuedBeforeWaiting: 1, maximumPause: .seconds(30)) {
-            relay in
-            let token = randomToken()
-            #expect(try await relay.post("/push/\(token)/warm").status == 202)
-            _ = try await relay.deliveries(token: token)
-            try await waitUntilIdle(metrics)
-            _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.seconds(5)), token: token))
-
-            #expect(await relayOnThread(relay.service, push(token, "fills"))?.status == 202)
+        try await withFullQueue(maximumPause: .seconds(30), apnsDelay: .seconds(5)) { relay, metrics, token in
             async let paused = relayOnThread(relay.service, push(token, "paused"))
             try await Task.sleep(for: .milliseconds(200))
             relay.service.triggerGracefulShutdown()
