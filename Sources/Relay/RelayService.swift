@@ -449,7 +449,8 @@ private struct Drain {
 /// different threads) do not share a cache line with the fields every request reads.
 private final class InFlightPushes: Sendable {
     let count = Atomic(0)
-    /// Pushes finished so far: whether APNs progressed during a pause of an HTTP thread.
+    /// Releases of `count` so far (nearly all of them APNs' answers): whether APNs progressed
+    /// during a pause of an HTTP thread.
     let finished = Atomic(0)
     /// Relay requests waiting for room; every finished push also takes this lock.
     let waiters = Mutex(Waiters())
