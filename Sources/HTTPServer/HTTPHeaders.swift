@@ -103,6 +103,10 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
     /// - Precondition: the name is shorter than 64 KiB and the value than 4 GiB.
     public mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         precondition(name.count <= Int(UInt16.max) && value.count <= Int(UInt32.max), "header field too large")
+        // One allocation for the whole field: appending its four parts to a small array would
+        // grow it up to three times (a response's first field, such as `X-Request-Id`, did).
+        let needed = storage.count + Self.recordHeader + name.count + value.count
+        if needed > storage.capacity { storage.reserveCapacity(Swift.max(needed, 2 * storage.capacity)) }
         withUnsafeBytes(of: UInt16(name.count).littleEndian) { storage.append(contentsOf: $0) }
         withUnsafeBytes(of: UInt32(value.count).littleEndian) { storage.append(contentsOf: $0) }
         storage.append(contentsOf: name)
