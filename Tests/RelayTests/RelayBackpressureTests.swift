@@ -112,4 +112,32 @@ struct RelayBackpressureTests {
             #expect(metrics.value("herald_relay_in_flight") == 1)
         }
     }
+
+    @Test func whenAPNsAnswersFewerThanABatchInAPauseTheRequestTakesTheRoomThereIs() async throws {
+        let metrics = MetricsRegistry()
+        // A queue of 128 reopens below 126: one answer during the pause is not a batch.
+        try await RelayHarness.with(metrics: metrics, maxQueuedBeforeWaiting: 128, maximumPause: .seconds(1)) {
+            relay in
+            let (fast, slow) = (randomToken(), randomToken())
+            #expect(try await relay.post("/push/\(fast)/warm").status == 202)
+            _ = try await relay.deliveries(token: fast)
+            for _ in 0..<400 where metrics.value("herald_relay_in_flight") != 0 {
+                try await Task.sleep(for: .milliseconds(25))
+            }
+            try #require(metrics.value("herald_relay_in_flight") == 0)
+            _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.milliseconds(200)), token: fast))
+            _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.seconds(4)), token: slow))
+
+            #expect(await relayOnThread(relay.service, push(fast, "answered-soon"))?.status == 202)
+            for index in 0..<127 {
+                #expect(await relayOnThread(relay.service, push(slow, "fill-\(index)"))?.status == 202)
+            }
+            // Full. The pause sees one answer (after 200 ms), not a batch, and at its end takes the
+            // room that answer made instead of handing the request to a task.
+            let late = await relayOnThread(relay.service, push(slow, "late"))
+            #expect(late?.status == 202)
+            #expect(metrics.value("herald_relay_pauses_total", labels: [("outcome", "room")]) == 1)
+            #expect(metrics.value("herald_relay_pauses_total", labels: [("outcome", "timeout")]) == nil)
+        }
+    }
 }
