@@ -50,6 +50,15 @@ struct RelayBackpressureTests {
         }
     }
 
+    /// The simulator records a push before the relay has its answer: waits for the answer, or the
+    /// warm-up push would be the one filling the queue.
+    private func waitForTheWarmUpAnswer(_ metrics: MetricsRegistry) async throws {
+        for _ in 0..<400 where metrics.value("herald_relay_in_flight") != 0 {
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        try #require(metrics.value("herald_relay_in_flight") == 0)
+    }
+
     /// A relay with a queue of one, filled with a push APNs answers after `apnsDelay`: `body`
     /// gets the relay, its metrics and the push's token.
     private func withFullQueue(
@@ -63,12 +72,7 @@ struct RelayBackpressureTests {
             let token = randomToken()
             #expect(try await relay.post("/push/\(token)/warm").status == 202)
             _ = try await relay.deliveries(token: token)
-            // The simulator records a push before the relay has its answer: wait for the answer,
-            // or the warm-up push would be the one filling the queue.
-            for _ in 0..<400 where metrics.value("herald_relay_in_flight") != 0 {
-                try await Task.sleep(for: .milliseconds(25))
-            }
-            try #require(metrics.value("herald_relay_in_flight") == 0)
+            try await waitForTheWarmUpAnswer(metrics)
             _ = relay.simulator.addFault(APNSSimulatorFault(.delay(apnsDelay), token: token))
             #expect(await relayOnThread(relay.service, push(token, "fills"))?.status == 202)
             try await body(relay, metrics, token)
@@ -121,10 +125,7 @@ struct RelayBackpressureTests {
             let (fast, slow) = (randomToken(), randomToken())
             #expect(try await relay.post("/push/\(fast)/warm").status == 202)
             _ = try await relay.deliveries(token: fast)
-            for _ in 0..<400 where metrics.value("herald_relay_in_flight") != 0 {
-                try await Task.sleep(for: .milliseconds(25))
-            }
-            try #require(metrics.value("herald_relay_in_flight") == 0)
+            try await waitForTheWarmUpAnswer(metrics)
             _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.seconds(1)), token: fast))
             _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.seconds(10)), token: slow))
 
