@@ -213,22 +213,18 @@ public final class RelayService: Service {
                     progress: { [inFlight] in inFlight.finished.load(ordering: .relaxed) }
                 )
                 switch outcome {
-                case .room(paused: true):
-                    pauses.increment(labels: [("outcome", "room")])
-                    guard hasLiveConnection(route, push.environment, fresh: true) else { return nil }
                 case .room(paused: false): break
-                case .timedOut:
-                    // APNs answered fewer than a batch in the whole pause (a slow connection, not
-                    // a stalled one), yet there is room for this push: take it. Sending it to a
-                    // task instead would let the thread accept one push per pause, far below what
-                    // APNs takes.
-                    guard inFlight.count.load(ordering: .sequentiallyConsistent) < configuration.maxQueuedBeforeWaiting,
-                        hasLiveConnection(route, push.environment, fresh: true)
-                    else {
-                        pauses.increment(labels: [("outcome", "timeout")])
-                        return nil
-                    }
-                    pauses.increment(labels: [("outcome", "room")])
+                case .room(paused: true), .timedOut:
+                    // A pause that timed out saw fewer answers than a batch (a slow connection,
+                    // not a stalled one): the push takes whatever room they made. Sending it to
+                    // a task instead would let the thread accept one push per pause, far below
+                    // what APNs takes.
+                    let hasRoom =
+                        outcome.hasRoom
+                        || inFlight.count.load(ordering: .sequentiallyConsistent) < configuration.maxQueuedBeforeWaiting
+                    pauses.increment(labels: [("outcome", hasRoom ? "room" : "timeout")])
+                    // The room may come from a lost connection's failed pushes.
+                    guard hasRoom, hasLiveConnection(route, push.environment, fresh: true) else { return nil }
                 case .heldOff:
                     pauses.increment(labels: [("outcome", "held_off")])
                     return nil

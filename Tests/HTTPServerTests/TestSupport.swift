@@ -345,10 +345,9 @@ final class RawConnection: Sendable {
 }
 
 extension RawConnection {
-    /// Sends `request` on a new connection and reads one response.
-    /// Connects, sends `request` and reads the answer in one blocking step on one thread: a
-    /// server with a short `connectionTimeout` must not see the gap a busy cooperative pool can
-    /// leave between an `await`ed connect and the send that follows it.
+    /// Sends `request` on a new connection and reads one response, in one blocking step on one
+    /// thread: a server with a short `connectionTimeout` must not see the gap a busy cooperative
+    /// pool can leave between an `await`ed connect and the send that follows it.
     static func exchange(port: Int, _ request: String, head: Bool = false) async throws -> RawResponse {
         try await onThread {
             let connection = try RawConnection(fd: connectBlocking(port: port, timeout: .seconds(10)))
