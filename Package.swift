@@ -48,6 +48,12 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // The `herald` executable's memory allocator (README: "Memory allocator").
+        .systemLibrary(
+            name: "CJemalloc",
+            pkgConfig: "jemalloc",
+            providers: [.apt(["libjemalloc-dev"])]
+        ),
 
         // What Glibc does not expose to Swift (epoll, eventfd, signalfd) and C macros.
         .target(name: "CHeraldShims", dependencies: ["COpenSSL"]),
@@ -109,7 +115,7 @@ let package = Package(
             name: "herald",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPServer", "Storage", "Jobs", "Notifications", "HeraldAPI", "APNs",
-                "APNsSimulator", "Relay",
+                "APNsSimulator", "Relay", "CJemalloc",
             ],
             swiftSettings: swiftSettings
         ),

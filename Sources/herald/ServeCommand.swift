@@ -201,6 +201,7 @@ enum ServeCommand {
                         "address": .string("http://\(configuration.host):\(port)"),
                         "database": .string(DatabaseFactory.redact(url: configuration.databaseURL)),
                         "version": .string(Herald.version),
+                        "allocator": .string(Allocator.description),
                     ]
                     if let apns { metadata["relay_topic"] = .string(apns.relayApp.bundleID) }
                     metadata["api_keys"] = .int(apiKeys.count)

@@ -42,7 +42,7 @@ enum Herald {
             print(usage, terminator: "")
             return 0
         case "--version", "version":
-            print("herald \(version)")
+            print("herald \(version) (\(Allocator.description))")
             return 0
         case "serve":
             return await ServeCommand.run(arguments)
