@@ -1,4 +1,6 @@
 import CJemalloc
+import Foundation
+import HeraldCore
 
 /// The memory allocator of this process: jemalloc, linked into the `herald` executable in place
 /// of Glibc's malloc.
@@ -14,5 +16,38 @@ enum Allocator {
     static var description: String {
         guard let version = herald_jemalloc_version() else { return "jemalloc (version unknown)" }
         return "jemalloc \(String(cString: version))"
+    }
+
+    /// jemalloc's own counts in bytes, `nil` when it keeps none.
+    static func statistics() -> (allocated: Int, resident: Int)? {
+        var allocated = 0
+        var resident = 0
+        guard herald_jemalloc_statistics(&allocated, &resident) == 0 else { return nil }
+        return (allocated, resident)
+    }
+
+    /// The process's resident set in bytes (`/proc/self/statm`), `nil` when unreadable.
+    static func residentSetBytes() -> Int? {
+        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+        let fields = statm.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// Memory gauges, read when `/metrics` is rendered. Call once per process: a reading gauge
+    /// sums every source registered under its name.
+    static func registerMetrics(in registry: MetricsRegistry) {
+        registry.gauge(
+            "herald_memory_allocated_bytes",
+            help: "Bytes allocated and not yet freed (jemalloc's stats.allocated)."
+        ) { statistics().map { Double($0.allocated) } }
+        registry.gauge(
+            "herald_memory_allocator_resident_bytes",
+            help: "Bytes jemalloc keeps resident, its caches and metadata included (stats.resident)."
+        ) { statistics().map { Double($0.resident) } }
+        registry.gauge(
+            "herald_process_resident_memory_bytes",
+            help: "The process's resident set size, in bytes."
+        ) { residentSetBytes().map(Double.init) }
     }
 }

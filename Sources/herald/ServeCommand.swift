@@ -93,6 +93,7 @@ enum ServeCommand {
             handler: StreamLogHandler(format: configuration.logFormat)
         )
         let logger = Logger(label: "herald")
+        Allocator.registerMetrics(in: .shared)
         var simulator: DemoSimulator?
         if useSimulator {
             do {

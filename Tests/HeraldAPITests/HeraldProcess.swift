@@ -13,7 +13,8 @@ final class HeraldProcess: Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("herald")
     }
 
-    /// Standard error collected so far; written by the pipe's reader thread.
+    /// Standard error (and standard output, when asked for) collected so far; written by the
+    /// pipe's reader thread.
     final class Output: Sendable {
         let text = Mutex<String>("")
     }
@@ -22,7 +23,8 @@ final class HeraldProcess: Sendable {
     private let output = Output()
     private let errors = Pipe()
 
-    init(arguments: [String], environment: [String: String]) throws {
+    /// `capturingStandardOutput`: standard output goes to ``log`` too (otherwise nowhere).
+    init(arguments: [String], environment: [String: String], capturingStandardOutput: Bool = false) throws {
         process = Process()
         process.executableURL = Self.binary
         process.arguments = arguments
@@ -30,7 +32,7 @@ final class HeraldProcess: Sendable {
         for name in ["PORT", "HOST", "DATABASE_URL", "LOG_LEVEL", "LOG_FORMAT"] { merged[name] = nil }
         merged.merge(environment) { _, new in new }
         process.environment = merged
-        process.standardOutput = FileHandle.nullDevice
+        process.standardOutput = capturingStandardOutput ? errors : FileHandle.nullDevice
         process.standardError = errors
         let output = self.output
         errors.fileHandleForReading.readabilityHandler = { handle in

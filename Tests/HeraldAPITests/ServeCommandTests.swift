@@ -28,6 +28,10 @@ import Testing
         )
         let port = try await herald.listeningPort()
         let base = "http://127.0.0.1:\(port)"
+        #expect(
+            herald.log.contains(#"allocator="jemalloc "#),
+            "the start-up line names the allocator; log:\n\(herald.log)"
+        )
 
         let root = try await fetch(base + "/")
         #expect(root.status == 200)
@@ -44,6 +48,15 @@ import Testing
         let metrics = try await fetch(base + "/metrics")
         #expect(metrics.body.contains(#"herald_http_requests_total{method="GET",route="/healthz",status="200"} 1"#))
         #expect(metrics.body.contains("herald_http_request_duration_seconds_bucket"))
+        // The executable's allocator (jemalloc) and the process's memory, read at render time.
+        for gauge in [
+            "herald_memory_allocated_bytes", "herald_memory_allocator_resident_bytes",
+            "herald_process_resident_memory_bytes",
+        ] {
+            let line = metrics.body.split(separator: "\n").first { $0.hasPrefix(gauge + " ") }
+            let value = line.flatMap { Double($0.split(separator: " ")[1]) } ?? 0
+            #expect(value > 1_000_000, "\(gauge) should be a plausible byte count; got \(line ?? "no line")")
+        }
 
         herald.signal(SIGINT)
         let status = try await herald.waitForExit(timeout: .seconds(10))
@@ -74,8 +87,15 @@ import Testing
     }
 
     @Test func helpAndVersion() async throws {
-        let version = try HeraldProcess(arguments: ["--version"], environment: [:])
+        let version = try HeraldProcess(arguments: ["--version"], environment: [:], capturingStandardOutput: true)
         #expect(try await version.waitForExit(timeout: .seconds(10)) == 0)
+        // The pipe's reader may still be catching up with the process's one line.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !version.log.contains("\n"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(version.log.hasPrefix("herald 0."), "log: \(version.log)")
+        #expect(version.log.contains("(jemalloc 5."), "the version names the allocator; log: \(version.log)")
         let unknown = try HeraldProcess(arguments: ["serve", "--bogus"], environment: [:])
         #expect(try await unknown.waitForExit(timeout: .seconds(10)) == 2)
         #expect(unknown.log.contains("unknown option --bogus"))
