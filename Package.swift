@@ -137,6 +137,7 @@ let package = Package(
         ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: swiftSettings),
         .testTarget(name: "HeraldCryptoTests", dependencies: ["HeraldCrypto"], swiftSettings: swiftSettings),
+        .testTarget(name: "HeraldIOTests", dependencies: ["HeraldIO"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HTTP2Tests",
             dependencies: ["HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto"],

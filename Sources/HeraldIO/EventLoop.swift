@@ -90,9 +90,12 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs `task` on the loop thread, after the I/O events of the current iteration. Tasks run in
     /// the order they were submitted. Safe to call from any thread, including the loop's own.
+    /// Once the loop has stopped (``shutdown()``), `task` is dropped: there is no thread left to
+    /// run it.
     public func execute(_ task: @escaping @Sendable () -> Void) {
         let fromLoop = inEventLoop
         let wake = inbox.withLock { inbox -> Bool in
+            if inbox.stopped { return false }
             inbox.tasks.append(task)
             if fromLoop || !inbox.mayBeSleeping || inbox.wakePending { return false }
             inbox.wakePending = true
@@ -105,6 +108,10 @@ public final class EventLoop: @unchecked Sendable {
     public func shutdown() {
         execute { [self] in self.running = false }
     }
+
+    /// True once the loop has stopped: its thread is exiting or gone, and ``execute(_:)`` drops
+    /// what it is given.
+    public var isStopped: Bool { inbox.withLock { $0.stopped } }
 
     // MARK: time
 
@@ -218,12 +225,25 @@ public final class EventLoop: @unchecked Sendable {
             runDueTimers()
             runTasks()
         }
-        inbox.withLock { $0.stopped = true }
+        // Tasks queued after the last turn are dropped, and released outside the lock: a task's
+        // captures may call `execute` as they go.
+        let dropped = inbox.withLock { inbox in
+            inbox.stopped = true
+            defer { inbox.tasks = [] }
+            return inbox.tasks
+        }
+        _ = consume dropped
         for (fd, registration) in registrations {
             _ = cherald_epoll_ctl(epollFD, Int32(CHERALD_EPOLL_CTL_DEL), fd, 0, 0)
             registration.handler.loopShutdown()
         }
         registrations = [:]
+        // The epoll and eventfd descriptors stay open until `deinit`: a thread inside
+        // `execute` may still be about to signal the eventfd, and once closed its number could
+        // already belong to another file, which would then receive those 8 bytes.
+    }
+
+    deinit {
         close(epollFD)
         close(wakeFD)
     }
