@@ -25,10 +25,11 @@ swift test --skip-build --verbose "$@"
 # dynamic linker binds must go to libjemalloc, not to Glibc.
 echo "== the herald executable's allocator"
 herald=$(swift build --show-bin-path)/herald
-"$herald" --version | grep -q '(jemalloc ' || { echo "herald --version does not name jemalloc" >&2; exit 1; }
+version=$("$herald" --version)
+grep -q '(jemalloc ' <<<"$version" || { echo "herald --version does not name jemalloc: $version" >&2; exit 1; }
 bindings=$(LD_DEBUG=bindings "$herald" --version 2>&1 >/dev/null | grep -E "normal symbol \`(malloc|free)'" || true)
 [ -n "$bindings" ] || { echo "no malloc/free bindings seen (LD_DEBUG)" >&2; exit 1; }
 # "binding file A [0] to B [0]: normal symbol `malloc'": B is where the symbol was found.
 elsewhere=$(sed -E 's/.* to ([^ ]+) \[.*/\1/' <<<"$bindings" | grep -v '/libjemalloc\.so' || true)
 [ -z "$elsewhere" ] || { echo "malloc or free bound outside libjemalloc: $(sort -u <<<"$elsewhere")" >&2; exit 1; }
-echo "allocator: $("$herald" --version | sed 's/.*(\(.*\))/\1/'), $(wc -l <<<"$bindings") malloc/free bindings, all to libjemalloc"
+echo "allocator: $(sed 's/.*(\(.*\))/\1/' <<<"$version"), $(wc -l <<<"$bindings") malloc/free bindings, all to libjemalloc"
