@@ -624,7 +624,9 @@ struct HTTPServerLiveTests {
         // The handler ignores cancellation until its gate opens: run() waits for it, then returns.
         gate.open()
         try await withTimeout("run() to return") { try await running.value }
-        #expect(try await connection.waitForClose())
+        // The handler may return before run() closes the connections; its answer then goes out
+        // first (seen on a loaded machine). Either way the connection must end.
+        #expect(try await connection.waitForEnd())
         #expect(try await RawConnection.isRefused(port: port))
         try await eventually("contexts to be released") { server.statistics.liveContexts == 0 }
     }

@@ -260,6 +260,23 @@ final class RawConnection: Sendable {
         }
     }
 
+    /// Reads until the peer closes (end of stream or a reset): `true` then, `false` on a receive
+    /// timeout or after 1 MB. Unlike ``waitForClose()``, bytes before the end are allowed.
+    func waitForEnd() async throws -> Bool {
+        let fd = self.fd
+        return try await onThread {
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            var total = 0
+            while total < 1 << 20 {
+                let received = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if received == 0 { return true }
+                if received < 0 { return errno == ECONNRESET }
+                total += received
+            }
+            return false
+        }
+    }
+
     func close() {
         Glibc.close(fd)
     }
