@@ -420,7 +420,9 @@ struct HTTPServerLiveTests {
 
         server.triggerGracefulShutdown()
         try await withTimeout("run() to return") { try await running.value }
-        #expect(try await connection.waitForClose())
+        // The cancelled handler's error answer may go out before run() closes the connection,
+        // as in `cancellation()`. Either way the connection must end.
+        #expect(try await connection.waitForEnd())
         try await eventually("contexts to be released") { server.statistics.liveContexts == 0 }
     }
 
