@@ -103,7 +103,10 @@ extension ClientSession {
 
     func onFrameSent(_ frame: UnsafePointer<nghttp2_frame>) {
         guard Int(frame.pointee.hd.type) == Int(NGHTTP2_HEADERS.rawValue) else { return }
-        withStream(frame.pointee.hd.stream_id) { $0.headersSent = true }
+        withStream(frame.pointee.hd.stream_id) { stream in
+            stream.headersSent = true
+            stream.releaseRequestFields()
+        }
     }
 
     func onFrameNotSent(_ frame: UnsafePointer<nghttp2_frame>, libraryError: Int32) {

@@ -438,7 +438,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
                 streamPointer
             )
         }
-        stream.releaseRequestFields()  // nghttp2 copied the fields
+        // nghttp2 reads the fields in place until the HEADERS frame is sent (`onFrameSent`).
         guard streamID > 0 else {
             if streamID == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue {
                 let error = HTTP2Error(

@@ -147,8 +147,10 @@ final class ClientStream: @unchecked Sendable {
         requestFields.map { UnsafePointer($0.assumingMemoryBound(to: nghttp2_nv.self)) }
     }
 
-    /// Loop thread: nghttp2 has copied the header block. Its memory becomes the storage for the
-    /// response's header fields (large enough for APNs' few short ones), saving an allocation.
+    /// Loop thread: nghttp2 has sent the HEADERS frame, so it no longer reads the header block
+    /// (``HTTP2HeaderBlockWriter``'s fields are not copied). Its memory becomes the storage for
+    /// the response's header fields (large enough for APNs' few short ones), saving an
+    /// allocation.
     func releaseRequestFields() {
         guard let requestFields else { return }
         self.requestFields = nil

@@ -11,6 +11,13 @@ import CNGHTTP2
 /// more traps.
 ///
 /// Names are written as given: HTTP/2 needs them lowercase.
+///
+/// Every field is flagged `NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE`: nghttp2
+/// reads the names and values from this block when it encodes the HEADERS frame, instead of
+/// copying them (and lowercasing the names) when the request is submitted, one allocation and
+/// copy fewer per request. So the block must live until the frame is sent or given up: the
+/// ``ClientStream`` that owns it lets it go on nghttp2's frame-sent callback, or in `deinit`
+/// (the session keeps every stream nghttp2 knows alive until nghttp2 is done with it).
 package struct HTTP2HeaderBlockWriter: ~Copyable {
     private let fields: UnsafeMutablePointer<nghttp2_nv>
     private let fieldCapacity: Int
@@ -92,10 +99,12 @@ package struct HTTP2HeaderBlockWriter: ~Copyable {
             value: value,
             namelen: nameLength,
             valuelen: valueLength,
-            flags: neverIndex ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+            flags: neverIndex ? Self.noCopy | UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : Self.noCopy
         )
         count += 1
     }
+
+    private static let noCopy = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue | NGHTTP2_NV_FLAG_NO_COPY_VALUE.rawValue)
 
     private mutating func copy(_ string: StaticString) -> Int {
         let length = string.utf8CodeUnitCount

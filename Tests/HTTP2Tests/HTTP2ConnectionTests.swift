@@ -579,7 +579,10 @@ struct HTTP2ConnectionTests {
             #expect(paths.all == ["/first"], "the second request waits for the window")
             #expect(try await connection.send(HTTP2Request(path: "/awaited", body: [3])).body == [3])
             #expect(try await eventually { outcomes.all.count == 2 })
-            #expect(paths.all == ["/first", "/held", "/awaited"])
+            // The server runs each stream's handler in a task of its own, so the two that left
+            // together may be handled in either order (seen swapped under AddressSanitizer).
+            #expect(paths.all.first == "/first" && Set(paths.all.dropFirst()) == ["/held", "/awaited"])
+            #expect(paths.all.count == 3)
             #expect(outcomes.all.map(\.path) == ["/first", "/held"])
             for outcome in outcomes.all { #expect((try? outcome.result.get()) != nil) }
             await connection.close()
