@@ -6,7 +6,9 @@ public import HeraldCore
 public struct HTTPRequest: Sendable {
     /// What the client sent, in one box shared by copies until one changes a field: middleware
     /// and the router pass requests on by value, and a copy of seven separate fields cost seven
-    /// retains and seven releases.
+    /// retains and seven releases. The accessors yield the fields in place (`_read`): a handler
+    /// reading a header or the body borrows it, where a getter's copy cost a retain and a release
+    /// per read.
     private var received: CopyOnWriteBox<Received>
     /// Path parameters filled in by ``Router`` (`{token}` → `parameters["token"]`), decoded.
     public var parameters: PathParameters
@@ -15,37 +17,37 @@ public struct HTTPRequest: Sendable {
 
     /// The method in upper case, e.g. `GET`.
     public var method: String {
-        get { received.fields.method }
+        _read { yield received.fields.method }
         set { received.fields.method = newValue }
     }
     /// The percent-decoded path, without the query string.
     public var path: String {
-        get { received.fields.path }
+        _read { yield received.fields.path }
         set { received.fields.path = newValue }
     }
     /// The path as received, before decoding. Split this (not ``path``) when a segment may hold
     /// an encoded `/`.
     public var rawPath: String {
-        get { received.fields.rawPath }
+        _read { yield received.fields.rawPath }
         set { received.fields.rawPath = newValue }
     }
     /// The query's name/value pairs, percent-decoded with `+` read as a space, in order;
     /// repeated names are kept.
     public var query: [(name: String, value: String)] {
-        get { received.fields.query }
+        _read { yield received.fields.query }
         set { received.fields.query = newValue }
     }
     public var headers: HTTPHeaders {
-        get { received.fields.headers }
+        _read { yield received.fields.headers }
         set { received.fields.headers = newValue }
     }
     public var body: [UInt8] {
-        get { received.fields.body }
+        _read { yield received.fields.body }
         set { received.fields.body = newValue }
     }
     /// The client's IP address as seen by the server.
     public var remoteAddress: String {
-        get { received.fields.remoteAddress }
+        _read { yield received.fields.remoteAddress }
         set { received.fields.remoteAddress = newValue }
     }
 

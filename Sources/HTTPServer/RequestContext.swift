@@ -43,8 +43,8 @@ final class RequestContext: Sendable {
         var headers: HTTPHeaders
         var remoteAddress: String
 
-        /// The request these headers start, with `body`.
-        func request(body: [UInt8]) -> HTTPRequest {
+        /// The request these headers start, with `body` (consuming: the fields move into it).
+        consuming func request(body: consuming [UInt8]) -> HTTPRequest {
             HTTPRequest(
                 method: method,
                 rawPath: target.rawPath,

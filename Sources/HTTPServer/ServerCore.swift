@@ -281,7 +281,9 @@ final class ServerCore: Sendable {
             expectedLength = Int(length)
         }
 
-        let head = RequestContext.Head(
+        // Moved into the state with `swap`: assigning it would copy its strings and headers (a
+        // retain and a release each).
+        var head: RequestContext.Head? = RequestContext.Head(
             method: normalizedMethod,
             target: target,
             path: path,
@@ -289,7 +291,7 @@ final class ServerCore: Sendable {
             remoteAddress: SocketAddress.describe(herald_mhd_get_connection_info_client_address(connection))
         )
         context.state.withLock { state in
-            state.head = head
+            swap(&state.head, &head)
             state.bodyLimit = bodyLimit
             state.body.reserveCapacity(expectedLength)
             state.phase = .receiving
@@ -323,14 +325,15 @@ final class ServerCore: Sendable {
     /// Final call: the body is complete. Answers at once when the responder can; otherwise
     /// suspends the connection and hands the request to Swift.
     private func dispatch(_ context: RequestContext, connection: OpaquePointer) -> Bool {
-        let request = context.state.withLock { state -> HTTPRequest? in
-            guard let head = state.head else { return nil }
-            let request = head.request(body: state.body)
-            state.body = []
-            state.head = nil
-            return request
+        // The head and body are moved out of the state (`swap`), not copied and then cleared.
+        var head: RequestContext.Head?
+        var body: [UInt8] = []
+        context.state.withLock { state in
+            swap(&head, &state.head)
+            swap(&body, &state.body)
         }
-        guard let request else { return false }
+        guard let head else { return false }
+        let request = head.request(body: body)
 
         if let response = responder.respondImmediately(to: request) {
             context.state.withLock { $0.phase = .answered }
