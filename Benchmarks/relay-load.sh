@@ -3,8 +3,15 @@
 # (../shared/bench/apns-sink), loaded by wrk on loopback, next to h2load's rate against the same
 # sink in the same run. Then the fault drill: stop the sink mid-load, time until new requests get
 # 503, check none gets 202 while it is down, start it again, time until 202.
-# The full-speed stage alternates h2load and wrk ROUNDS times (default 3) and reports medians, and
-# the relay's CPU time per request, steadier than rates when other work shares the machine.
+# The full-speed stage alternates h2load and wrk ROUNDS times (default 5) and reports medians, the
+# median of each round's own ratio (its wrk run over the h2load run just before it, which the
+# machine's drift between rounds disturbs less), and the relay's CPU time per request, steadier
+# than rates when other work shares the machine.
+# wrk runs WRK_THREADS threads (default 1), as h2load runs one: on a two-core machine the load
+# generator shares the cores with the relay and the sink, and a second wrk thread cost the relay
+# about 5% of its rate (5 of 6 alternating pairs; wrk itself took 8-9 µs per request instead of
+# 9-12). One wrk thread tops out near 110,000 requests a second, so it bounds the floor's rate
+# below; the floor's CPU time per request is the figure to compare.
 # h2load sends what the relay sends for each push, with values of the same length: an
 # ES256-JWT-shaped `authorization` as long as the one the relay signs (key BENCHKEY01, team
 # BENCHTEAM1), `apns-id`, `apns-push-type`, `apns-priority`, `apns-expiration` and `apns-topic`.
@@ -15,7 +22,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${DURATION:-10s}
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-5}
+wrk_threads=${WRK_THREADS:-1}
 # error: no access log, the relay's own cost; info (the default) adds one access-log line per request.
 log_level=${RELAY_LOG_LEVEL:-error}
 relay_port=${RELAY_PORT:-3950}
@@ -100,26 +108,27 @@ h2load_rate() {
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-echo "== relay at full speed (wrk -t2 -c64 -d$duration), h2load against the sink in the same run, alternating $rounds times"
+echo "== relay at full speed (wrk -t$wrk_threads -c64 -d$duration), h2load against the sink in the same run, alternating $rounds times"
 # Besides the relay's CPU time per request, the sink's and wrk's: the three share the machine,
 # so the relay's rate is bounded by their sum.
-references=(); rates=(); cpus=(); sink_cpus=(); wrk_cpus=()
+references=(); rates=(); paired=(); cpus=(); sink_cpus=(); wrk_cpus=()
 for i in $(seq "$rounds"); do
   references+=("$(h2load_rate)")
   before=$(cpu_ticks); sink_before=$(cpu_ticks "$sink_pid"); thread_ticks >"$work/threads-before"
   max=$(/usr/bin/time -f 'cpu %U %S' -o "$work/wrk-time" \
-    wrk -t2 -c64 -d"$duration" --latency -s "$work/post.lua" "http://127.0.0.1:$relay_port")
+    wrk -t"$wrk_threads" -c64 -d"$duration" --latency -s "$work/post.lua" "http://127.0.0.1:$relay_port")
   requests=$(awk '/requests in/ {print $1}' <<<"$max")
   thread_ticks >"$work/threads-after"
   cpus+=("$(per_request_us $(($(cpu_ticks) - before)) "$requests")")
   sink_cpus+=("$(per_request_us $(($(cpu_ticks "$sink_pid") - sink_before)) "$requests")")
   wrk_cpus+=("$(awk -v n="$requests" '/^cpu / {printf "%.1f", ($2 + $3) * 1e6 / n}' "$work/wrk-time")")
   rates+=("$(awk '/Requests\/sec/ {print $2}' <<<"$max")")
-  echo "round $i: h2load_sink_rate=${references[-1]} relay_rate=${rates[-1]} p50=$(awk '/ 50%/ {print $2}' <<<"$max") p99=$(awk '/ 99%/ {print $2}' <<<"$max") cpu_us_per_request: relay=${cpus[-1]} sink=${sink_cpus[-1]} wrk=${wrk_cpus[-1]} relay_threads_us_per_request: $(thread_split "$work/threads-before" "$work/threads-after" "$requests")$(grep -E '^wrk:' <<<"$max")"
+  paired+=("$(awk -v a="${rates[-1]}" -v b="${references[-1]}" 'BEGIN {printf "%.3f", a/b}')")
+  echo "round $i: h2load_sink_rate=${references[-1]} relay_rate=${rates[-1]} ratio=${paired[-1]} p50=$(awk '/ 50%/ {print $2}' <<<"$max") p99=$(awk '/ 99%/ {print $2}' <<<"$max") cpu_us_per_request: relay=${cpus[-1]} sink=${sink_cpus[-1]} wrk=${wrk_cpus[-1]} relay_threads_us_per_request: $(thread_split "$work/threads-before" "$work/threads-after" "$requests")$(grep -E '^wrk:' <<<"$max")"
 done
 reference=$(printf '%s\n' "${references[@]}" | median)
 rate=$(printf '%s\n' "${rates[@]}" | median)
-echo "relay-load: log_level=$log_level relay_rate=$rate h2load_sink_rate=$reference ratio=$(awk -v a="$rate" -v b="$reference" 'BEGIN {printf "%.2f", a/b}') cpu_us_per_request=$(printf '%s\n' "${cpus[@]}" | median) sink_cpu_us=$(printf '%s\n' "${sink_cpus[@]}" | median) wrk_cpu_us=$(printf '%s\n' "${wrk_cpus[@]}" | median) rss_mb=$(rss) peak_rss_mb=$(hwm) (medians)"
+echo "relay-load: log_level=$log_level relay_rate=$rate h2load_sink_rate=$reference ratio=$(awk -v a="$rate" -v b="$reference" 'BEGIN {printf "%.2f", a/b}') paired_ratio=$(printf '%s\n' "${paired[@]}" | median) cpu_us_per_request=$(printf '%s\n' "${cpus[@]}" | median) sink_cpu_us=$(printf '%s\n' "${sink_cpus[@]}" | median) wrk_cpu_us=$(printf '%s\n' "${wrk_cpus[@]}" | median) rss_mb=$(rss) peak_rss_mb=$(hwm) (medians)"
 
 # The floor of the HTTP side: libmicrohttpd in C, set up as Herald's server, answering 202
 # without doing anything (Benchmarks/mhd-floor.c). Needs gcc; skipped without it.
@@ -128,7 +137,7 @@ if command -v gcc >/dev/null && gcc -O2 -o "$work/mhd-floor" Benchmarks/mhd-floo
   floor_pid=$!
   for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$((relay_port + 1))/" && break; sleep 0.1; done
   floor_before=$(cpu_ticks "$floor_pid")
-  floor=$(wrk -t2 -c64 -d"$duration" -s "$work/post.lua" "http://127.0.0.1:$((relay_port + 1))")
+  floor=$(wrk -t"$wrk_threads" -c64 -d"$duration" -s "$work/post.lua" "http://127.0.0.1:$((relay_port + 1))")
   floor_cpu=$(per_request_us $(($(cpu_ticks "$floor_pid") - floor_before)) "$(awk '/requests in/ {print $1}' <<<"$floor")")
   kill "$floor_pid"; wait "$floor_pid" 2>/dev/null || true; floor_pid=
   echo "relay-load: floor (libmicrohttpd in C answering 202, nothing else): rate=$(awk '/Requests\/sec/ {print $2}' <<<"$floor") cpu_us_per_request=$floor_cpu"
@@ -150,7 +159,7 @@ if [ -n "${CONCURRENCY_SERIES:-}" ]; then
   for round in $(seq "${SERIES_ROUNDS:-3}"); do
     line=""
     for connections in $CONCURRENCY_SERIES; do
-      wrk -t2 -c"$connections" -d2s -s "$work/post.lua" "http://127.0.0.1:$relay_port" >"$work/series.out" &
+      wrk -t"$wrk_threads" -c"$connections" -d2s -s "$work/post.lua" "http://127.0.0.1:$relay_port" >"$work/series.out" &
       series_pid=$!
       sleep 0.4
       idle=0
