@@ -8,10 +8,11 @@
 # machine's drift between rounds disturbs less), and the relay's CPU time per request, steadier
 # than rates when other work shares the machine.
 # wrk runs WRK_THREADS threads (default 1), as h2load runs one: on a two-core machine the load
-# generator shares the cores with the relay and the sink, and a second wrk thread cost the relay
-# about 5% of its rate (5 of 6 alternating pairs; wrk itself took 8-9 µs per request instead of
-# 9-12). One wrk thread tops out near 110,000 requests a second, so it bounds the floor's rate
-# below; the floor's CPU time per request is the figure to compare.
+# generator shares the cores with the relay and the sink. With a second wrk thread the relay's own
+# CPU time per request was the same, wrk's rose from 7-9 µs to 9-12, and the relay's rate fell by
+# about 5% (alternating runs in two sittings). One wrk thread reached 80,000-139,000 requests a
+# second against the floor below, which it may bound in slow stretches; the floor's CPU time per
+# request is the figure to compare there.
 # h2load sends what the relay sends for each push, with values of the same length: an
 # ES256-JWT-shaped `authorization` as long as the one the relay signs (key BENCHKEY01, team
 # BENCHTEAM1), `apns-id`, `apns-push-type`, `apns-priority`, `apns-expiration` and `apns-topic`.
