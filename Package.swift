@@ -9,6 +9,11 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
     .enableUpcomingFeature("NonisolatedNonsendingByDefault"),
     .treatAllWarnings(as: .error),
+    // Release builds optimize across modules: generic code of the lower modules (HeraldCore, HTTP2,
+    // HTTPServer) is specialized and inlined where the relay and the API call it, instead of being
+    // called through its unspecialized entry points. Measured: 3% less CPU per relayed push (two
+    // relays on one sink, each build in both positions).
+    .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
 ]
 
 let package = Package(
