@@ -115,6 +115,20 @@ public struct JobHandlers: Sendable {
 /// Where the queue reads the time; tests inject a clock they move by hand.
 public protocol JobClock: Sendable {
     func now() -> Date
+
+    /// Returns once this clock reads `deadline` or later.
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled first.
+    func sleep(until deadline: Date) async throws
+}
+
+extension JobClock {
+    /// Sleeps on the wall clock for the time between now and `deadline`.
+    public func sleep(until deadline: Date) async throws {
+        let seconds = min(deadline.timeIntervalSince(now()), 86_400 * 365)
+        guard seconds > 0 else { return try Task.checkCancellation() }
+        try await Task.sleep(for: .microseconds(Int64((seconds * 1_000_000).rounded(.up))))
+    }
 }
 
 /// The wall clock.

@@ -368,6 +368,38 @@ public final class JobQueue: Sendable {
         )
     }
 
+    /// Pushes the leases of every job `owner` is running to `lease` seconds from now, and returns
+    /// the ids of those jobs: a job the owner runs that is not among them was taken over.
+    public func renewLeases(owner: String, lease: TimeInterval) async throws -> Set<UUID> {
+        let now = clock.now()
+        let rows = try await database.query(
+            "UPDATE jobs SET lease_expires_at = $2 WHERE lease_owner = $1 AND status = 'running' RETURNING id",
+            [.text(owner), SQLValue(now.addingTimeInterval(lease))]
+        )
+        return Set(try rows.map { try $0.uuid("id") })
+    }
+
+    /// Returns a running job whose attempt was interrupted (its instance is shutting down) to
+    /// `pending`, due as before (so at once), with that attempt not counted. Returns the job as stored, or `nil` when
+    /// `owner` no longer held its lease.
+    @discardableResult
+    public func release(_ job: Job, owner: String) async throws -> Job? {
+        let now = clock.now()
+        let rows = try await database.query(
+            """
+            UPDATE jobs SET status = 'pending', attempts = CASE WHEN attempts > 0 THEN attempts - 1
+                ELSE 0 END, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
+                last_error = 'interrupted by shutdown; the attempt was not counted'
+            WHERE id = $1 AND lease_owner = $2 AND status = 'running'
+            RETURNING \(Self.columns)
+            """,
+            [.text(RequestIdentifier.lowercaseString(job.id)), .text(owner), SQLValue(now)]
+        )
+        guard let row = rows.first else { return nil }
+        wakeup.signal()
+        return try Self.job(from: row)
+    }
+
     /// Returns running jobs whose lease expired (their instance died or stalled) to `pending`, due
     /// now, or makes them `dead` when they have no attempts left; a recurring job made dead gets
     /// its next occurrence, so that its schedule goes on.

@@ -72,6 +72,9 @@ public final class JobWorker: Service {
 
     private let recording = Mutex(Recording())
     private let recorderWakeup = JobWakeup()
+    /// The jobs this worker is running, each with the watch that cancels its handler when the
+    /// lease renewal finds the job no longer ours.
+    private let runningJobs = Mutex<[UUID: LeaseWatch]>([:])
 
     public init(
         queue: JobQueue,
@@ -178,9 +181,22 @@ public final class JobWorker: Service {
         let jobs = try await queue.claim(owner: owner, limit: limit, lease: configuration.lease)
         for job in jobs {
             inFlight.add(1, ordering: .acquiringAndReleasing)
+            let watch = LeaseWatch()
+            runningJobs.withLock { $0[job.id] = watch }
             group.addTask {
-                let outcome = await self.execute(job)
-                await self.submit(job, outcome)
+                let attempt = await self.execute(job, watch: watch)
+                self.runningJobs.withLock { _ = $0.removeValue(forKey: job.id) }
+                switch attempt {
+                case .finished(let outcome):
+                    await self.submit(job, outcome)
+                case .leaseLost:
+                    self.logger.warning(
+                        "job lease lost to another instance; its handler was cancelled",
+                        metadata: ["job": .string(job.id.uuidString.lowercased()), "kind": .string(job.kind)]
+                    )
+                case .interrupted:
+                    await self.release(job)
+                }
                 self.inFlight.subtract(1, ordering: .acquiringAndReleasing)
                 self.queue.wakeup.signal()
             }
@@ -188,9 +204,19 @@ public final class JobWorker: Service {
         return jobs.count == limit
     }
 
-    /// Runs one claimed job; returns its outcome, or `nil` for a missed recurring occurrence the
-    /// `skip` policy drops.
-    func execute(_ job: Job) async -> JobOutcome? {
+    /// How one run of a handler ended.
+    enum Attempt: Sendable, Hashable {
+        /// With an outcome to record (`nil`: a missed recurring occurrence the `skip` policy drops).
+        case finished(JobOutcome?)
+        /// The lease renewal found the job taken over; the handler was cancelled.
+        case leaseLost
+        /// The worker was cancelled (shutdown's grace period ended) while the handler ran.
+        case interrupted
+    }
+
+    /// Runs one claimed job. The handler is cancelled when `watch` reports the lease lost, or when
+    /// this task is cancelled; neither counts as the job's outcome.
+    func execute(_ job: Job, watch: LeaseWatch = LeaseWatch()) async -> Attempt {
         let now = queue.clock.now()
         let outcome: JobOutcome?
         if job.schedule != nil, job.missedRuns == .skip,
@@ -198,11 +224,35 @@ public final class JobWorker: Service {
         {
             outcome = nil
         } else if let handler = queue.handlers.handler(for: job.kind) {
-            do {
-                outcome = try await handler.run(job)
-            } catch {
+            let result = await withTaskGroup(of: Result<JobOutcome, any Error>?.self) { group in
+                group.addTask {
+                    do {
+                        return .success(try await handler.run(job))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                // Returns when the lease is lost (or the handler finished and cancelled it).
+                group.addTask {
+                    await watch.waitUntilLost()
+                    return nil
+                }
+                var result: Result<JobOutcome, any Error>?
+                while let next = await group.next() {
+                    if let next { result = next }
+                    group.cancelAll()
+                }
+                return result ?? .failure(CancellationError())
+            }
+            if watch.isLost { return .leaseLost }
+            switch result {
+            case .success(let value):
+                outcome = value
+            case .failure(let error):
+                if Task.isCancelled { return .interrupted }
                 outcome = .retry(reason: "\(error)")
             }
+            if Task.isCancelled, case .retry = outcome { return .interrupted }
         } else {
             outcome = .failed(reason: "no handler for job kind \"\(job.kind)\" in this Herald build")
         }
@@ -211,7 +261,32 @@ public final class JobWorker: Service {
         {
             await giveUp(job, reason)
         }
-        return outcome
+        return .finished(outcome)
+    }
+
+    /// Returns a job whose handler was cut short by shutdown to the queue, due at once, with its
+    /// attempt not counted. Written from a task of its own: this one is cancelled, and a cancelled
+    /// task cannot take a database connection.
+    private func release(_ job: Job) async {
+        let queue = self.queue
+        let owner = self.owner
+        let logger = self.logger
+        await Task {
+            do {
+                let released = try await queue.release(job, owner: owner)
+                logger.notice(
+                    released == nil
+                        ? "job interrupted by shutdown after its lease was taken over"
+                        : "job interrupted by shutdown; returned to the queue without counting the attempt",
+                    metadata: ["job": .string(job.id.uuidString.lowercased()), "kind": .string(job.kind)]
+                )
+            } catch {
+                logger.error(
+                    "could not return a job interrupted by shutdown; it runs again when its lease expires",
+                    metadata: ["job": .string(job.id.uuidString.lowercased()), "error": .string("\(error)")]
+                )
+            }
+        }.value
     }
 
     // MARK: Recording outcomes (group commit)
@@ -246,9 +321,13 @@ public final class JobWorker: Service {
     }
 
     private func record(_ outcomes: [(Job, JobOutcome?)]) async {
+        let queue = self.queue
+        let owner = self.owner
         for attempt in 1...3 {
             do {
-                let stored = try await queue.finish(outcomes, owner: owner)
+                // In a task of its own, so that outcomes reached just before the worker was
+                // cancelled are still written (a cancelled task cannot take a connection).
+                let stored = try await Task { try await queue.finish(outcomes, owner: owner) }.value
                 for ((job, _), recorded) in zip(outcomes, stored) { log(job, stored: recorded) }
                 return
             } catch {
@@ -293,7 +372,12 @@ public final class JobWorker: Service {
     private func maintain() async {
         do {
             if inFlight.load(ordering: .acquiring) > 0 {
-                try await queue.extendLeases(owner: owner, lease: configuration.lease)
+                let watched = runningJobs.withLock { $0 }
+                let renewed = try await queue.renewLeases(owner: owner, lease: configuration.lease)
+                for (id, watch) in watched where !renewed.contains(id) {
+                    // Still running here, but no longer ours: another instance recovered it.
+                    if runningJobs.withLock({ $0[id] }) === watch { watch.lose() }
+                }
             }
             let recovered = try await queue.recoverExpiredLeases()
             if recovered > 0 {
@@ -352,12 +436,35 @@ public final class JobWorker: Service {
             await withDiscardingTaskGroup { group in
                 for job in jobs {
                     group.addTask {
-                        let outcome = await self.execute(job)
-                        await self.record([(job, outcome)])
+                        switch await self.execute(job) {
+                        case .finished(let outcome): await self.record([(job, outcome)])
+                        case .leaseLost: break
+                        case .interrupted: await self.release(job)
+                        }
                     }
                 }
             }
             total += jobs.count
+        }
+    }
+}
+
+/// Tells a running job's handler that its lease was lost: ``lose()`` ends ``waitUntilLost()``.
+final class LeaseWatch: Sendable {
+    private let lost = Atomic<Bool>(false)
+    private let wakeup = JobWakeup()
+
+    var isLost: Bool { lost.load(ordering: .acquiring) }
+
+    func lose() {
+        lost.store(true, ordering: .releasing)
+        wakeup.signal()
+    }
+
+    /// Returns when the lease is lost or the task is cancelled.
+    func waitUntilLost() async {
+        while !isLost, !Task.isCancelled {
+            await wakeup.wait(for: nil)
         }
     }
 }
