@@ -39,7 +39,12 @@ public struct NotificationRequest: Sendable, Hashable {
     public var pushType: APNSPushType
     public var priority: APNSPriority?
     public var expiration: APNSExpiration
+    /// `apns-collapse-id`. When `nil`, an `alert` push gets one derived from the notification's
+    /// id (so that a resent duplicate replaces the first on the device), unless
+    /// ``collapseIDOptedOut``.
     public var collapseID: String?
+    /// The body said `"collapse_id": null`: send no `apns-collapse-id` at all.
+    public var collapseIDOptedOut: Bool
     /// An explicit `apns-topic`; `nil`: the app's bundle ID with the push type's suffix.
     public var topic: String?
     /// The payload as JSON text, as it will be sent.
@@ -55,6 +60,7 @@ public struct NotificationRequest: Sendable, Hashable {
         priority: APNSPriority? = nil,
         expiration: APNSExpiration = .omitted,
         collapseID: String? = nil,
+        collapseIDOptedOut: Bool = false,
         topic: String? = nil,
         payload: [UInt8],
         sendAt: Date? = nil
@@ -66,9 +72,18 @@ public struct NotificationRequest: Sendable, Hashable {
         self.priority = priority
         self.expiration = expiration
         self.collapseID = collapseID
+        self.collapseIDOptedOut = collapseIDOptedOut
         self.topic = topic
         self.payload = payload
         self.sendAt = sendAt
+    }
+
+    /// The `apns-collapse-id` a notification with id `id` is sent with: its own, or for an
+    /// `alert` without one (and not opted out) the notification's id, 36 bytes.
+    public func effectiveCollapseID(notificationID id: UUID) -> String? {
+        if let collapseID { return collapseID }
+        guard pushType == .alert, !collapseIDOptedOut else { return nil }
+        return RequestIdentifier.lowercaseString(id)
     }
 
     static let knownFields: Set<String> = [
@@ -162,6 +177,7 @@ public struct NotificationRequest: Sendable, Hashable {
             priority: priority,
             expiration: expiration,
             collapseID: collapseID,
+            collapseIDOptedOut: object["collapse_id"] is NSNull,
             topic: topic,
             payload: payload,
             sendAt: sendAt

@@ -5,19 +5,28 @@ public import Jobs
 
 /// Sends one stored notification to its tokens that have no final result yet: concurrently,
 /// at most ``maximumInFlight`` requests at a time (the pool spreads them over its connections'
-/// streams), persisting results in batches as they come in. The `notification.send` job runs it.
+/// streams), writing each result within ``flushInterval`` of APNs' answer (or ``flushEvery`` at a
+/// time, whichever comes first). The `notification.send` job runs it.
 ///
 /// Idempotent by design: a token's row leaves `pending` only once APNs has answered for it, so a
 /// send interrupted by a crash or a lost lease resends only tokens without a result (duplicates
-/// are limited to the requests in flight at the crash).
+/// are limited to the requests in flight at the crash). One sender at a time: a pass first claims
+/// the notification for its owner (a compare-and-set), renews the claim while it sends, and a
+/// second sender is refused while the claim is live.
 public struct NotificationSender: Sendable {
     public let store: NotificationStore
     public let clients: APNSClientProvider
     public let clock: any JobClock
     /// Requests in flight at once for one notification.
     public var maximumInFlight: Int
-    /// Results written per transaction.
+    /// Results written per transaction at most; a full batch is written at once.
     public var flushEvery: Int
+    /// The longest a result waits for its write, in seconds.
+    public var flushInterval: TimeInterval
+    /// How long a sender's claim on a notification holds unless renewed (every third of it). It
+    /// is shorter than the job lease, so that a job recovered from a dead instance finds the dead
+    /// sender's claim expired.
+    public var sendLease: TimeInterval
     let metrics: NotificationMetrics
     let logger: Logger
 
@@ -27,6 +36,8 @@ public struct NotificationSender: Sendable {
         clock: any JobClock = SystemJobClock(),
         maximumInFlight: Int = 1_000,
         flushEvery: Int = 500,
+        flushInterval: TimeInterval = 0.05,
+        sendLease: TimeInterval = 10,
         metrics: MetricsRegistry = .shared,
         logger: Logger = Logger(label: "herald.notifications")
     ) {
@@ -35,6 +46,8 @@ public struct NotificationSender: Sendable {
         self.clock = clock
         self.maximumInFlight = max(1, maximumInFlight)
         self.flushEvery = max(1, flushEvery)
+        self.flushInterval = max(0, flushInterval)
+        self.sendLease = max(1, sendLease)
         self.metrics = NotificationMetrics(registry: metrics)
         self.logger = logger
     }
@@ -45,6 +58,9 @@ public struct NotificationSender: Sendable {
         public var status: NotificationStatus
         /// Results recorded by this pass, by status.
         public var recorded: [DeliveryStatus: Int] = [:]
+        /// Set when another sender holds the notification: when its claim ends unless renewed.
+        /// This pass sent nothing.
+        public var busyUntil: Date?
 
         /// Tokens left `retrying` for a later attempt.
         public var retrying: Int { recorded[.retrying] ?? 0 }
@@ -55,7 +71,13 @@ public struct NotificationSender: Sendable {
         guard let id = Self.notificationID(inPayload: job.payload) else {
             return .failed(reason: "the job payload has no notification_id")
         }
-        let summary = try await send(id, isLastAttempt: job.attempts >= job.maxAttempts)
+        let summary = try await send(id, isLastAttempt: job.attempts >= job.maxAttempts, owner: Self.owner(of: job))
+        if let until = summary.busyUntil {
+            return .retry(
+                reason: "another sender holds this notification until \(RFC3339.string(from: until))",
+                after: max(1, until.timeIntervalSince(clock.now()) + 1)
+            )
+        }
         if summary.retrying > 0 {
             return .retry(reason: "\(summary.retrying) token(s) had retryable APNs failures")
         }
@@ -71,6 +93,8 @@ public struct NotificationSender: Sendable {
         let now = clock.now()
         let text = "gave up after \(job.attempts) attempts: \(reason)"
         do {
+            // Another sender (a ?wait=true request) still sending it finishes it.
+            if let claim = try await store.liveSendClaim(id, at: now), claim.owner != Self.owner(of: job) { return }
             _ = try await store.transition(id, from: [.scheduled, .sending], to: .failed, failureReason: text, at: now)
             _ = try await store.failUnfinished(id, reason: text, at: now)
         } catch {
@@ -79,6 +103,11 @@ public struct NotificationSender: Sendable {
                 metadata: ["notification": .string("\(id)"), "error": .string("\(error)")]
             )
         }
+    }
+
+    /// The sender name of one claim of `job`: a second run of the same job is a second sender.
+    static func owner(of job: Job) -> String {
+        "job:\(RequestIdentifier.lowercaseString(job.id)):\(job.attempts):\(job.leaseOwner ?? "")"
     }
 
     static func payload(for id: UUID) -> String {
@@ -92,21 +121,31 @@ public struct NotificationSender: Sendable {
         return UUID(uuidString: text)
     }
 
-    /// Sends the notification's unfinished tokens.
+    /// Sends the notification's unfinished tokens, unless another sender holds it.
     ///
-    /// - Parameter isLastAttempt: turns what would be `retrying` into `failed`, and the
-    ///   notification `failed` when any token failed.
-    public func send(_ id: UUID, isLastAttempt: Bool) async throws -> Summary {
+    /// - Parameters:
+    ///   - isLastAttempt: turns what would be `retrying` into `failed`, and the notification
+    ///     `failed` when any token failed.
+    ///   - owner: names this sender in the claim; unique per pass (the default is a new one).
+    public func send(_ id: UUID, isLastAttempt: Bool, owner: String? = nil) async throws -> Summary {
+        let owner = owner ?? "send:\(RequestIdentifier.lowercaseString(RequestIdentifier.nextUUID()))"
         let now = clock.now()
         guard
             // `failed` too: an operator may retry the dead job of a notification given up on.
-            let notification = try await store.transition(
+            let notification = try await store.claimSend(
                 id,
-                from: [.scheduled, .sending, .failed],
-                to: .sending,
+                owner: owner,
+                until: now.addingTimeInterval(sendLease),
                 at: now
             )
         else {
+            if let until = try await store.liveSendClaim(id, at: now)?.until {
+                logger.debug(
+                    "notification send refused: another sender holds it",
+                    metadata: ["notification": .string("\(id)"), "until": .string(RFC3339.string(from: until))]
+                )
+                return Summary(status: .sending, busyUntil: until)
+            }
             // Cancelled, finished, or gone: nothing to send.
             let status = try await store.notification(id: id)?.status ?? .failed
             return Summary(status: status)
@@ -128,10 +167,27 @@ public struct NotificationSender: Sendable {
         let client = try clients.client(for: app, environment: notification.environment)
         let pending = try await store.unfinished(id: id)
         var summary = Summary(status: .sending)
-        try await fanOut(pending, of: notification, client: client, isLastAttempt: isLastAttempt, summary: &summary)
+        do {
+            try await fanOut(
+                pending,
+                of: notification,
+                owner: owner,
+                client: client,
+                isLastAttempt: isLastAttempt,
+                summary: &summary
+            )
+        } catch {
+            // Give the claim up at once (from a task of its own, as this one may be cancelled), so
+            // that the next attempt, here or on another instance, is not refused until it expires.
+            let store = self.store
+            _ = try? await Task { try await store.releaseSend(id, owner: owner) }.value
+            throw error
+        }
 
         let end = clock.now()
         if summary.retrying > 0 {
+            // The next attempt, later, claims it again.
+            try await store.releaseSend(id, owner: owner)
             return summary
         }
         let failed = try await store.counts(id: id)[.failed]
@@ -151,6 +207,7 @@ public struct NotificationSender: Sendable {
     private func fanOut(
         _ pending: [DeliveryResult],
         of notification: StoredNotification,
+        owner: String,
         client: APNSClient,
         isLastAttempt: Bool,
         summary: inout Summary
@@ -165,38 +222,69 @@ public struct NotificationSender: Sendable {
             priority: notification.priority,
             collapseID: notification.collapseID
         )
-        var buffer: [DeliveryResult] = []
-        buffer.reserveCapacity(flushEvery)
-        let store = self.store
+        let buffer = ResultBuffer(flushEvery: flushEvery, flushInterval: flushInterval)
+        let writer = ResultWriter(
+            store: store,
+            notification: notification,
+            owner: owner,
+            clock: clock,
+            sendLease: sendLease
+        )
         let clock = self.clock
-        try await withThrowingTaskGroup(of: DeliveryResult?.self) { group in
+        try await withThrowingTaskGroup(of: FanOutEvent.self) { group in
+            group.addTask {
+                try await writer.run(buffer)
+                return .writerStopped
+            }
             var next = 0
+            var outstanding = 0
             func startNext() {
-                guard next < pending.count else { return }
+                // Once cancelled (lease lost, shutdown), nothing new is sent.
+                guard next < pending.count, !Task.isCancelled else { return }
                 let item = pending[next]
                 next += 1
+                outstanding += 1
                 var request = template
                 request.deviceToken = item.token
                 request.id = APNSIdentifier.next()
                 group.addTask {
-                    await Self.deliver(request, item: item, client: client, clock: clock, isLastAttempt: isLastAttempt)
+                    .delivered(
+                        await Self.deliver(
+                            request,
+                            item: item,
+                            client: client,
+                            clock: clock,
+                            isLastAttempt: isLastAttempt
+                        )
+                    )
                 }
             }
             for _ in 0..<min(maximumInFlight, pending.count) { startNext() }
-            while let result = try await group.next() {
+            if outstanding == 0 { buffer.finish() }
+            while let event = try await group.next() {
+                guard case .delivered(let result) = event else { continue }
+                outstanding -= 1
                 startNext()
-                guard let result else { continue }
-                buffer.append(result)
-                summary.recorded[result.status, default: 0] += 1
-                metrics.tokens.increment(labels: [("result", result.status.rawValue)])
-                if buffer.count >= flushEvery {
-                    try await store.record(buffer, of: notification)
-                    buffer.removeAll(keepingCapacity: true)
+                if let result {
+                    buffer.append(result)
+                    summary.recorded[result.status, default: 0] += 1
+                    metrics.tokens.increment(labels: [("result", result.status.rawValue)])
                 }
+                if outstanding == 0 { buffer.finish() }
             }
         }
-        try await store.record(buffer, of: notification)
+        // What the writer left (it stops when the task is cancelled), from a task of its own: a
+        // cancelled task cannot take a database connection, and these pushes reached APNs.
+        let rest = buffer.unwritten()
+        if !rest.isEmpty {
+            try await Task { try await writer.write(rest) }.value
+        }
         if Task.isCancelled { throw CancellationError() }
+    }
+
+    private enum FanOutEvent: Sendable {
+        case delivered(DeliveryResult?)
+        case writerStopped
     }
 
     /// One token's send; `nil` when cancelled before APNs answered (the token stays unfinished).

@@ -145,7 +145,7 @@ public struct NotificationService: Sendable {
                 topic: request.topic ?? request.pushType.topic(forBundleID: app.bundleID),
                 priority: request.priority,
                 expiration: request.expiration,
-                collapseID: request.collapseID,
+                collapseID: request.effectiveCollapseID(notificationID: id),
                 payload: String(decoding: request.payload, as: UTF8.self),
                 sendAt: sendAt,
                 status: .scheduled,

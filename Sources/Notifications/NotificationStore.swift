@@ -65,10 +65,20 @@ public struct NotificationStore: Sendable {
     }
 
     /// Stores results (upserting on (notification, token)) and the dead tokens among them, in one
-    /// transaction per call.
-    func record(_ results: [DeliveryResult], of notification: StoredNotification) async throws {
-        guard !results.isEmpty else { return }
-        try await database.transaction { tx in
+    /// transaction per call. With `ownership`, the same transaction extends the sender's claim
+    /// (see ``claimSend(_:owner:until:at:)``); returns `false` when the sender no longer held it
+    /// (the results are stored anyway: APNs has them).
+    @discardableResult
+    func record(
+        _ results: [DeliveryResult],
+        of notification: StoredNotification,
+        ownership: SendOwnership? = nil
+    ) async throws -> Bool {
+        guard !results.isEmpty else {
+            guard let ownership else { return true }
+            return try await renewSend(notification.id, ownership)
+        }
+        return try await database.transaction { tx in
             var start = 0
             while start < results.count {
                 let end = min(start + Self.batchSize, results.count)
@@ -126,11 +136,70 @@ public struct NotificationStore: Sendable {
                 try await tx.execute(sql, binds)
                 start = end
             }
+            guard let ownership else { return true }
+            return try await self.renewSend(notification.id, ownership, on: tx)
         }
     }
 
-    /// Moves a notification to `status` when it is in one of `from`; returns it as stored after
-    /// the change, or `nil` when it was in another status (or does not exist).
+    /// Who is sending a notification, and until when the claim holds without being renewed.
+    struct SendOwnership: Sendable, Hashable {
+        var owner: String
+        var until: Date
+    }
+
+    /// Claims the send of a notification for `owner` (a compare-and-set): it moves to `sending`
+    /// from `scheduled`, `sending` or `failed` only when no other sender holds a live claim.
+    /// Returns it as stored, or `nil` when it is in another status, another sender holds it, or it
+    /// does not exist.
+    func claimSend(_ id: UUID, owner: String, until: Date, at now: Date) async throws -> StoredNotification? {
+        let rows = try await database.query(
+            """
+            UPDATE notifications SET status = 'sending', failure_reason = NULL, updated_at = $3, send_owner = $2,
+                send_lease_expires_at = $4
+            WHERE id = $1 AND status IN ('scheduled', 'sending', 'failed')
+                AND (send_owner IS NULL OR send_owner = $2 OR send_lease_expires_at < $3)
+            RETURNING \(Self.columns)
+            """,
+            [SQLValue(id), .text(owner), SQLValue(now), SQLValue(until)]
+        )
+        return try rows.first.map(Self.notification(from:))
+    }
+
+    /// Extends `ownership`'s claim; `false` when another sender holds the notification now.
+    func renewSend(
+        _ id: UUID,
+        _ ownership: SendOwnership,
+        on executor: (any DatabaseExecutor)? = nil
+    ) async throws -> Bool {
+        try await (executor ?? database).execute(
+            "UPDATE notifications SET send_lease_expires_at = $3 WHERE id = $1 AND send_owner = $2",
+            [SQLValue(id), .text(ownership.owner), SQLValue(ownership.until)]
+        ) > 0
+    }
+
+    /// Gives up `owner`'s claim (the pass ended with tokens left for a later attempt).
+    func releaseSend(_ id: UUID, owner: String) async throws {
+        _ = try await database.execute(
+            "UPDATE notifications SET send_owner = NULL, send_lease_expires_at = NULL WHERE id = $1 AND send_owner = $2",
+            [SQLValue(id), .text(owner)]
+        )
+    }
+
+    /// The live claim on a notification's send at `now`, if a sender holds one.
+    func liveSendClaim(_ id: UUID, at now: Date) async throws -> SendOwnership? {
+        let row = try await database.queryFirst(
+            "SELECT send_owner, send_lease_expires_at FROM notifications WHERE id = $1",
+            [SQLValue(id)]
+        )
+        guard let row, let owner = try row.optionalString("send_owner"),
+            let until = try row.optionalDate("send_lease_expires_at"), until >= now
+        else { return nil }
+        return SendOwnership(owner: owner, until: until)
+    }
+
+    /// Moves a notification to `status` when it is in one of `from`, ending any sender's claim;
+    /// returns it as stored after the change, or `nil` when it was in another status (or does not
+    /// exist).
     func transition(
         _ id: UUID,
         from: [NotificationStatus],
@@ -142,7 +211,8 @@ public struct NotificationStore: Sendable {
         let list = from.map { "'\($0.rawValue)'" }.joined(separator: ", ")
         let rows = try await (executor ?? database).query(
             """
-            UPDATE notifications SET status = $2, failure_reason = $3, updated_at = $4
+            UPDATE notifications SET status = $2, failure_reason = $3, updated_at = $4, send_owner = NULL,
+                send_lease_expires_at = NULL
             WHERE id = $1 AND status IN (\(list))
             RETURNING \(Self.columns)
             """,

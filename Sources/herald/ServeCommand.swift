@@ -157,6 +157,8 @@ enum ServeCommand {
             let sender = NotificationSender(
                 store: NotificationStore(database: database),
                 clients: clients,
+                // Shorter than the job lease: a job recovered from a dead instance finds its claim expired.
+                sendLease: min(10, jobs.lease / 2),
                 logger: Logger(label: "herald.notifications")
             )
             var handlers = JobHandlers()

@@ -101,5 +101,13 @@ public enum HeraldMigrations {
                 CREATE INDEX dead_tokens_recorded ON dead_tokens (recorded_at, app, environment, token);
                 """
         ),
+        Migration(
+            version: 4,
+            name: "notification_send_owner",
+            sql: """
+                ALTER TABLE notifications ADD COLUMN send_owner TEXT;
+                ALTER TABLE notifications ADD COLUMN send_lease_expires_at BIGINT;
+                """
+        ),
     ]
 }

@@ -30,6 +30,8 @@ struct NotificationHarness {
         _ backend: Backend,
         clock: ManualClock = ManualClock(Date()),
         retryPolicy: APNSRetryPolicy = .default,
+        held: HeldResponses? = nil,
+        waitBackupDelay: TimeInterval? = nil,
         _ body: (NotificationHarness) async throws -> Void
     ) async throws {
         let key = try APNSSigningKey(keyID: "NOTIFKEY01", teamID: "NOTIFTEAM1", privateKey: P256PrivateKey())
@@ -40,6 +42,9 @@ struct NotificationHarness {
         configuration.topics = [topic]
         configuration.deliveryCapacity = 20_000
         configuration.logger = Logger(label: "test.simulator", level: .error)
+        if let held {
+            configuration.sleep = { duration in await held.hold(duration) }
+        }
         let simulator = try APNSSimulator(configuration: configuration)
         var endpoints = APNSEndpoints()
         endpoints.production = simulator.endpoint
@@ -73,7 +78,8 @@ struct NotificationHarness {
                 options: JobKindOptions(maxAttempts: 3, retryBase: 60, retryMaximum: 60)
             )
             let queue = JobQueue(database: db, handlers: handlers, clock: clock, metrics: metrics)
-            let service = NotificationService(queue: queue, sender: sender, metrics: metrics, logger: quietLogger)
+            var service = NotificationService(queue: queue, sender: sender, metrics: metrics, logger: quietLogger)
+            if let waitBackupDelay { service.waitBackupDelay = waitBackupDelay }
             let worker = JobWorker(
                 queue: queue,
                 configuration: JobWorkerConfiguration(concurrency: 4, batchSize: 4, lease: 120),
@@ -93,10 +99,12 @@ struct NotificationHarness {
                 do {
                     try await body(harness)
                 } catch {
+                    held?.releaseAll()
                     await clients.shutdown()
                     simulator.triggerGracefulShutdown()
                     throw error
                 }
+                held?.releaseAll()
                 await clients.shutdown()
                 simulator.triggerGracefulShutdown()
                 try await group.waitForAll()
@@ -138,5 +146,91 @@ struct NotificationHarness {
             cursor = page.nextCursor
         } while cursor != nil
         return all
+    }
+}
+
+/// Responses the simulator holds back until the test lets them go: a delay fault of `n` seconds
+/// (`APNSSimulatorFault(.delay(.seconds(n)), token: …)`) makes that response wait for
+/// ``release(_:)`` of `n`, whatever the clock.
+final class HeldResponses: Sendable {
+    private struct Hold {
+        var held = 0
+        var released = false
+        var heldWaiters: [CheckedContinuation<Void, Never>] = []
+        var releaseWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let holds = Mutex<[Int64: Hold]>([:])
+
+    /// The simulator's sleep: waits until the hold named by the delay's whole seconds is released.
+    func hold(_ duration: Duration) async {
+        let key = duration.components.seconds
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let (resumeNow, waiters) = holds.withLock { holds -> (Bool, [CheckedContinuation<Void, Never>]) in
+                var hold = holds[key] ?? Hold()
+                hold.held += 1
+                let waiters = hold.heldWaiters
+                hold.heldWaiters = []
+                if !hold.released { hold.releaseWaiters.append(continuation) }
+                let released = hold.released
+                holds[key] = hold
+                return (released, waiters)
+            }
+            for waiter in waiters { waiter.resume() }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    /// Returns once a response is held under `seconds`; fails the test after `within` seconds.
+    func waitUntilHeld(_ seconds: Int64, within: Double = 20) async throws {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let now = self.holds.withLock { holds -> Bool in
+                        var hold = holds[seconds] ?? Hold()
+                        defer { holds[seconds] = hold }
+                        if hold.held > 0 { return true }
+                        hold.heldWaiters.append(continuation)
+                        return false
+                    }
+                    if now { continuation.resume() }
+                }
+                return true
+            }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(Int64(within * 1000)))
+                return false
+            }
+            let held = try await group.next() ?? false
+            if !held {
+                // Let the waiting child return.
+                let waiters = holds.withLock { holds -> [CheckedContinuation<Void, Never>] in
+                    defer { holds[seconds]?.heldWaiters = [] }
+                    return holds[seconds]?.heldWaiters ?? []
+                }
+                for waiter in waiters { waiter.resume() }
+                throw TestSetupError(description: "no response was held under \(seconds) s within \(within) s")
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// Lets every response held (now or later) under `seconds` go.
+    func release(_ seconds: Int64) {
+        let waiters = holds.withLock { holds -> [CheckedContinuation<Void, Never>] in
+            var hold = holds[seconds] ?? Hold()
+            hold.released = true
+            let waiters = hold.releaseWaiters
+            hold.releaseWaiters = []
+            holds[seconds] = hold
+            return waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Lets everything go (a failed test must not leave the simulator waiting).
+    func releaseAll() {
+        let keys = holds.withLock { Array($0.keys) }
+        for key in keys { release(key) }
     }
 }
