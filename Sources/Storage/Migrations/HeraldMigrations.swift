@@ -101,5 +101,24 @@ public enum HeraldMigrations {
                 CREATE INDEX dead_tokens_recorded ON dead_tokens (recorded_at, app, environment, token);
                 """
         ),
+        // Version 4 is taken by another change of the same release.
+        Migration(
+            version: 5,
+            name: "create_idempotency_keys",
+            sql: """
+                CREATE TABLE idempotency_keys (
+                    api_key_hash TEXT NOT NULL,
+                    idempotency_key TEXT NOT NULL,
+                    request_hash TEXT NOT NULL,
+                    status_code BIGINT,
+                    response_headers TEXT,
+                    response_body TEXT,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    PRIMARY KEY (api_key_hash, idempotency_key)
+                );
+                CREATE INDEX idempotency_keys_expires ON idempotency_keys (expires_at);
+                """
+        ),
     ]
 }
