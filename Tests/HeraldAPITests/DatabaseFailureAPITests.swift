@@ -363,6 +363,18 @@ struct DatabaseFailureAPITests {
                 try await store.run(failing) { _ in throw DatabaseError(code: .lockTimeout, message: "busy") }
             }
             #expect(try await store.run(failing, handler).status == 201)
+
+            // The hourly pruning job: one chain however often it is scheduled.
+            var handlers = JobHandlers()
+            store.register(on: &handlers)
+            let queue = JobQueue(database: db, handlers: handlers)
+            try await store.schedule(on: queue)
+            try await store.schedule(on: queue)
+            let jobs = try await db.query(
+                "SELECT count(*) AS n FROM jobs WHERE kind = $1",
+                [.text(IdempotencyStore.jobKind)]
+            )
+            #expect(try jobs[0].int("n") == 1)
         }
     }
 }

@@ -1,8 +1,9 @@
 import DatabaseTestSupport
 import Foundation
 import HeraldCore
-import Storage
 import Testing
+
+@testable import Storage
 
 /// Busy or unreachable databases fail with an error marked ``DatabaseError/isUnavailable`` (which
 /// HeraldAPI answers with 503), and PostgreSQL bounds statements and the wait for a connection.
@@ -61,6 +62,12 @@ struct DatabaseUnavailableTests {
             let defaults = try await DatabaseFactory.open(url: test.url, logger: TestDatabase.quiet)
             #expect(try await defaults.query("SHOW statement_timeout", [])[0].string("statement_timeout") == "30s")
             await defaults.close()
+            let fromURL = try await DatabaseFactory.open(
+                url: TestDatabase.withParameter(test.url, "options=-c%20statement_timeout%3D4000"),
+                logger: TestDatabase.quiet
+            )
+            #expect(try await fromURL.query("SHOW statement_timeout", [])[0].string("statement_timeout") == "4s")
+            await fromURL.close()
 
             var options = DatabaseOptions()
             options.statementTimeout = .milliseconds(200)
@@ -79,6 +86,31 @@ struct DatabaseUnavailableTests {
             #expect(try await db.query("SELECT 2 AS two", [])[0].int("two") == 2)
             await db.close()
         }
+    }
+
+    @Test("PostgreSQL connections ask for keepalives, a TCP user timeout and the statement timeout; the URL wins")
+    func postgresConnectionParameters() throws {
+        guard case .postgres(let url) = try DatabaseURL(parsing: "postgres://h/db") else {
+            Issue.record("not a PostgreSQL URL")
+            return
+        }
+        var settings = PostgresSettings(
+            url: url,
+            logger: TestDatabase.quiet,
+            metrics: DatabaseMetrics(registry: MetricsRegistry(), dialect: .postgres)
+        )
+        settings.options.statementTimeout = .milliseconds(1_500)
+        let parameters = Dictionary(uniqueKeysWithValues: settings.connectionParameters)
+        #expect(parameters["keepalives"] == "1")
+        #expect(parameters["keepalives_idle"] == "30")
+        #expect(parameters["keepalives_interval"] == "10")
+        #expect(parameters["keepalives_count"] == "3")
+        #expect(parameters["tcp_user_timeout"] == "30000")
+        #expect(parameters["options"] == "-c statement_timeout=1500")
+        // libpq lets later parameters override earlier ones: the URL (dbname) comes last.
+        #expect(!settings.connectionParameters.contains { $0.0 == "dbname" })
+        #expect(PostgresSettings.milliseconds(.seconds(Int64.max)) == Int(Int32.max))
+        #expect(PostgresSettings.milliseconds(.seconds(-1)) == 0)
     }
 
     @Test("PostgreSQL: with every pooled connection busy, a statement fails at the acquire deadline")
