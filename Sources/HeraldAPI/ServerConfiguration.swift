@@ -16,7 +16,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var databaseStatementTimeout = Duration.seconds(30)
     /// How long a request waits for a pooled PostgreSQL connection before 503
     /// (`HERALD_DB_ACQUIRE_TIMEOUT`, seconds).
-    public var databaseAcquireTimeout = Duration.seconds(10)
+    public var databaseAcquireTimeout = Duration.seconds(30)
 
     public init() {}
 
@@ -57,7 +57,7 @@ public struct ServerConfiguration: Sendable, Equatable {
             reader.integer("HERALD_DB_STATEMENT_TIMEOUT", default: 30, range: 0...86_400)
         )
         configuration.databaseAcquireTimeout = .seconds(
-            reader.integer("HERALD_DB_ACQUIRE_TIMEOUT", default: 10, range: 1...600)
+            reader.integer("HERALD_DB_ACQUIRE_TIMEOUT", default: 30, range: 1...600)
         )
         if let url = reader.string("DATABASE_URL") {
             if url.hasPrefix("sqlite:") || url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {

@@ -5,8 +5,9 @@ public struct DatabaseOptions: Sendable, Equatable {
     /// When `DATABASE_URL` sets libpq's `options` parameter, that applies instead.
     public var statementTimeout = Duration.seconds(30)
     /// How long a statement or transaction waits for a pooled PostgreSQL connection when all are
-    /// in use before failing with ``DatabaseError/Code/acquireTimeout``.
-    public var acquireTimeout = Duration.seconds(10)
+    /// in use before failing with ``DatabaseError/Code/acquireTimeout``; `nil` waits as long as it
+    /// takes (tools and tests). `herald serve` sets it from `HERALD_DB_ACQUIRE_TIMEOUT`.
+    public var acquireTimeout: Duration?
     /// TCP keepalive: idle seconds before the first probe, seconds between probes, and unanswered
     /// probes before the connection is declared dead. libpq parameters in the URL take precedence.
     public var keepaliveIdleSeconds = 30

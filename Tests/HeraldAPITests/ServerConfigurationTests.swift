@@ -11,7 +11,7 @@ import Testing
         #expect(configuration.logLevel == .info)
         #expect(configuration.logFormat == .text)
         #expect(configuration.databaseStatementTimeout == .seconds(30))
-        #expect(configuration.databaseAcquireTimeout == .seconds(10))
+        #expect(configuration.databaseAcquireTimeout == .seconds(30))
     }
 
     @Test func databaseTimeoutsAreReadAndChecked() throws {

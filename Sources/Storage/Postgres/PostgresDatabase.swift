@@ -189,7 +189,7 @@ final class PostgresDatabase: Database {
 
     /// Runs `body` with a pooled connection, waiting at most the acquire timeout for one.
     private func lease<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        let timeout = settings.options.acquireTimeout
+        guard let timeout = settings.options.acquireTimeout else { return try await pool.withLease(body) }
         return try await pool.withLease(
             timeout: timeout,
             timeoutError: DatabaseError(
