@@ -16,17 +16,18 @@ struct PostgresSettings: Sendable {
 
     /// Connection parameters placed before the URL, so that the URL's own values win.
     var connectionParameters: [(String, String)] {
-        var parameters = [
+        [
             ("connect_timeout", String(connectTimeoutSeconds)),
             ("application_name", "herald"),
+            // A peer that vanished without a FIN (half-open connection) is noticed by the kernel:
+            // idle, through keepalive probes; with data unacknowledged, through tcp_user_timeout.
             ("keepalives", "1"),
             ("keepalives_idle", String(options.keepaliveIdleSeconds)),
             ("keepalives_interval", String(options.keepaliveIntervalSeconds)),
             ("keepalives_count", String(options.keepaliveCount)),
             ("tcp_user_timeout", String(Self.milliseconds(options.tcpUserTimeout))),
+            ("options", "-c statement_timeout=\(Self.milliseconds(options.statementTimeout))"),
         ]
-        parameters.append(("options", "-c statement_timeout=\(Self.milliseconds(options.statementTimeout))"))
-        return parameters
     }
 
     /// Whole milliseconds, saturating (a `Duration` can exceed what `Int` holds).
