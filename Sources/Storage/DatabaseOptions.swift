@@ -1,7 +1,8 @@
 /// Settings for a ``Database`` that do not belong in `DATABASE_URL`: read from the environment by
 /// the executable (`HERALD_DB_STATEMENT_TIMEOUT`, `HERALD_DB_ACQUIRE_TIMEOUT`) and handed down.
 public struct DatabaseOptions: Sendable, Equatable {
-    /// PostgreSQL cancels a statement that runs longer (`statement_timeout`); `.zero` turns it off.
+    /// PostgreSQL cancels a statement that runs longer (`statement_timeout`); `.zero` sets none
+    /// (the server's default applies).
     /// When `DATABASE_URL` sets libpq's `options` parameter, that applies instead.
     public var statementTimeout = Duration.seconds(30)
     /// How long a statement or transaction waits for a pooled PostgreSQL connection when all are

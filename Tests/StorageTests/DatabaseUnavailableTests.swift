@@ -109,6 +109,8 @@ struct DatabaseUnavailableTests {
         #expect(parameters["options"] == "-c statement_timeout=1500")
         // libpq lets later parameters override earlier ones: the URL (dbname) comes last.
         #expect(!settings.connectionParameters.contains { $0.0 == "dbname" })
+        settings.options.statementTimeout = .zero
+        #expect(!settings.connectionParameters.contains { $0.0 == "options" })
         #expect(PostgresSettings.milliseconds(.seconds(Int64.max)) == Int(Int32.max))
         #expect(PostgresSettings.milliseconds(.seconds(-1)) == 0)
     }

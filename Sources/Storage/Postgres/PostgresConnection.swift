@@ -16,7 +16,8 @@ struct PostgresSettings: Sendable {
 
     /// Connection parameters placed before the URL, so that the URL's own values win.
     var connectionParameters: [(String, String)] {
-        [
+        let statementTimeout = Self.milliseconds(options.statementTimeout)
+        return [
             ("connect_timeout", String(connectTimeoutSeconds)),
             ("application_name", "herald"),
             // A peer that vanished without a FIN (half-open connection) is noticed by the kernel:
@@ -26,8 +27,9 @@ struct PostgresSettings: Sendable {
             ("keepalives_interval", String(options.keepaliveIntervalSeconds)),
             ("keepalives_count", String(options.keepaliveCount)),
             ("tcp_user_timeout", String(Self.milliseconds(options.tcpUserTimeout))),
-            ("options", "-c statement_timeout=\(Self.milliseconds(options.statementTimeout))"),
         ]
+            // Off sends nothing: a pooler such as PgBouncer may refuse a startup `options` parameter.
+            + (statementTimeout > 0 ? [("options", "-c statement_timeout=\(statementTimeout)")] : [])
     }
 
     /// Whole milliseconds, saturating (a `Duration` can exceed what `Int` holds).
