@@ -113,7 +113,7 @@ let package = Package(
         ),
         .target(
             name: "HeraldAPI",
-            dependencies: ["HeraldCore", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs"],
+            dependencies: ["HeraldCore", "HeraldCrypto", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -58,17 +58,16 @@ public struct APIKeys: Sendable, CustomStringConvertible {
                     + "restart, and send Authorization: Bearer <key>"
             )
         }
-        guard let header = request.headers["Authorization"] else {
+        guard request.headers["Authorization"] != nil else {
             throw Self.unauthorized("missing_api_key", "send the API key as Authorization: Bearer <key>")
         }
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+        guard let bearer = Self.bearer(in: request) else {
             throw Self.unauthorized(
                 "missing_api_key",
                 "the Authorization header is not a bearer key: send Authorization: Bearer <key>"
             )
         }
-        let presented = Array(parts[1].trimmingCharacters(in: .whitespaces).utf8)
+        let presented = Array(bearer.utf8)
         var matched = false
         for key in keys {
             // No early exit: each comparison costs the same whatever matched.
@@ -77,6 +76,20 @@ public struct APIKeys: Sendable, CustomStringConvertible {
         guard matched else {
             throw Self.unauthorized("invalid_api_key", "the API key is not one of HERALD_API_KEYS: check the key sent")
         }
+    }
+
+    /// The key after `Bearer ` in the Authorization header, if there is one.
+    static func bearer(in request: HTTPRequest) -> String? {
+        guard let header = request.headers["Authorization"] else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return parts[1].trimmingCharacters(in: .whitespaces)
+    }
+
+    /// The presented key of a request ``authorize(_:)`` accepted (empty if it had none), for
+    /// scoping what a key owns; hash it before storing it.
+    public static func bearerKey(in request: HTTPRequest) -> String {
+        bearer(in: request) ?? ""
     }
 
     /// Equality whose time depends only on the lengths, not on where the bytes differ.

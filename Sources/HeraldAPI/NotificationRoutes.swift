@@ -15,6 +15,8 @@ public import Notifications
 public struct NotificationRoutes: Sendable {
     public let service: NotificationService
     public let keys: APIKeys
+    /// Makes a retried `POST` with the same `Idempotency-Key` answer the first response.
+    public let idempotency: IdempotencyStore
     /// Results or dead tokens per page when `limit` is not given, and the most allowed.
     public static let defaultPageSize = 100
     public static let maximumPageSize = 1_000
@@ -22,13 +24,16 @@ public struct NotificationRoutes: Sendable {
     public init(service: NotificationService, keys: APIKeys) {
         self.service = service
         self.keys = keys
+        self.idempotency = IdempotencyStore(database: service.queue.database, clock: service.queue.clock)
     }
 
     public func register(on router: inout Router) {
         let routes = self
         // 10,000 tokens of up to 200 characters: this route alone takes bodies up to 4 MiB.
         router.on("POST", "/v1/notifications", maxBodySize: NotificationLimits.maximumBodyBytes) { request in
-            try await routes.authorized(request) { try await routes.create($0) }
+            try await routes.authorized(request) { request in
+                try await routes.idempotency.run(request) { try await routes.create($0) }
+            }
         }
         router.get("/v1/notifications/{id}") { request in
             try await routes.authorized(request) { try await routes.read($0) }

@@ -12,10 +12,16 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var maxBodySize = 1 << 20
     /// How long in-flight requests may take to finish after SIGINT/SIGTERM.
     public var shutdownTimeout = Duration.seconds(8)
+    /// PostgreSQL's statement timeout (`HERALD_DB_STATEMENT_TIMEOUT`, seconds; 0 turns it off).
+    public var databaseStatementTimeout = Duration.seconds(30)
+    /// How long a request waits for a pooled PostgreSQL connection before 503
+    /// (`HERALD_DB_ACQUIRE_TIMEOUT`, seconds).
+    public var databaseAcquireTimeout = Duration.seconds(30)
 
     public init() {}
 
-    /// Reads `HOST`, `PORT`, `LOG_LEVEL`, `LOG_FORMAT`, `DATABASE_URL` and `HERALD_MAX_BODY_BYTES`,
+    /// Reads `HOST`, `PORT`, `LOG_LEVEL`, `LOG_FORMAT`, `DATABASE_URL`, `HERALD_MAX_BODY_BYTES`,
+    /// `HERALD_DB_STATEMENT_TIMEOUT` and `HERALD_DB_ACQUIRE_TIMEOUT`,
     /// then applies `overrides` (flag name → value: `host`, `port`, `database-url`).
     public static func load(
         environment: [String: String],
@@ -46,6 +52,12 @@ public struct ServerConfiguration: Sendable, Equatable {
             "HERALD_MAX_BODY_BYTES",
             default: configuration.maxBodySize,
             range: 4096...(64 << 20)
+        )
+        configuration.databaseStatementTimeout = .seconds(
+            reader.integer("HERALD_DB_STATEMENT_TIMEOUT", default: 30, range: 0...86_400)
+        )
+        configuration.databaseAcquireTimeout = .seconds(
+            reader.integer("HERALD_DB_ACQUIRE_TIMEOUT", default: 30, range: 1...600)
         )
         if let url = reader.string("DATABASE_URL") {
             if url.hasPrefix("sqlite:") || url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {

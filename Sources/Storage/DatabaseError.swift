@@ -20,6 +20,8 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
             case constraintViolation = "constraint_violation"
             case serializationFailure = "serialization_failure"
             case lockTimeout = "lock_timeout"
+            case acquireTimeout = "acquire_timeout"
+            case statementTimeout = "statement_timeout"
             case queryFailed = "query_failed"
             case typeMismatch = "type_mismatch"
             case transactionMisuse = "transaction_misuse"
@@ -46,6 +48,10 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
         public static let serializationFailure = Code(.serializationFailure)
         /// A lock could not be taken in time (SQLite `SQLITE_BUSY`, PostgreSQL 55P03).
         public static let lockTimeout = Code(.lockTimeout)
+        /// No pooled connection became free before the acquire deadline (every one was busy).
+        public static let acquireTimeout = Code(.acquireTimeout)
+        /// The statement ran past the statement timeout and the server cancelled it (57014).
+        public static let statementTimeout = Code(.statementTimeout)
         /// The statement failed (syntax, missing table, wrong parameter count, …).
         public static let queryFailed = Code(.queryFailed)
         /// A ``SQLRow`` accessor found a different type, a NULL, or no such column.
@@ -92,6 +98,14 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
 
     /// True when the connection could not be opened or broke; the next call reconnects.
     public var isConnectionError: Bool { code == .connectionFailed || code == .connectionLost }
+
+    /// True when the database is busy or unreachable rather than the request wrong: the connection
+    /// failed or broke, a lock or a pooled connection was not free in time, or the statement timed
+    /// out. Retrying later may succeed; HeraldAPI answers these with 503 `database_unavailable`.
+    public var isUnavailable: Bool {
+        code == .connectionFailed || code == .connectionLost || code == .lockTimeout || code == .acquireTimeout
+            || code == .statementTimeout
+    }
 
     public var description: String {
         var text = "database error (\(code)"

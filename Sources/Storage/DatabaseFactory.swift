@@ -9,19 +9,21 @@ public enum DatabaseFactory {
     ///     (see ``DatabaseURL``).
     ///   - logger: where the drivers log; the password is never logged.
     ///   - metrics: where statement durations, errors and reconnects are recorded.
+    ///   - options: PostgreSQL's statement timeout, keepalives and pool acquire deadline.
     /// - Returns: an open database; call ``Database/close()`` when done.
     /// - Throws: ``DatabaseError`` with ``DatabaseError/Code/invalidURL`` or
     ///   ``DatabaseError/Code/connectionFailed``.
     public static func open(
         url: String,
         logger: Logger,
-        metrics: MetricsRegistry = .shared
+        metrics: MetricsRegistry = .shared,
+        options: DatabaseOptions = DatabaseOptions()
     ) async throws -> any Database {
         switch try DatabaseURL(parsing: url) {
         case .sqlite(let path):
             return try await SQLiteDatabase.open(path: path, logger: logger, metrics: metrics)
         case .postgres(let postgres):
-            return try await PostgresDatabase.open(postgres, logger: logger, metrics: metrics)
+            return try await PostgresDatabase.open(postgres, logger: logger, metrics: metrics, options: options)
         }
     }
 

@@ -36,10 +36,78 @@ final class LeasePool<Resource: Sendable>: Sendable {
     }
 
     /// Waits for a resource, runs `body` with it, and gives it back however `body` ends.
-    func withLease<T>(_ body: (Resource) async throws -> T) async throws -> T {
-        let resource = try await acquire()
+    ///
+    /// - Parameters:
+    ///   - timeout: the longest wait for a resource when none is free; `nil` waits as long as it takes.
+    ///   - timeoutError: what to throw when `timeout` passes first.
+    func withLease<T>(
+        timeout: Duration? = nil,
+        timeoutError: @autoclosure () -> any Error = CancellationError(),
+        _ body: (Resource) async throws -> T
+    ) async throws -> T {
+        let resource: Resource
+        if let timeout {
+            // The common case, a free resource, starts no timer.
+            if let idle = try takeIdle() {
+                resource = idle
+            } else {
+                resource = try await acquire(timeout: timeout, timeoutError: timeoutError())
+            }
+        } else {
+            resource = try await acquire()
+        }
         defer { release(resource) }
         return try await body(resource)
+    }
+
+    /// A free resource without waiting, `nil` when all are lent out (waiters then exist or will).
+    private func takeIdle() throws -> Resource? {
+        try state.withLock { state throws -> Resource? in
+            if let error = state.closedError { throw error }
+            if Task.isCancelled { throw CancellationError() }
+            return state.idle.popLast()
+        }
+    }
+
+    private enum Race: Sendable {
+        case acquired(Resource)
+        case failed(any Error)
+        case timedOut
+        case stopped
+    }
+
+    /// ``acquire()`` raced against a timer: the timer's win removes the waiter (through
+    /// cancellation). A resource handed over at the same moment is kept rather than leaked.
+    private func acquire(timeout: Duration, timeoutError: any Error) async throws -> Resource {
+        let outcome = await withTaskGroup(of: Race.self) { group -> Result<Resource, any Error> in
+            group.addTask {
+                do { return .acquired(try await self.acquire()) } catch { return .failed(error) }
+            }
+            group.addTask {
+                do {
+                    try await Task.sleep(for: timeout)
+                    return .timedOut
+                } catch {
+                    return .stopped
+                }
+            }
+            var acquired: Resource?
+            var failure: (any Error)?
+            var timedOut = false
+            for await result in group {
+                switch result {
+                case .acquired(let resource): acquired = resource
+                case .failed(let error): failure = failure ?? error
+                case .timedOut: timedOut = true
+                case .stopped: continue
+                }
+                group.cancelAll()
+            }
+            if let acquired { return .success(acquired) }
+            if timedOut, !Task.isCancelled { return .failure(timeoutError) }
+            return .failure(failure ?? CancellationError())
+        }
+        return try outcome.get()
     }
 
     func acquire() async throws -> Resource {

@@ -136,7 +136,14 @@ enum ServeCommand {
         simulator: DemoSimulator? = nil,
         logger: Logger
     ) async throws {
-        let database = try await DatabaseFactory.open(url: configuration.databaseURL, logger: logger)
+        var databaseOptions = DatabaseOptions()
+        databaseOptions.statementTimeout = configuration.databaseStatementTimeout
+        databaseOptions.acquireTimeout = configuration.databaseAcquireTimeout
+        let database = try await DatabaseFactory.open(
+            url: configuration.databaseURL,
+            logger: logger,
+            options: databaseOptions
+        )
         var pools = APNSConnectionPool.Configuration()
         // The relay answers before APNs does: under load, its pushes leave in one write every two
         // milliseconds instead of one per handful (measured against 1 ms: about 1 us less I/O
@@ -165,8 +172,12 @@ enum ServeCommand {
             NotificationService.register(sender, on: &handlers)
             let retention = NotificationRetention(store: sender.store, retention: jobs.retention)
             retention.register(on: &handlers)
+            // Idempotency keys expire after 24 h: an hourly job of their own deletes them.
+            let idempotency = IdempotencyStore(database: database)
+            idempotency.register(on: &handlers)
             let queue = JobQueue(database: database, handlers: handlers)
             try await retention.schedule(on: queue)
+            try await idempotency.schedule(on: queue)
             let worker = JobWorker(queue: queue, configuration: jobs, logger: Logger(label: "herald.jobs"))
             let notifications = NotificationService(queue: queue, sender: sender)
 
@@ -187,7 +198,14 @@ enum ServeCommand {
             // POST /v1/notifications sets its own, larger limit (10,000 tokens).
             http.maxBodySize = configuration.maxBodySize
             http.shutdownTimeout = configuration.shutdownTimeout
-            let server = HTTPServer(configuration: http, responder: router, logger: Logger(label: "herald.http"))
+            let httpLogger = Logger(label: "herald.http")
+            let server = HTTPServer(
+                configuration: http,
+                responder: router,
+                middleware: HTTPServer.defaultMiddleware(logger: httpLogger)
+                    + [DatabaseUnavailableMiddleware(logger: httpLogger)],
+                logger: httpLogger
+            )
             var services: [any Service] = [server, worker]
             if let relay { services.append(relay.service) }
             if let simulator { services.append(simulator.simulator) }

@@ -10,6 +10,26 @@ import Testing
         #expect(configuration.databaseURL == "sqlite:herald.sqlite")
         #expect(configuration.logLevel == .info)
         #expect(configuration.logFormat == .text)
+        #expect(configuration.databaseStatementTimeout == .seconds(30))
+        #expect(configuration.databaseAcquireTimeout == .seconds(30))
+    }
+
+    @Test func databaseTimeoutsAreReadAndChecked() throws {
+        let configuration = try ServerConfiguration.load(
+            environment: ["HERALD_DB_STATEMENT_TIMEOUT": "0", "HERALD_DB_ACQUIRE_TIMEOUT": "3"]
+        )
+        #expect(configuration.databaseStatementTimeout == .zero)
+        #expect(configuration.databaseAcquireTimeout == .seconds(3))
+        #expect(throws: ConfigurationError.self) {
+            try ServerConfiguration.load(environment: ["HERALD_DB_ACQUIRE_TIMEOUT": "0"])
+        }
+        do {
+            _ = try ServerConfiguration.load(environment: ["HERALD_DB_STATEMENT_TIMEOUT": "soon"])
+            Issue.record("an invalid statement timeout must be rejected")
+        } catch {
+            #expect(error.problems.count == 1)
+            #expect(error.problems[0].hasPrefix("HERALD_DB_STATEMENT_TIMEOUT=soon is not valid"))
+        }
     }
 
     @Test func environmentAndFlagsApply() throws {

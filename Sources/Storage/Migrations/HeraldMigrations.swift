@@ -109,5 +109,23 @@ public enum HeraldMigrations {
                 ALTER TABLE notifications ADD COLUMN send_lease_expires_at BIGINT;
                 """
         ),
+        Migration(
+            version: 5,
+            name: "create_idempotency_keys",
+            sql: """
+                CREATE TABLE idempotency_keys (
+                    api_key_hash TEXT NOT NULL,
+                    idempotency_key TEXT NOT NULL,
+                    request_hash TEXT NOT NULL,
+                    status_code BIGINT,
+                    response_headers TEXT,
+                    response_body TEXT,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    PRIMARY KEY (api_key_hash, idempotency_key)
+                );
+                CREATE INDEX idempotency_keys_expires ON idempotency_keys (expires_at);
+                """
+        ),
     ]
 }

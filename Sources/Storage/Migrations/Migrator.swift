@@ -27,6 +27,9 @@ public enum Migrator {
         let start = clock.now
         let report = try await db.transaction { transaction -> Report in
             if transaction.dialect == .postgres {
+                // Waiting for another instance's migrations, or a migration rewriting a large
+                // table, may take longer than the statement timeout meant for requests.
+                try await transaction.execute("SET LOCAL statement_timeout = 0", [])
                 try await transaction.execute("SELECT pg_advisory_xact_lock($1)", [.integer(advisoryLockKey)])
             }
             try await transaction.execute(

@@ -11,6 +11,35 @@ struct PostgresSettings: Sendable {
     var metrics: DatabaseMetrics
     /// libpq's `connect_timeout` unless the URL sets one (seconds).
     var connectTimeoutSeconds = 10
+    /// Statement timeout, keepalives and the pool's acquire deadline.
+    var options = DatabaseOptions()
+
+    /// Connection parameters placed before the URL, so that the URL's own values win.
+    var connectionParameters: [(String, String)] {
+        let statementTimeout = Self.milliseconds(options.statementTimeout)
+        return [
+            ("connect_timeout", String(connectTimeoutSeconds)),
+            ("application_name", "herald"),
+            // A peer that vanished without a FIN (half-open connection) is noticed by the kernel:
+            // idle, through keepalive probes; with data unacknowledged, through tcp_user_timeout.
+            ("keepalives", "1"),
+            ("keepalives_idle", String(options.keepaliveIdleSeconds)),
+            ("keepalives_interval", String(options.keepaliveIntervalSeconds)),
+            ("keepalives_count", String(options.keepaliveCount)),
+            ("tcp_user_timeout", String(Self.milliseconds(options.tcpUserTimeout))),
+        ]
+            // Off sends nothing: a pooler such as PgBouncer may refuse a startup `options` parameter.
+            + (statementTimeout > 0 ? [("options", "-c statement_timeout=\(statementTimeout)")] : [])
+    }
+
+    /// Whole milliseconds, saturating (a `Duration` can exceed what `Int` holds).
+    static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        guard !overflow else { return Int(Int32.max) }
+        return Int(min(product + attoseconds / 1_000_000_000_000_000, Int64(Int32.max)))
+    }
 }
 
 /// One pooled PostgreSQL connection with its own thread.
@@ -194,8 +223,9 @@ final class PostgresConnection: Sendable {
 
     /// Opens a new connection; connect_timeout bounds the wait.
     private func connect() throws -> PostgresHandle {
-        let keywords = ["connect_timeout", "application_name", "dbname"]
-        let values = [String(settings.connectTimeoutSeconds), "herald", settings.url.libpqURL]
+        let parameters = settings.connectionParameters
+        let keywords = parameters.map(\.0) + ["dbname"]
+        let values = parameters.map(\.1) + [settings.url.libpqURL]
         let pointer = Self.withCStrings(keywords) { keywords in
             Self.withCStrings(values) { values in PQconnectdbParams(keywords, values, 1) }
         }
@@ -307,6 +337,9 @@ final class PostgresConnection: Sendable {
             code = .serializationFailure
         } else if sqlState == "55P03" {
             code = .lockTimeout
+        } else if sqlState == "57014" {
+            code = .statementTimeout
+            message += "; the statement ran longer than the statement timeout (HERALD_DB_STATEMENT_TIMEOUT)"
         } else {
             code = .queryFailed
         }

@@ -22,13 +22,15 @@ final class PostgresDatabase: Database {
     static func open(
         _ url: DatabaseURL.PostgresURL,
         logger: Logger,
-        metrics: MetricsRegistry
+        metrics: MetricsRegistry,
+        options: DatabaseOptions = DatabaseOptions()
     ) async throws -> PostgresDatabase {
-        let settings = PostgresSettings(
+        var settings = PostgresSettings(
             url: url,
             logger: logger,
             metrics: DatabaseMetrics(registry: metrics, dialect: .postgres)
         )
+        settings.options = options
         let connections = (0..<url.poolSize).map { PostgresConnection(id: $0, settings: settings) }
         do {
             try await connections[0].onThread { try $0.connectIfNeeded() }
@@ -66,7 +68,7 @@ final class PostgresDatabase: Database {
     @discardableResult
     func transaction<T: Sendable>(_ body: @Sendable (any DatabaseExecutor) async throws -> T) async throws -> T {
         try checkNotReentered("transaction")
-        return try await pool.withLease { connection in
+        return try await lease { connection in
             try await connection.onThread { _ = try $0.run("BEGIN", [], mayReconnect: true) }
             let transaction = PostgresTransaction(connection: connection, metrics: settings.metrics)
             let result: T
@@ -165,7 +167,7 @@ final class PostgresDatabase: Database {
     ) async throws -> PostgresConnection.Outcome {
         try checkNotReentered("query")
         return try await settings.metrics.measure {
-            try await pool.withLease { connection in
+            try await lease { connection in
                 try await connection.onThread { connection in
                     let outcome = try body(connection)
                     guard connection.isIdle else {
@@ -183,6 +185,20 @@ final class PostgresDatabase: Database {
                 }
             }
         }
+    }
+
+    /// Runs `body` with a pooled connection, waiting at most the acquire timeout for one.
+    private func lease<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        guard let timeout = settings.options.acquireTimeout else { return try await pool.withLease(body) }
+        return try await pool.withLease(
+            timeout: timeout,
+            timeoutError: DatabaseError(
+                code: .acquireTimeout,
+                message: "no PostgreSQL connection became free within \(timeout) (all \(pool.all.count) were busy); "
+                    + "retry later, or raise pool_size in DATABASE_URL or HERALD_DB_ACQUIRE_TIMEOUT"
+            ),
+            body
+        )
     }
 
     private func rollback(_ connection: PostgresConnection) async {
