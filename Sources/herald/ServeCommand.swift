@@ -185,6 +185,8 @@ enum ServeCommand {
             // POST /v1/notifications sets its own, larger limit (10,000 tokens).
             http.maxBodySize = configuration.maxBodySize
             http.shutdownTimeout = configuration.shutdownTimeout
+            http.requestTimeout = configuration.requestTimeout
+            http.maxConnectionsPerIP = configuration.maxConnectionsPerIP
             let server = HTTPServer(configuration: http, responder: router, logger: Logger(label: "herald.http"))
             var services: [any Service] = [server, worker]
             if let relay { services.append(relay.service) }
