@@ -154,6 +154,19 @@ public struct Router: HTTPResponder {
         add(method, pattern, handler, immediate: immediate)
     }
 
+    /// ``on(_:_:immediately:otherwise:)`` with the route's own body limit, as in
+    /// ``on(_:_:maxBodySize:_:)``: a `Content-Length` over it is 413 before the body is read.
+    public mutating func on(
+        _ method: String,
+        _ pattern: String,
+        maxBodySize: Int,
+        immediately immediate: @escaping ImmediateHandler,
+        otherwise handler: @escaping Handler
+    ) {
+        precondition(maxBodySize >= 0, "a body limit cannot be negative")
+        add(method, pattern, handler, immediate: immediate, maxBodySize: maxBodySize)
+    }
+
     private mutating func add(
         _ method: String,
         _ pattern: String,
@@ -284,6 +297,13 @@ public struct Router: HTTPResponder {
     /// 404 or 405 for a request no route takes, a route's admission refusal
     /// (``admit(under:_:)``), else the route's body limit: all decided before the body is read.
     public func admit(_ request: HTTPRequest) -> HTTPAdmission {
+        // Paths without escapes reaching a route without checks: its limit, without decoding
+        // parameters.
+        if let found = table.match(method: request.method, alsoGet: request.method == "HEAD", rawPath: request.rawPath),
+            let chosen = found.exact ?? found.get, routes[chosen].admission.isEmpty
+        {
+            return .readBody(maxBodySize: found.exact == nil ? nil : routes[chosen].maxBodySize)
+        }
         switch resolve(request) {
         case .answer(let response):
             return .answer(response)

@@ -285,7 +285,9 @@ final class ServerCore: Sendable {
                 query: target.queryItems,
                 headers: headers,
                 body: [],
-                remoteAddress: remoteAddress
+                remoteAddress: remoteAddress,
+                // Given by the request id middleware if the request is refused here.
+                requestID: ""
             )
         )
         let routeLimit: Int?

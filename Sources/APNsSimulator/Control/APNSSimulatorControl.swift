@@ -53,6 +53,11 @@ public struct APNSSimulatorControl: HTTPResponder {
         try await router.respond(to: request)
     }
 
+    /// 404 and 405 on the headers, before a body is read.
+    public func admit(_ request: HTTPRequest) -> HTTPAdmission {
+        router.admit(request)
+    }
+
     /// Adds the control routes to `router` under `prefix` (`""` or `/simulator`, say).
     public func register(on router: inout Router, prefix: String) {
         Self.register(on: &router, prefix: prefix, core: core, info: info)
