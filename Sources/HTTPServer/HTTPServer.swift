@@ -64,6 +64,8 @@ public final class HTTPServer: Service {
     private let logger: Logger
     private let lifecycle = Mutex(ServerLifecycle())
     let statistics = ServerStatistics()
+    /// Connections closed because their request was not in whole within the deadline.
+    private let deadlineCloses: Counter
 
     /// A server with ``defaultMiddleware(logger:metrics:)``.
     public convenience init(
@@ -95,6 +97,10 @@ public final class HTTPServer: Service {
         self.configuration = configuration
         self.responder = MiddlewareChain(middleware: middleware, responder: responder)
         self.logger = logger
+        self.deadlineCloses = metrics.counter(
+            "herald_http_request_deadline_closes_total",
+            help: "Connections closed because their request did not arrive whole within the request timeout."
+        )
         // Read from the server's own count when scraped: no gauge update per request.
         metrics.gauge("herald_http_requests_in_flight", help: "HTTP requests received and not yet answered.") {
             [weak statistics] in statistics.map { Double($0.inFlight) }
@@ -146,7 +152,7 @@ public final class HTTPServer: Service {
                 discardAllowance: max(configuration.maxBodySize, 64 * 1024)
             ),
             deadlines: configuration.requestTimeout > .zero
-                ? RequestDeadlines(timeout: configuration.requestTimeout) : nil,
+                ? RequestDeadlines(timeout: configuration.requestTimeout, closes: deadlineCloses) : nil,
             logger: logger,
             statistics: statistics,
             responder: responder,

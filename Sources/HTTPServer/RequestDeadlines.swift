@@ -27,6 +27,8 @@ final class RequestDeadlines: Sendable {
     }
 
     private let timeout: UInt64
+    /// `herald_http_request_deadline_closes_total`.
+    private let closes: Counter?
     /// Every open connection, for the sweeper; entries are added and removed in libmicrohttpd's
     /// connection callbacks only.
     private let open = Mutex<[ObjectIdentifier: TrackedConnection]>([:])
@@ -34,10 +36,13 @@ final class RequestDeadlines: Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     private let closedCount = Atomic<Int>(0)
 
-    /// - Parameter timeout: positive.
-    init(timeout: Duration) {
+    /// - Parameters:
+    ///   - timeout: positive.
+    ///   - closes: counts the connections closed for missing their deadline.
+    init(timeout: Duration, closes: Counter? = nil) {
         let (seconds, attoseconds) = timeout.components
         self.timeout = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        self.closes = closes
     }
 
     /// Connections closed for missing their deadline so far.
@@ -110,7 +115,10 @@ final class RequestDeadlines: Sendable {
             }
             return closed
         }
-        if closed > 0 { closedCount.add(closed, ordering: .relaxed) }
+        if closed > 0 {
+            closedCount.add(closed, ordering: .relaxed)
+            closes?.increment(by: Double(closed))
+        }
         return closed
     }
 

@@ -19,13 +19,15 @@ struct RequestDeadlineTests {
     @Test("1,100 clients sending a byte a second are all closed at the deadline; memory stays bounded")
     func tricklingClientsAreClosed() async throws {
         try Trickle.raiseFileLimit(to: 8192)
+        let metrics = MetricsRegistry()
         try await withServer(
             configure: {
                 $0.requestTimeout = .seconds(2)
                 // Longer than the whole test: only the deadline may close the trickling clients.
                 $0.connectionTimeout = .seconds(120)
             },
-            responder: Self.router()
+            responder: Self.router(),
+            metrics: metrics
         ) { server, port in
             let before = try Trickle.residentBytes()
             // Gives up after 25 s, far past the 2 s deadline: a server without one keeps every
@@ -38,6 +40,13 @@ struct RequestDeadlineTests {
             #expect(result.answered == 0, "a trickled request was answered instead of cut off")
             // Generous: 1,100 connections with a few bytes each need a few megabytes.
             #expect(after - before < 128 << 20, "resident memory grew by \(after - before) bytes")
+
+            // Every connection the server accepted (up to its 1,024) was cut off by the deadline.
+            let closes = metrics.render().split(separator: "\n").first {
+                $0.hasPrefix("herald_http_request_deadline_closes_total ")
+            }
+            let closed = closes.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+            #expect(closed >= 1_024, "\(closes ?? "no herald_http_request_deadline_closes_total")")
 
             let health = try await RawConnection.request(port: port, "GET", "/healthz")
             #expect(health.status == 200)
