@@ -32,8 +32,8 @@ final class RequestDeadlines: Sendable {
     /// Every open connection, for the sweeper; entries are added and removed in libmicrohttpd's
     /// connection callbacks only.
     private let open = Mutex<[ObjectIdentifier: TrackedConnection]>([:])
-    private let stopSignal = DispatchSemaphore(value: 0)
-    private let stopped = DispatchSemaphore(value: 0)
+    /// Set by ``stop()``; the sweeper shuts nothing down once it is.
+    private let stopped = Atomic<Bool>(false)
     private let closedCount = Atomic<Int>(0)
 
     /// - Parameters:
@@ -101,6 +101,8 @@ final class RequestDeadlines: Sendable {
     @discardableResult
     func sweep(now: UInt64 = RequestDeadlines.now()) -> Int {
         let closed = open.withLock { open -> Int in
+            // Checked under the lock that NOTIFY_CLOSED takes: after stop(), no socket is touched.
+            guard !stopped.load(ordering: .acquiring) else { return 0 }
             var closed = 0
             for tracked in open.values {
                 let deadline = tracked.deadline.load(ordering: .relaxed)
@@ -128,17 +130,19 @@ final class RequestDeadlines: Sendable {
         let interval = min(max(timeout / 10, 50_000_000), 1_000_000_000)
         let thread = Thread { [self] in
             ThreadName.setCurrent("herald-http-deadline")
-            while stopSignal.wait(timeout: .now() + .nanoseconds(Int(interval))) == .timedOut {
+            var pause = timespec(tv_sec: Int(interval / 1_000_000_000), tv_nsec: Int(interval % 1_000_000_000))
+            while !stopped.load(ordering: .acquiring) {
+                nanosleep(&pause, nil)
                 sweep()
             }
-            stopped.signal()
         }
         thread.start()
     }
 
-    /// Stops the sweeper thread and waits for it to end. Call once, after ``start()``.
+    /// Stops sweeping, without waiting: a sweep under way finishes on sockets libmicrohttpd
+    /// still owns (each stays registered until its NOTIFY_CLOSED), and none starts after this.
+    /// The thread ends within one interval.
     func stop() {
-        stopSignal.signal()
-        stopped.wait()
+        stopped.store(true, ordering: .releasing)
     }
 }
