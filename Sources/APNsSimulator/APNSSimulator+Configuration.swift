@@ -57,6 +57,13 @@ extension APNSSimulator {
         public var deliveryCapacity = 10_000
         /// Channels per app. APNs: 10,000 per environment.
         public var channelLimit = 10_000
+        /// Channels across every app, so that a client naming ever new apps cannot grow the
+        /// registry without bound; past it, creating one is `CannotCreateChannelConfig`.
+        public var totalChannelLimit = 100_000
+        /// Device tokens `POST /tokens` may register; past it, a new one gets 409 `limit_reached`.
+        public var tokenLimit = 100_000
+        /// Faults `POST /faults` may hold at once; past it, a new one gets 409 `limit_reached`.
+        public var faultLimit = 1_000
 
         /// `iat` older than this is `ExpiredProviderToken`. APNs: one hour.
         public var providerTokenLifetime: Duration = .seconds(3600)

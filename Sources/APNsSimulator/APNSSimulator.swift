@@ -252,14 +252,17 @@ public final class APNSSimulator: Service {
         control.removeAllDeliveries()
     }
 
-    /// Registers a device token for a topic, or marks it unregistered.
-    public func setToken(_ state: APNSSimulatorTokenState) {
+    /// Registers a device token for a topic, or marks it unregistered; `false` when it is a new
+    /// token and ``Configuration/tokenLimit`` tokens are registered.
+    @discardableResult
+    public func setToken(_ state: APNSSimulatorTokenState) -> Bool {
         control.setToken(state)
     }
 
-    /// Installs a fault; returns its id.
+    /// Installs a fault; returns its id, or `nil` when ``Configuration/faultLimit`` faults are
+    /// installed.
     @discardableResult
-    public func addFault(_ fault: APNSSimulatorFault) -> Int {
+    public func addFault(_ fault: APNSSimulatorFault) -> Int? {
         control.addFault(fault)
     }
 

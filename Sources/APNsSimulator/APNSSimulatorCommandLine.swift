@@ -11,7 +11,8 @@ public enum APNSSimulatorCommandLine {
         summary: "Run a validating APNs-compatible server (HTTP/2 over TLS) with a JSON control API.",
         usage: "herald simulator [--host H] [--port 8443] [--control-port 8444] [--cleartext-port P] "
             + "[--tls-cert F --tls-key F] [--cert-out F] [--key KEYID[@ENV]:PEM]... [--team ID] [--topic BUNDLE]... "
-            + "[--environment sandbox|production]",
+            + "[--environment sandbox|production] [--max-deliveries N] [--max-tokens N] [--max-faults N] "
+            + "[--max-channels N]",
         options: [
             .init("host", value: "H", help: "Address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)."),
             .init("port", value: "PORT", help: "HTTP/2-over-TLS port (default 8443; 0 picks a free one)."),
@@ -59,8 +60,56 @@ public enum APNSSimulatorCommandLine {
                 help: "Lower a connection's stream limit to N after a refused push, until its next success, "
                     + "as APNs has been seen to do (default: keep it)."
             ),
-        ]
+        ] + boundOptions()
     )
+
+    /// The options bounding the simulator's registries, each named `prefix` + `max-…`
+    /// (`herald serve --simulator` uses the prefix `simulator-`).
+    public static func boundOptions(prefix: String = "") -> [CommandSpec.Option] {
+        [
+            .init(
+                prefix + "max-deliveries",
+                value: "N",
+                help: "Deliveries kept for GET /deliveries; the oldest go first (default 10000)."
+            ),
+            .init(
+                prefix + "max-tokens",
+                value: "N",
+                help: "Device tokens POST /tokens may register; past it, 409 (default 100000)."
+            ),
+            .init(
+                prefix + "max-faults",
+                value: "N",
+                help: "Faults held at once; past it, POST /faults is 409 (default 1000)."
+            ),
+            .init(
+                prefix + "max-channels",
+                value: "N",
+                help: "Broadcast channels across every app (each app also has 10000 at most) (default 100000)."
+            ),
+        ]
+    }
+
+    /// Reads ``boundOptions(prefix:)`` into `configuration`.
+    ///
+    /// - Throws: ``HeraldCore/UsageError`` naming the option and the range it takes.
+    public static func applyBounds(
+        _ parsed: ParsedArguments,
+        prefix: String = "",
+        to configuration: inout APNSSimulator.Configuration
+    ) throws(UsageError) {
+        func bound(_ name: String) throws(UsageError) -> Int? {
+            guard let text = parsed.value(prefix + name) else { return nil }
+            guard let value = Int(text), (1...10_000_000).contains(value) else {
+                throw UsageError("--\(prefix + name) \(text) is not a number from 1 to 10000000")
+            }
+            return value
+        }
+        if let value = try bound("max-deliveries") { configuration.deliveryCapacity = value }
+        if let value = try bound("max-tokens") { configuration.tokenLimit = value }
+        if let value = try bound("max-faults") { configuration.faultLimit = value }
+        if let value = try bound("max-channels") { configuration.totalChannelLimit = value }
+    }
 
     /// What the command line asks for.
     public struct Options: Sendable {
@@ -94,6 +143,7 @@ public enum APNSSimulatorCommandLine {
             }
             configuration.idleTimeout = .milliseconds(Int64(value * 1000))
         }
+        try applyBounds(parsed, to: &configuration)
         if let text = parsed.value("streams-after-rejection") {
             guard let value = Int(text), (1...100_000).contains(value) else {
                 throw UsageError("--streams-after-rejection \(text) is not a number from 1 to 100000")

@@ -1,6 +1,7 @@
 #ifndef CMICROHTTPD_SHIM_H
 #define CMICROHTTPD_SHIM_H
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -55,6 +56,12 @@ static inline struct MHD_OptionItem herald_mhd_option_uri_log_callback(herald_mh
     return item;
 }
 
+static inline struct MHD_OptionItem herald_mhd_option_notify_connection(MHD_NotifyConnectionCallback callback,
+                                                                        void *cls) {
+    struct MHD_OptionItem item = {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)callback, cls};
+    return item;
+}
+
 static inline struct MHD_OptionItem herald_mhd_option_external_logger(MHD_LogCallback callback, void *cls) {
     struct MHD_OptionItem item = {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)callback, cls};
     return item;
@@ -70,6 +77,24 @@ static inline uint16_t herald_mhd_get_daemon_info_bind_port(struct MHD_Daemon *d
 static inline const struct sockaddr *herald_mhd_get_connection_info_client_address(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info == NULL ? NULL : info->client_addr;
+}
+
+/* MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD), or -1. */
+static inline int herald_mhd_get_connection_info_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}
+
+/* MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT): what the
+   MHD_OPTION_NOTIFY_CONNECTION callback stored for the connection, or NULL. */
+static inline void *herald_mhd_get_connection_info_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
+}
+
+/* Whether a MHD_NotifyConnectionCallback reports a new connection (else: a closed one). */
+static inline bool herald_mhd_connection_started(enum MHD_ConnectionNotificationCode code) {
+    return code == MHD_CONNECTION_NOTIFY_STARTED;
 }
 
 /* vsnprintf for MHD_LogCallback's `va_list`, consumed once. */

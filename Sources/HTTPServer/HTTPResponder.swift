@@ -26,6 +26,20 @@ public protocol HTTPResponder: Sendable {
     /// answer. `request` has no body and may lack parts the server could not read. Runs on an
     /// I/O thread; must not block.
     func refused(_ request: HTTPRequest, with response: HTTPResponse) -> HTTPResponse
+
+    /// Decides from the request line and headers alone, before any byte of the body is read:
+    /// answer now (the server then sends the answer and closes the connection instead of reading
+    /// the body), or read a body of at most the given size. `request` has an empty body. Runs on
+    /// an I/O thread; must not block.
+    func admit(_ request: HTTPRequest) -> HTTPAdmission
+}
+
+/// What ``HTTPResponder/admit(_:)`` decided from a request's headers.
+public enum HTTPAdmission: Sendable {
+    /// Read the body, up to `maxBodySize` bytes (`nil`: the server's limit).
+    case readBody(maxBodySize: Int?)
+    /// Answer with this response without reading the body (a 401, 404 or 405, say).
+    case answer(HTTPResponse)
 }
 
 extension HTTPResponder {
@@ -37,6 +51,11 @@ extension HTTPResponder {
 
     /// The server's refusal, unchanged.
     public func refused(_ request: HTTPRequest, with response: HTTPResponse) -> HTTPResponse { response }
+
+    /// Every request may send its body, up to ``maximumBodySize(method:rawPath:)``.
+    public func admit(_ request: HTTPRequest) -> HTTPAdmission {
+        .readBody(maxBodySize: maximumBodySize(method: request.method, rawPath: request.rawPath))
+    }
 }
 
 /// Code that runs around a responder: it may change the request, answer by itself, or change
@@ -166,5 +185,14 @@ public struct MiddlewareChain: HTTPResponder {
     /// A middleware that cannot answer immediately is skipped with the layers inside it.
     public func refused(_ request: HTTPRequest, with response: HTTPResponse) -> HTTPResponse {
         immediateChain?.refused(request, response) ?? responder.refused(request, with: response)
+    }
+
+    /// The wrapped responder's decision; an answer goes through the middleware like a refusal
+    /// (``refused(_:with:)``), so that it is logged, counted and given a request id.
+    public func admit(_ request: HTTPRequest) -> HTTPAdmission {
+        switch responder.admit(request) {
+        case .readBody(let limit): return .readBody(maxBodySize: limit)
+        case .answer(let response): return .answer(refused(request, with: response))
+        }
     }
 }

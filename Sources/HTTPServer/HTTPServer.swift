@@ -20,7 +20,10 @@ import Synchronization
 /// Limits: bodies over ``Configuration/maxBodySize`` get 413 (at once when `Content-Length`
 /// says so, otherwise when the limit is crossed, without buffering more); request headers over
 /// ``Configuration/maxHeaderSize`` get 431; clients idle for ``Configuration/connectionTimeout``
-/// are disconnected. Errors the server itself sends use the API's JSON error shape, except the
+/// are disconnected, and so are clients whose request is not in whole within
+/// ``Configuration/requestTimeout``. Route, method and admission (``HTTPResponder/admit(_:)``)
+/// are decided on the headers: a 401, 404, 405 or 413 is sent without reading the body, and the
+/// connection then closes. Errors the server itself sends use the API's JSON error shape, except the
 /// few that libmicrohttpd answers before a request exists (a malformed request line: 400;
 /// headers far over the limit: 431), which have a short plain body.
 public final class HTTPServer: Service {
@@ -40,6 +43,13 @@ public final class HTTPServer: Service {
         /// mid-request) is closed; rounded up to whole seconds. A request being answered does
         /// not count as idle.
         public var connectionTimeout: Duration = .seconds(30)
+        /// The most a request may take to arrive whole, headers and body, counted from the
+        /// connection's opening or its previous response; a connection past it is closed without
+        /// an answer, however steadily its client trickles bytes. `.zero`: no deadline.
+        public var requestTimeout: Duration = .seconds(30)
+        /// Open connections at most from one client address; further ones are closed at once.
+        /// `nil`: no limit (behind a proxy every client has the proxy's address).
+        public var maxConnectionsPerIP: Int?
         /// How long graceful shutdown waits for requests in flight before closing them.
         public var shutdownTimeout: Duration = .seconds(10)
         /// libmicrohttpd threads doing socket I/O. Handlers run on Swift's pool, except immediate
@@ -54,6 +64,8 @@ public final class HTTPServer: Service {
     private let logger: Logger
     private let lifecycle = Mutex(ServerLifecycle())
     let statistics = ServerStatistics()
+    /// Connections closed because their request was not in whole within the deadline.
+    private let deadlineCloses: Counter
 
     /// A server with ``defaultMiddleware(logger:metrics:)``.
     public convenience init(
@@ -85,6 +97,10 @@ public final class HTTPServer: Service {
         self.configuration = configuration
         self.responder = MiddlewareChain(middleware: middleware, responder: responder)
         self.logger = logger
+        self.deadlineCloses = metrics.counter(
+            "herald_http_request_deadline_closes_total",
+            help: "Connections closed because their request did not arrive whole within the request timeout."
+        )
         // Read from the server's own count when scraped: no gauge update per request.
         metrics.gauge("herald_http_requests_in_flight", help: "HTTP requests received and not yet answered.") {
             [weak statistics] in statistics.map { Double($0.inFlight) }
@@ -135,6 +151,8 @@ public final class HTTPServer: Service {
                 maxHeaderSize: configuration.maxHeaderSize,
                 discardAllowance: max(configuration.maxBodySize, 64 * 1024)
             ),
+            deadlines: configuration.requestTimeout > .zero
+                ? RequestDeadlines(timeout: configuration.requestTimeout, closes: deadlineCloses) : nil,
             logger: logger,
             statistics: statistics,
             responder: responder,

@@ -21,6 +21,8 @@ final class MHDDaemon: @unchecked Sendable {
 
     private let daemon: OpaquePointer
     private let core: ServerCore
+    /// Its sweeper thread runs while the daemon does.
+    private let deadlines: RequestDeadlines?
     private let state = Mutex(State())
 
     /// The port the daemon listens on (the real one when 0 was asked for).
@@ -46,7 +48,8 @@ final class MHDDaemon: @unchecked Sendable {
             )
         }
         guard configuration.maxConnections > 0, configuration.threadCount > 0, configuration.maxBodySize >= 0,
-            configuration.maxHeaderSize > 0
+            configuration.maxHeaderSize > 0, configuration.requestTimeout >= .zero,
+            (configuration.maxConnectionsPerIP ?? 1) > 0
         else {
             throw HTTPServerError.invalidConfiguration("limits and thread count must be positive")
         }
@@ -93,13 +96,36 @@ final class MHDDaemon: @unchecked Sendable {
                 cls
             ),
             herald_mhd_option_notify_completed(
-                { cls, _, slot, _ in
+                { cls, connection, slot, _ in
                     guard let cls, let slot else { return }
-                    Unmanaged<ServerCore>.fromOpaque(cls)._withUnsafeGuaranteedRef { $0.requestCompleted(slot: slot) }
+                    Unmanaged<ServerCore>.fromOpaque(cls)._withUnsafeGuaranteedRef {
+                        $0.requestCompleted(connection: connection, slot: slot)
+                    }
                 },
                 cls
             ),
         ]
+        if core.deadlines != nil {
+            options.append(
+                herald_mhd_option_notify_connection(
+                    { cls, connection, context, event in
+                        guard let cls, let connection, let context else { return }
+                        Unmanaged<ServerCore>.fromOpaque(cls)._withUnsafeGuaranteedRef { core in
+                            guard let deadlines = core.deadlines else { return }
+                            if herald_mhd_connection_started(event) {
+                                deadlines.started(connection, context: context)
+                            } else {
+                                deadlines.closed(context: context)
+                            }
+                        }
+                    },
+                    cls
+                )
+            )
+        }
+        if let perIP = configuration.maxConnectionsPerIP {
+            options.append(herald_mhd_option_number(.PER_IP_CONNECTION_LIMIT, perIP))
+        }
         // libmicrohttpd splits the connection limit among its threads and refuses a pool larger
         // than the limit.
         let threads = min(configuration.threadCount, configuration.maxConnections)
@@ -138,8 +164,10 @@ final class MHDDaemon: @unchecked Sendable {
         }
         self.daemon = started
         self.core = core
+        self.deadlines = core.deadlines
         self.port = Int(herald_mhd_get_daemon_info_bind_port(started))
         core.markStarted()
+        deadlines?.start()
     }
 
     deinit {
@@ -148,6 +176,7 @@ final class MHDDaemon: @unchecked Sendable {
             return (state.stopped, state.quiescedSocket)
         }
         if !pending.0 {
+            deadlines?.stop()
             core.close()
             MHD_stop_daemon(daemon)
             if let socket = pending.1 { Glibc.close(socket) }
@@ -178,6 +207,7 @@ final class MHDDaemon: @unchecked Sendable {
             return .some(state.quiescedSocket)
         }
         guard case .some(let quiescedSocket) = socket else { return }
+        deadlines?.stop()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let thread = Thread { [self] in
                 ThreadName.setCurrent("herald-http-stop")

@@ -34,6 +34,9 @@ public struct Router: HTTPResponder {
     /// Answers at once, without blocking, or returns `nil` (having changed nothing) to have the
     /// route's async handler answer instead.
     public typealias ImmediateHandler = @Sendable (HTTPRequest) -> HTTPResponse?
+    /// Decides from the request line and headers alone (the request's body is empty): `nil` lets
+    /// the request in, a response refuses it before its body is read (``admit(under:_:)``).
+    public typealias AdmissionCheck = @Sendable (HTTPRequest) -> HTTPResponse?
 
     /// A class, so that matching passes routes around with one retain instead of copying them.
     private final class Route: Sendable {
@@ -46,6 +49,8 @@ public struct Router: HTTPResponder {
         let maxBodySize: Int?
         /// How the access log shows its paths (``Router/logPaths(of:as:)``); `nil`: as received.
         let loggedPath: LoggedPathRule?
+        /// Checks run on the headers before the body is read (``Router/admit(under:_:)``).
+        let admission: [AdmissionCheck]
 
         init(
             method: String,
@@ -54,7 +59,8 @@ public struct Router: HTTPResponder {
             handler: @escaping Handler,
             immediate: ImmediateHandler?,
             maxBodySize: Int?,
-            loggedPath: LoggedPathRule?
+            loggedPath: LoggedPathRule?,
+            admission: [AdmissionCheck]
         ) {
             self.method = method
             self.pattern = pattern
@@ -63,9 +69,10 @@ public struct Router: HTTPResponder {
             self.immediate = immediate
             self.maxBodySize = maxBodySize
             self.loggedPath = loggedPath
+            self.admission = admission
         }
 
-        func with(loggedPath: LoggedPathRule) -> Route {
+        func with(loggedPath: LoggedPathRule? = nil, admission: [AdmissionCheck]? = nil) -> Route {
             Route(
                 method: method,
                 pattern: pattern,
@@ -73,7 +80,8 @@ public struct Router: HTTPResponder {
                 handler: handler,
                 immediate: immediate,
                 maxBodySize: maxBodySize,
-                loggedPath: loggedPath
+                loggedPath: loggedPath ?? self.loggedPath,
+                admission: admission ?? self.admission
             )
         }
     }
@@ -93,6 +101,8 @@ public struct Router: HTTPResponder {
 
     /// How the access log shows paths of a pattern (``logPaths(of:as:)``), by pattern.
     private var loggedPaths: [String: LoggedPathRule] = [:]
+    /// Admission checks by path prefix (``admit(under:_:)``), in the order they were added.
+    private var admissionRules: [(prefix: String, check: AdmissionCheck)] = []
     private var routes: [Route] = []
     /// The routes with their own body limit (``on(_:_:maxBodySize:_:)``), usually few.
     private var limitedRoutes: [Route] = []
@@ -144,6 +154,19 @@ public struct Router: HTTPResponder {
         add(method, pattern, handler, immediate: immediate)
     }
 
+    /// ``on(_:_:immediately:otherwise:)`` with the route's own body limit, as in
+    /// ``on(_:_:maxBodySize:_:)``: a `Content-Length` over it is 413 before the body is read.
+    public mutating func on(
+        _ method: String,
+        _ pattern: String,
+        maxBodySize: Int,
+        immediately immediate: @escaping ImmediateHandler,
+        otherwise handler: @escaping Handler
+    ) {
+        precondition(maxBodySize >= 0, "a body limit cannot be negative")
+        add(method, pattern, handler, immediate: immediate, maxBodySize: maxBodySize)
+    }
+
     private mutating func add(
         _ method: String,
         _ pattern: String,
@@ -172,7 +195,8 @@ public struct Router: HTTPResponder {
             handler: handler,
             immediate: immediate,
             maxBodySize: maxBodySize,
-            loggedPath: loggedPaths[pattern]
+            loggedPath: loggedPaths[pattern],
+            admission: admissionRules.filter { Self.pattern(pattern, isUnder: $0.prefix) }.map(\.check)
         )
         if let existing = routes.firstIndex(where: { $0.method == method && $0.segments == segments }) {
             routes[existing] = route
@@ -204,6 +228,29 @@ public struct Router: HTTPResponder {
         limitedRoutes = routes.filter { $0.maxBodySize != nil }
     }
 
+    /// Has every route whose pattern is `prefix` or lies under it (`/v1` covers `/v1` and
+    /// `/v1/…`, not `/v1x`), added before or after this call, run `check` on the request line and
+    /// headers before its body is read. When `check` answers, the server sends that answer at
+    /// once and closes the connection without reading the body: an API key check belongs here,
+    /// so that a client without the key cannot make the server read megabytes. The route's
+    /// handler runs only for admitted requests; ``respond(to:)`` runs the checks too.
+    public mutating func admit(under prefix: String, _ check: @escaping AdmissionCheck) {
+        var prefix = prefix
+        while prefix.count > 1, prefix.hasSuffix("/") { prefix.removeLast() }
+        precondition(prefix.hasPrefix("/"), "an admission prefix must start with '/': \(prefix)")
+        admissionRules.append((prefix, check))
+        routes = routes.map { route in
+            guard Self.pattern(route.pattern, isUnder: prefix) else { return route }
+            return route.with(admission: route.admission + [check])
+        }
+        limitedRoutes = routes.filter { $0.maxBodySize != nil }
+    }
+
+    /// Whether `pattern` is `prefix` or lies under it, segment-wise.
+    private static func pattern(_ pattern: String, isUnder prefix: String) -> Bool {
+        prefix == "/" || pattern == prefix || pattern.hasPrefix(prefix + "/")
+    }
+
     public mutating func get(_ pattern: String, _ handler: @escaping Handler) { on("GET", pattern, handler) }
     public mutating func post(_ pattern: String, _ handler: @escaping Handler) { on("POST", pattern, handler) }
     public mutating func put(_ pattern: String, _ handler: @escaping Handler) { on("PUT", pattern, handler) }
@@ -217,6 +264,9 @@ public struct Router: HTTPResponder {
             return response
         case .route(let route, let routed, let headFallback):
             RouteRecorder.current?.record(route.pattern, loggedPath: route.loggedPath)
+            for check in route.admission {
+                if let refusal = check(routed) { return Self.finish(refusal, route: route, headFallback: headFallback) }
+            }
             return Self.finish(try await route.handler(routed), route: route, headFallback: headFallback)
         }
     }
@@ -228,7 +278,11 @@ public struct Router: HTTPResponder {
         case .answer(let response):
             return response
         case .route(let route, let routed, let headFallback):
-            guard let immediate = route.immediate, let response = immediate(routed) else { return nil }
+            guard let immediate = route.immediate else { return nil }
+            for check in route.admission {
+                if let refusal = check(routed) { return Self.finish(refusal, route: route, headFallback: headFallback) }
+            }
+            guard let response = immediate(routed) else { return nil }
             return Self.finish(response, route: route, headFallback: headFallback)
         }
     }
@@ -238,6 +292,29 @@ public struct Router: HTTPResponder {
     public func refused(_ request: HTTPRequest, with response: HTTPResponse) -> HTTPResponse {
         guard case .route(let route, _, _) = resolve(request) else { return response }
         return Self.finish(response, route: route, headFallback: false)
+    }
+
+    /// 404 or 405 for a request no route takes, a route's admission refusal
+    /// (``admit(under:_:)``), else the route's body limit: all decided before the body is read.
+    public func admit(_ request: HTTPRequest) -> HTTPAdmission {
+        // Paths without escapes reaching a route without checks: its limit, without decoding
+        // parameters.
+        if let found = table.match(method: request.method, alsoGet: request.method == "HEAD", rawPath: request.rawPath),
+            let chosen = found.exact ?? found.get, routes[chosen].admission.isEmpty
+        {
+            return .readBody(maxBodySize: found.exact == nil ? nil : routes[chosen].maxBodySize)
+        }
+        switch resolve(request) {
+        case .answer(let response):
+            return .answer(response)
+        case .route(let route, let routed, let headFallback):
+            for check in route.admission {
+                if let refusal = check(routed) {
+                    return .answer(Self.finish(refusal, route: route, headFallback: headFallback))
+                }
+            }
+            return .readBody(maxBodySize: headFallback ? nil : route.maxBodySize)
+        }
     }
 
     /// The limit of the route `method` on `rawPath` would reach, if it has its own.

@@ -28,6 +28,8 @@ final class ServerCore: Sendable {
     }
 
     let limits: Limits
+    /// The total deadline for receiving each request; `nil`: none.
+    let deadlines: RequestDeadlines?
     let logger: Logger
     let statistics: ServerStatistics
     /// `statistics` for request contexts, which must not retain it (see ``RequestContext``).
@@ -47,12 +49,14 @@ final class ServerCore: Sendable {
 
     init(
         limits: Limits,
+        deadlines: RequestDeadlines?,
         logger: Logger,
         statistics: ServerStatistics,
         responder: any HTTPResponder,
         events: AsyncStream<ServerEvent>.Continuation
     ) {
         self.limits = limits
+        self.deadlines = deadlines
         self.logger = logger
         self.statistics = statistics
         self.unmanagedStatistics = Unmanaged.passUnretained(statistics)
@@ -187,7 +191,8 @@ final class ServerCore: Sendable {
 
     /// MHD_OPTION_NOTIFY_COMPLETED: the request is over (answered, failed, timed out or the
     /// daemon stopped). Releases the context's retain.
-    func requestCompleted(slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+    func requestCompleted(connection: OpaquePointer?, slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        if let deadlines, let connection { deadlines.responseFinished(on: connection) }
         guard let raw = slot.pointee else { return }
         slot.pointee = nil
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
@@ -269,8 +274,30 @@ final class ServerCore: Sendable {
             )
         }
 
-        let bodyLimit =
-            responder.maximumBodySize(method: normalizedMethod, rawPath: target.rawPath) ?? limits.maxBodySize
+        let remoteAddress = SocketAddress.describe(herald_mhd_get_connection_info_client_address(connection))
+        // Route, method and admission (an API key, say) are decided on the headers alone, so that
+        // a refused client never makes the server read its body.
+        let admission = responder.admit(
+            HTTPRequest(
+                method: normalizedMethod,
+                rawPath: target.rawPath,
+                path: path,
+                query: target.queryItems,
+                headers: headers,
+                body: [],
+                remoteAddress: remoteAddress,
+                // Given by the request id middleware if the request is refused here.
+                requestID: ""
+            )
+        )
+        let routeLimit: Int?
+        switch admission {
+        case .answer(let response):
+            return reject(response, context: context)
+        case .readBody(let limit):
+            routeLimit = limit
+        }
+        let bodyLimit = routeLimit ?? limits.maxBodySize
         var expectedLength = 0
         if let declared = headers["Content-Length"] {
             let length = UInt64(declared.trimmingSpaces()) ?? UInt64.max
@@ -288,7 +315,7 @@ final class ServerCore: Sendable {
             target: target,
             path: path,
             headers: headers,
-            remoteAddress: SocketAddress.describe(herald_mhd_get_connection_info_client_address(connection))
+            remoteAddress: remoteAddress
         )
         context.state.withLock { state in
             swap(&state.head, &head)
@@ -334,6 +361,7 @@ final class ServerCore: Sendable {
         }
         guard let head else { return false }
         let request = head.request(body: body)
+        deadlines?.requestReceived(on: connection)
 
         if let response = responder.respondImmediately(to: request) {
             context.state.withLock { $0.phase = .answered }
@@ -360,10 +388,12 @@ final class ServerCore: Sendable {
         return true
     }
 
-    /// Answers before the body is read (the first call) and stops there.
+    /// Answers before the body is read (the first call) and stops there. libmicrohttpd then
+    /// closes the connection rather than read what follows (a body nobody asked for); the
+    /// answer says so with `Connection: close`.
     private func reject(_ response: HTTPResponse, context: RequestContext) -> Bool {
         context.state.withLock { $0.phase = .answered }
-        return queue(response, for: context, forceClose: false)
+        return queue(response, for: context, forceClose: true)
     }
 
     /// Turns `response` into a libmicrohttpd response and queues it.

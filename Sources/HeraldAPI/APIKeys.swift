@@ -92,6 +92,19 @@ public struct APIKeys: Sendable, CustomStringConvertible {
         bearer(in: request) ?? ""
     }
 
+    /// ``authorize(_:)`` as a router admission check (``HTTPServer/Router/admit(under:_:)``): the
+    /// 401 is sent on the headers alone, before the server reads a body.
+    public var admission: Router.AdmissionCheck {
+        { request in
+            do throws(HTTPError) {
+                try authorize(request)
+                return nil
+            } catch {
+                return error.response
+            }
+        }
+    }
+
     /// Equality whose time depends only on the lengths, not on where the bytes differ.
     static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
         var difference = UInt64(lhs.count ^ rhs.count)

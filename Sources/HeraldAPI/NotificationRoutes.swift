@@ -29,6 +29,9 @@ public struct NotificationRoutes: Sendable {
 
     public func register(on router: inout Router) {
         let routes = self
+        // The key is checked on the headers, before the server reads a body (up to 4 MiB here).
+        // By route, not for all of /v1: app-facing /v1/client routes take client tokens instead.
+        for prefix in ["/v1/notifications", "/v1/dead-tokens"] { router.admit(under: prefix, keys.admission) }
         // 10,000 tokens of up to 200 characters: this route alone takes bodies up to 4 MiB.
         router.on("POST", "/v1/notifications", maxBodySize: NotificationLimits.maximumBodyBytes) { request in
             try await routes.authorized(request) { request in

@@ -17,11 +17,16 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// How long a request waits for a pooled PostgreSQL connection before 503
     /// (`HERALD_DB_ACQUIRE_TIMEOUT`, seconds).
     public var databaseAcquireTimeout = Duration.seconds(30)
+    /// The most a request may take to arrive whole, headers and body (`HERALD_REQUEST_TIMEOUT`).
+    public var requestTimeout = Duration.seconds(30)
+    /// Open connections at most per client address (`HERALD_MAX_CONNECTIONS_PER_IP`); `nil`: no limit.
+    public var maxConnectionsPerIP: Int?
 
     public init() {}
 
     /// Reads `HOST`, `PORT`, `LOG_LEVEL`, `LOG_FORMAT`, `DATABASE_URL`, `HERALD_MAX_BODY_BYTES`,
-    /// `HERALD_DB_STATEMENT_TIMEOUT` and `HERALD_DB_ACQUIRE_TIMEOUT`,
+    /// `HERALD_DB_STATEMENT_TIMEOUT`, `HERALD_DB_ACQUIRE_TIMEOUT`, `HERALD_REQUEST_TIMEOUT` and
+    /// `HERALD_MAX_CONNECTIONS_PER_IP`,
     /// then applies `overrides` (flag name → value: `host`, `port`, `database-url`).
     public static func load(
         environment: [String: String],
@@ -59,6 +64,26 @@ public struct ServerConfiguration: Sendable, Equatable {
         configuration.databaseAcquireTimeout = .seconds(
             reader.integer("HERALD_DB_ACQUIRE_TIMEOUT", default: 30, range: 1...600)
         )
+        if let text = reader.string("HERALD_REQUEST_TIMEOUT") {
+            if let seconds = Int(text), (1...3_600).contains(seconds) {
+                configuration.requestTimeout = .seconds(seconds)
+            } else {
+                reader.report(
+                    "HERALD_REQUEST_TIMEOUT=\(text) is not valid: use a whole number of seconds from 1 to 3600 "
+                        + "(how long a client may take to send one request, headers and body; default 30)"
+                )
+            }
+        }
+        if let text = reader.string("HERALD_MAX_CONNECTIONS_PER_IP") {
+            if let limit = Int(text), (1...1_024).contains(limit) {
+                configuration.maxConnectionsPerIP = limit
+            } else {
+                reader.report(
+                    "HERALD_MAX_CONNECTIONS_PER_IP=\(text) is not valid: use a whole number from 1 to 1024 "
+                        + "(open connections per client address), or leave it unset for no limit"
+                )
+            }
+        }
         if let url = reader.string("DATABASE_URL") {
             if url.hasPrefix("sqlite:") || url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
                 configuration.databaseURL = url

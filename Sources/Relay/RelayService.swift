@@ -140,9 +140,11 @@ public final class RelayService: Service {
     /// input, or a push handed to a live APNs connection with room in the queue), and takes the
     /// asynchronous path only when it must wait: for a connection, or for room.
     public func register(on router: inout Router) {
+        // A body WebPush forbids is refused on its Content-Length, before it is read.
         router.on(
             "POST",
             "/push/{token}/{id}",
+            maxBodySize: WebPushTranslation.maxBodySize,
             immediately: { [self] request in relayImmediately(request) },
             otherwise: { [self] request in await relay(request) }
         )

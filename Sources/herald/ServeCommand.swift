@@ -16,7 +16,9 @@ enum ServeCommand {
     static let spec = CommandSpec(
         name: "herald serve",
         summary: "Run Herald's HTTP API. Settings come from the environment (README.md, Configuration).",
-        usage: "herald serve [--host HOST] [--port PORT] [--database-url URL] [--simulator]",
+        usage: "herald serve [--host HOST] [--port PORT] [--database-url URL] [--simulator "
+            + "[--simulator-max-deliveries N] [--simulator-max-tokens N] [--simulator-max-faults N] "
+            + "[--simulator-max-channels N]]",
         options: [
             .init(
                 "simulator",
@@ -25,7 +27,7 @@ enum ServeCommand {
             .init("host", value: "HOST", help: "Address to listen on (HOST; default 0.0.0.0)."),
             .init("port", value: "PORT", help: "Port to listen on (PORT; default 3000)."),
             .init("database-url", value: "URL", help: "sqlite:PATH or postgres://… (DATABASE_URL)."),
-        ]
+        ] + APNSSimulatorCommandLine.boundOptions(prefix: "simulator-")
     )
 
     /// The variables that turn on APNs (and with it the relay).
@@ -71,6 +73,12 @@ enum ServeCommand {
             problems += error.problems
         }
         let useSimulator = parsed.flag("simulator")
+        var simulatorBounds = APNSSimulator.Configuration()
+        do throws(UsageError) {
+            try APNSSimulatorCommandLine.applyBounds(parsed, prefix: "simulator-", to: &simulatorBounds)
+        } catch {
+            problems.append(error.message)
+        }
         var apns: APNsSettings?
         if useSimulator {
             // The simulator stands in for Apple: no credentials are read.
@@ -97,7 +105,7 @@ enum ServeCommand {
         var simulator: DemoSimulator?
         if useSimulator {
             do {
-                var demo = try DemoSimulator(topic: environment["TOPIC"], logger: logger)
+                var demo = try DemoSimulator(topic: environment["TOPIC"], bounds: simulatorBounds, logger: logger)
                 if apiKeys.isEmpty {
                     // A key for this session, printed once at start-up (to the terminal, not the log).
                     let key = DemoSimulator.generateAPIKey()
@@ -190,7 +198,12 @@ enum ServeCommand {
             system.register(on: &router)
             relay?.service.register(on: &router)
             NotificationRoutes(service: notifications, keys: apiKeys).register(on: &router)
-            simulator?.simulator.control.register(on: &router, prefix: "/simulator")
+            if let simulator {
+                simulator.simulator.control.register(on: &router, prefix: "/simulator")
+                // The control API shows whole device tokens and payloads and injects faults: it
+                // takes the same key as /v1, checked before any body is read.
+                router.admit(under: "/simulator", apiKeys.admission)
+            }
 
             var http = HTTPServer.Configuration()
             http.host = configuration.host
@@ -198,6 +211,8 @@ enum ServeCommand {
             // POST /v1/notifications sets its own, larger limit (10,000 tokens).
             http.maxBodySize = configuration.maxBodySize
             http.shutdownTimeout = configuration.shutdownTimeout
+            http.requestTimeout = configuration.requestTimeout
+            http.maxConnectionsPerIP = configuration.maxConnectionsPerIP
             let httpLogger = Logger(label: "herald.http")
             let server = HTTPServer(
                 configuration: http,
@@ -341,7 +356,8 @@ struct DemoSimulator {
         return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 
-    init(topic: String?, logger: Logger) throws {
+    /// - Parameter bounds: its registry bounds (the rest of it is ignored).
+    init(topic: String?, bounds: APNSSimulator.Configuration = .init(), logger: Logger) throws {
         let key = try APNSSigningKey(keyID: "SIMULATED1", teamID: "SIMTEAM001", privateKey: P256PrivateKey())
         let bundleID = topic.flatMap { $0.isEmpty ? nil : $0 } ?? "com.example.app"
         var configuration = APNSSimulator.Configuration()
@@ -350,6 +366,10 @@ struct DemoSimulator {
         configuration.teamID = key.teamID
         configuration.topics = [bundleID]
         configuration.logger = Logger(label: "herald.simulator")
+        configuration.deliveryCapacity = bounds.deliveryCapacity
+        configuration.tokenLimit = bounds.tokenLimit
+        configuration.faultLimit = bounds.faultLimit
+        configuration.totalChannelLimit = bounds.totalChannelLimit
         simulator = try APNSSimulator(configuration: configuration)
         var endpoints = APNSEndpoints()
         endpoints.production = simulator.endpoint
@@ -369,12 +389,13 @@ struct DemoSimulator {
             // Printed once to the terminal, never logged: the key is a secret.
             let token = String(repeating: "ab", count: 32)
             let text = """
-                HERALD_API_KEYS is unset: this session's API key for /v1 is
+                HERALD_API_KEYS is unset: this session's API key for /v1 and /simulator is
                   \(key)
                 Try:
                   curl -s -X POST \(base)/v1/notifications -H 'Authorization: Bearer \(key)' \\
                     -H 'Content-Type: application/json' \\
                     -d '{"tokens":["\(token)"],"payload":{"aps":{"alert":"Hello"}}}'
+                  curl -s \(base)/simulator/deliveries -H 'Authorization: Bearer \(key)'
 
                 """
             FileHandle.standardOutput.write(Data(text.utf8))
@@ -385,7 +406,7 @@ struct DemoSimulator {
                 "simulator": .string(simulator.url),
                 "ca_file": .string(simulator.caFile ?? "-"),
                 "topic": .string(settings.relayApp.bundleID),
-                "deliveries": .string("\(base)/simulator/deliveries"),
+                "deliveries": .string("\(base)/simulator/deliveries (Authorization: Bearer <API key>)"),
                 "try": .string(
                     "curl -X POST -H 'Content-Encoding: aes128gcm' --data-binary x \(base)/push/\(String(repeating: "ab", count: 32))/1"
                 ),

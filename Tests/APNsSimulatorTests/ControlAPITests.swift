@@ -345,6 +345,52 @@ import Testing
             await connection.close()
         }
     }
+
+    @Test func registriesAnswer409PastTheirBoundsAndDeliveriesDropTheOldest() async throws {
+        try await withSimulator(configure: {
+            $0.tokenLimit = 2
+            $0.faultLimit = 1
+            $0.deliveryCapacity = 2
+        }) { fixture in
+            let control = fixture.simulator.control
+            for index in 1...2 {
+                let token = String(format: "%064x", index)
+                #expect(try await Self.call(control, "POST", "/tokens", body: #"{"token":"\#(token)"}"#).status == 200)
+            }
+            let full = try await Self.call(
+                control,
+                "POST",
+                "/tokens",
+                body: #"{"token":"\#(String(format: "%064x", 3))"}"#
+            )
+            #expect(full.status == 409)
+            #expect(full.json?["error"]?["code"] == "limit_reached")
+            // A registered token can still change.
+            let update = #"{"token":"\#(String(format: "%064x", 2))","topic":"com.example.app"}"#
+            #expect(try await Self.call(control, "POST", "/tokens", body: update).status == 200)
+            #expect(try await Self.call(control, "DELETE", "/tokens").status == 204)
+            #expect(
+                try await Self.call(control, "POST", "/tokens", body: #"{"token":"\#(String(format: "%064x", 3))"}"#)
+                    .status == 200
+            )
+
+            let fault = #"{"type":"latency","latency_ms":1}"#
+            #expect(try await Self.call(control, "POST", "/faults", body: fault).status == 201)
+            let tooMany = try await Self.call(control, "POST", "/faults", body: fault)
+            #expect(tooMany.status == 409)
+            #expect(tooMany.json?["error"]?["code"] == "limit_reached")
+            #expect(fixture.simulator.addFault(APNSSimulatorFault(.delay(.milliseconds(1)))) == nil)
+            #expect(try await Self.call(control, "DELETE", "/faults").status == 204)
+
+            let connection = try await fixture.connect()
+            let jwt = try fixture.jwt()
+            for index in 1...3 {
+                _ = try await connection.send(fixture.devicePush(token: String(format: "%064x", 100 + index), jwt: jwt))
+            }
+            let kept = fixture.simulator.deliveries().map(\.token)
+            #expect(kept == [String(format: "%064x", 103), String(format: "%064x", 102)])
+        }
+    }
 }
 
 /// A flag set once, read from any task.

@@ -287,4 +287,61 @@ import Testing
             }
         }
     }
+
+    @Test func registriesAreBounded() throws {
+        var tokens = DeviceTokenRegistry(limit: 2)
+        var stored: [Bool] = []
+        for byte in ["01", "02", "03"] {
+            stored.append(tokens.set(APNSSimulatorTokenState(token: String(repeating: byte, count: 32))))
+        }
+        #expect(stored == [true, true, false])
+        // Updating a registered token is not a new entry.
+        let updated = tokens.set(APNSSimulatorTokenState(token: String(repeating: "02", count: 32), topic: "com.a"))
+        #expect(updated)
+        #expect(tokens.tokens.count == 2)
+
+        var faults = FaultPlan(limit: 1)
+        let first = faults.add(APNSSimulatorFault(.delay(.milliseconds(1))))
+        let second = faults.add(APNSSimulatorFault(.delay(.milliseconds(1))))
+        faults.removeAll()
+        let afterClearing = faults.add(APNSSimulatorFault(.delay(.milliseconds(1))))
+        #expect(first != nil && second == nil && afterClearing != nil)
+
+        // Across apps: a client naming ever new bundle IDs cannot grow the registry past it.
+        var channels = ChannelRegistry(limit: 10, totalLimit: 2)
+        let channel = try channels.create(bundleID: "a", policy: .noMessageStored, now: Date()).get()
+        _ = try channels.create(bundleID: "b", policy: .noMessageStored, now: Date()).get()
+        guard case .failure(let rejection) = channels.create(bundleID: "c", policy: .noMessageStored, now: Date())
+        else {
+            Issue.record("a channel was created past the total limit")
+            return
+        }
+        #expect(rejection.reason == .cannotCreateChannelConfig)
+        let deleted = channels.delete(bundleID: "a", id: channel.channelID)
+        #expect(deleted != nil)
+        let replacement = try? channels.create(bundleID: "c", policy: .noMessageStored, now: Date()).get()
+        #expect(replacement != nil)
+        #expect(channels.count == 2)
+    }
+
+    @Test func commandLineBounds() throws {
+        let defaults = try APNSSimulatorCommandLine.options(APNSSimulatorCommandLine.spec.parse([])).configuration
+        #expect(defaults.deliveryCapacity >= 10_000)
+        #expect(defaults.tokenLimit == 100_000)
+        #expect(defaults.faultLimit == 1_000)
+        #expect(defaults.totalChannelLimit == 100_000)
+        let parsed = try APNSSimulatorCommandLine.spec.parse([
+            "--max-deliveries", "50000", "--max-tokens", "7", "--max-faults", "3", "--max-channels", "9",
+        ])
+        let configuration = try APNSSimulatorCommandLine.options(parsed).configuration
+        #expect(configuration.deliveryCapacity == 50_000)
+        #expect(configuration.tokenLimit == 7)
+        #expect(configuration.faultLimit == 3)
+        #expect(configuration.totalChannelLimit == 9)
+        for arguments in [["--max-tokens", "0"], ["--max-faults", "many"], ["--max-deliveries", "-5"]] {
+            #expect(throws: UsageError.self, "\(arguments)") {
+                try APNSSimulatorCommandLine.options(APNSSimulatorCommandLine.spec.parse(arguments))
+            }
+        }
+    }
 }

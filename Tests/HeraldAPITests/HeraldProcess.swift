@@ -80,9 +80,16 @@ final class HeraldProcess: Sendable {
 }
 
 /// One HTTP request over URLSession; returns status and body.
-func fetch(_ url: String, method: String = "GET") async throws -> (status: Int, body: String) {
+func fetch(
+    _ url: String,
+    method: String = "GET",
+    headers: [String: String] = [:],
+    body: String? = nil
+) async throws -> (status: Int, body: String) {
     var request = URLRequest(url: URL(string: url)!)
     request.httpMethod = method
+    for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+    request.httpBody = body.map { Data($0.utf8) }
     let (data, response) = try await URLSession.shared.data(for: request)
     let status = (response as? HTTPURLResponse)?.statusCode ?? 0
     return (status, String(decoding: data, as: UTF8.self))

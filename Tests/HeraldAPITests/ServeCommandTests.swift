@@ -158,9 +158,12 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let herald = try HeraldProcess(
             arguments: ["serve", "--simulator", "--host", "127.0.0.1", "--port", "0"],
-            environment: ["DATABASE_URL": "sqlite:\(directory.path)/herald.sqlite", "TOPIC": "org.example.demo"]
+            environment: ["DATABASE_URL": "sqlite:\(directory.path)/herald.sqlite", "TOPIC": "org.example.demo"],
+            capturingStandardOutput: true
         )
         let port = try await herald.listeningPort()
+        // The session key is printed to the terminal (standard output) at start-up.
+        let key = try await Self.sessionKey(of: herald)
         let base = "http://127.0.0.1:\(port)"
         let token = String(repeating: "cd", count: 32)
         var request = URLRequest(url: URL(string: "\(base)/push/\(token)/7")!)
@@ -171,7 +174,10 @@ import Testing
         #expect((response as? HTTPURLResponse)?.statusCode == 202)
         var deliveries = ""
         for _ in 0..<100 {
-            deliveries = try await fetch("\(base)/simulator/deliveries?token=\(token)").body
+            deliveries = try await fetch(
+                "\(base)/simulator/deliveries?token=\(token)",
+                headers: ["Authorization": "Bearer \(key)"]
+            ).body
             if deliveries.contains("\"status\":200") { break }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -180,5 +186,92 @@ import Testing
         #expect(herald.log.contains("nothing is sent to Apple"))
         herald.signal(SIGTERM)
         #expect(try await herald.waitForExit(timeout: .seconds(10)) == 0, "log:\n\(herald.log)")
+    }
+
+    /// The line after "this session's API key" on standard output.
+    static func sessionKey(of herald: HeraldProcess) async throws -> String {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            let lines = herald.log.split(separator: "\n")
+            if let index = lines.firstIndex(where: { $0.contains("this session's API key") }), index + 1 < lines.count {
+                return lines[index + 1].trimmingCharacters(in: .whitespaces)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("no session key printed; output:\n\(herald.log)")
+        throw CancellationError()
+    }
+
+    /// `herald serve --simulator`: the control API takes the /v1 key, and its registries are
+    /// bounded by the --simulator-max-* flags.
+    @Test func simulatorControlAPINeedsTheKeyAndIsBounded() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = "control-test-key-0123456789"
+        let herald = try HeraldProcess(
+            arguments: [
+                "serve", "--simulator", "--host", "127.0.0.1", "--port", "0", "--simulator-max-tokens", "2",
+                "--simulator-max-faults", "1",
+            ],
+            environment: ["DATABASE_URL": "sqlite:\(directory.path)/herald.sqlite", "HERALD_API_KEYS": key]
+        )
+        let port = try await herald.listeningPort()
+        let base = "http://127.0.0.1:\(port)/simulator"
+        let auth = ["Authorization": "Bearer \(key)"]
+
+        for (method, path) in [("GET", "/deliveries"), ("GET", "/tokens"), ("GET", "/"), ("DELETE", "/faults")] {
+            let anonymous = try await fetch(base + path, method: method)
+            #expect(anonymous.status == 401, "\(method) \(path) without a key")
+            #expect(anonymous.body.contains("missing_api_key"))
+        }
+        let wrong = try await fetch(
+            base + "/tokens",
+            method: "POST",
+            headers: ["Authorization": "Bearer nope"],
+            body: "{}"
+        )
+        #expect(wrong.status == 401)
+        #expect(try await fetch(base + "/deliveries", headers: auth).status == 200)
+
+        for index in 0..<2 {
+            let token = String(format: "%064x", index)
+            let added = try await fetch(
+                base + "/tokens",
+                method: "POST",
+                headers: auth,
+                body: #"{"token":"\#(token)"}"#
+            )
+            #expect(added.status == 200)
+        }
+        let third = try await fetch(
+            base + "/tokens",
+            method: "POST",
+            headers: auth,
+            body: #"{"token":"\#(String(repeating: "ee", count: 32))"}"#
+        )
+        #expect(third.status == 409)
+        #expect(third.body.contains("limit_reached"))
+
+        let fault = #"{"type":"status","status":500,"reason":"InternalServerError"}"#
+        #expect(try await fetch(base + "/faults", method: "POST", headers: auth, body: fault).status == 201)
+        let secondFault = try await fetch(base + "/faults", method: "POST", headers: auth, body: fault)
+        #expect(secondFault.status == 409)
+        #expect(secondFault.body.contains("limit_reached"))
+
+        herald.signal(SIGTERM)
+        #expect(try await herald.waitForExit(timeout: .seconds(10)) == 0, "log:\n\(herald.log)")
+        #expect(!herald.log.contains(key), "the API key must not be logged")
+    }
+
+    @Test func invalidRequestTimeoutAndPerIPLimitExitWithStatus2() async throws {
+        let herald = try HeraldProcess(
+            arguments: ["serve", "--simulator-max-deliveries", "0"],
+            environment: ["HERALD_REQUEST_TIMEOUT": "30s", "HERALD_MAX_CONNECTIONS_PER_IP": "-1"]
+        )
+        #expect(try await herald.waitForExit(timeout: .seconds(10)) == 2)
+        let log = herald.log
+        #expect(log.contains("HERALD_REQUEST_TIMEOUT=30s is not valid: use a whole number of seconds"), "log: \(log)")
+        #expect(log.contains("HERALD_MAX_CONNECTIONS_PER_IP=-1 is not valid"), "log: \(log)")
+        #expect(log.contains("--simulator-max-deliveries 0 is not a number"), "log: \(log)")
     }
 }

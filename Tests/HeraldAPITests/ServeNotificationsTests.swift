@@ -32,7 +32,10 @@ struct ServeNotificationsTests {
         let body = String(decoding: data, as: UTF8.self)
         #expect(body.contains("\"status\":\"done\""))
         #expect(body.contains("\"sent\":1"))
-        let deliveries = try await fetch("\(base)/simulator/deliveries?token=\(token)").body
+        let deliveries = try await fetch(
+            "\(base)/simulator/deliveries?token=\(token)",
+            headers: ["Authorization": "Bearer \(key)"]
+        ).body
         #expect(deliveries.contains("\"topic\":\"org.example.notify\""))
         #expect(!herald.log.contains(key), "the API key must not be logged")
         herald.signal(SIGTERM)

@@ -53,6 +53,11 @@ public struct APNSSimulatorControl: HTTPResponder {
         try await router.respond(to: request)
     }
 
+    /// 404 and 405 on the headers, before a body is read.
+    public func admit(_ request: HTTPRequest) -> HTTPAdmission {
+        router.admit(request)
+    }
+
     /// Adds the control routes to `router` under `prefix` (`""` or `/simulator`, say).
     public func register(on router: inout Router, prefix: String) {
         Self.register(on: &router, prefix: prefix, core: core, info: info)
@@ -68,11 +73,11 @@ public struct APNSSimulatorControl: HTTPResponder {
         core.store.withState { $0.deliveries.removeAll() }
     }
 
-    func setToken(_ token: APNSSimulatorTokenState) {
+    func setToken(_ token: APNSSimulatorTokenState) -> Bool {
         core.store.withState { $0.tokens.set(token) }
     }
 
-    func addFault(_ fault: APNSSimulatorFault) -> Int {
+    func addFault(_ fault: APNSSimulatorFault) -> Int? {
         core.store.withState { $0.faults.add(fault) }
     }
 
@@ -94,6 +99,7 @@ public struct APNSSimulatorControl: HTTPResponder {
             "the control API prefix must start with '/': \(rawPrefix)"
         )
         let store = core.store
+        let base = prefix
 
         let overview: Router.Handler = { _ in
             let counts = store.withState { state in
@@ -153,7 +159,13 @@ public struct APNSSimulatorControl: HTTPResponder {
         router.post(prefix + "/tokens") { request in
             switch ControlInput.tokenState(request.body, now: core.wallClock()) {
             case .success(let token):
-                store.withState { $0.tokens.set(token) }
+                let (stored, limit) = store.withState { ($0.tokens.set(token), $0.tokens.limit) }
+                guard stored else {
+                    return limitReached(
+                        "The simulator already holds \(limit) device tokens: DELETE \(base)/tokens, "
+                            + "or start it with a larger token limit (docs/SIMULATOR.md)."
+                    )
+                }
                 return jsonResponse(tokenJSON(token))
             case .failure(let error):
                 return error.response
@@ -179,7 +191,13 @@ public struct APNSSimulatorControl: HTTPResponder {
         router.post(prefix + "/faults") { request in
             switch ControlInput.fault(request.body) {
             case .success(let fault):
-                let id = store.withState { $0.faults.add(fault) }
+                let (added, limit) = store.withState { ($0.faults.add(fault), $0.faults.limit) }
+                guard let id = added else {
+                    return limitReached(
+                        "The simulator already holds \(limit) faults: DELETE \(base)/faults, "
+                            + "or start it with a larger fault limit (docs/SIMULATOR.md)."
+                    )
+                }
                 return jsonResponse(faultJSON(fault, id: id, matched: 0, fired: 0), status: 201)
             case .failure(let error):
                 return error.response
@@ -200,6 +218,11 @@ public struct APNSSimulatorControl: HTTPResponder {
             store.withState { $0.channels.removeAll() }
             return HTTPResponse(status: 204)
         }
+    }
+
+    /// 409 for a registry that is full.
+    private static func limitReached(_ message: String) -> HTTPResponse {
+        .error(status: 409, code: "limit_reached", message: message)
     }
 
     // MARK: JSON

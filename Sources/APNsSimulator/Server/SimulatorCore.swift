@@ -29,7 +29,10 @@ final class SimulatorCore: Sendable {
         )
         self.store = SimulatorStore(
             deliveryCapacity: configuration.deliveryCapacity,
-            channelLimit: configuration.channelLimit
+            channelLimit: configuration.channelLimit,
+            totalChannelLimit: configuration.totalChannelLimit,
+            tokenLimit: configuration.tokenLimit,
+            faultLimit: configuration.faultLimit
         )
         self.devices = DevicePushValidator(apps: apps, malformedPayloadReason: configuration.malformedPayloadReason)
         self.broadcasts = BroadcastValidator(apps: apps)

@@ -90,12 +90,20 @@ struct FaultPlan: Sendable {
         var fired = 0
     }
 
+    /// Faults held at once at most.
+    let limit: Int
     private(set) var entries: [Entry] = []
     private var nextID = 1
 
+    init(limit: Int = 1_000) {
+        self.limit = max(1, limit)
+    }
+
     var isEmpty: Bool { entries.isEmpty }
 
-    mutating func add(_ fault: APNSSimulatorFault) -> Int {
+    /// Adds `fault` and returns its id; `nil` (nothing added) when `limit` faults are held.
+    mutating func add(_ fault: APNSSimulatorFault) -> Int? {
+        guard entries.count < limit else { return nil }
         let id = nextID
         nextID += 1
         entries.append(Entry(id: id, fault: fault))

@@ -10,14 +10,18 @@ public struct APNSSimulatorChannel: Sendable, Hashable {
     public var createdAt: Date
 }
 
-/// The channels of every app, in creation order, with APNs' per-app limit.
+/// The channels of every app, in creation order, with APNs' per-app limit and a limit across
+/// every app.
 struct ChannelRegistry: Sendable {
     let limit: Int
+    let totalLimit: Int
     private var channels: [String: [String: APNSSimulatorChannel]] = [:]
     private var order: [String: [String]] = [:]
+    private(set) var count = 0
 
-    init(limit: Int) {
+    init(limit: Int, totalLimit: Int = 100_000) {
         self.limit = limit
+        self.totalLimit = totalLimit
     }
 
     /// A new channel with a random id (16 random bytes, base64, never reused), or
@@ -27,7 +31,7 @@ struct ChannelRegistry: Sendable {
         policy: APNSChannelMessageStoragePolicy,
         now: Date
     ) -> Result<APNSSimulatorChannel, SimulatorRejection> {
-        guard order[bundleID, default: []].count < limit else {
+        guard order[bundleID, default: []].count < limit, count < totalLimit else {
             return .failure(.badRequest(.cannotCreateChannelConfig))
         }
         var id = Data(SecureRandom.bytes(16)).base64EncodedString()
@@ -35,6 +39,7 @@ struct ChannelRegistry: Sendable {
         let channel = APNSSimulatorChannel(bundleID: bundleID, channelID: id, storagePolicy: policy, createdAt: now)
         channels[bundleID, default: [:]][id] = channel
         order[bundleID, default: []].append(id)
+        count += 1
         return .success(channel)
     }
 
@@ -45,6 +50,11 @@ struct ChannelRegistry: Sendable {
     mutating func delete(bundleID: String, id: String) -> APNSSimulatorChannel? {
         guard let removed = channels[bundleID]?.removeValue(forKey: id) else { return nil }
         order[bundleID]?.removeAll { $0 == id }
+        if order[bundleID]?.isEmpty == true {
+            order[bundleID] = nil
+            channels[bundleID] = nil
+        }
+        count -= 1
         return removed
     }
 
@@ -61,5 +71,6 @@ struct ChannelRegistry: Sendable {
     mutating func removeAll() {
         channels.removeAll()
         order.removeAll()
+        count = 0
     }
 }

@@ -18,12 +18,23 @@ public struct APNSSimulatorTokenState: Sendable, Hashable {
     }
 }
 
-/// Registered and unregistered device tokens. Unknown tokens are valid for every topic.
+/// Registered and unregistered device tokens, at most `limit`. Unknown tokens are valid for
+/// every topic.
 struct DeviceTokenRegistry: Sendable {
+    let limit: Int
     private(set) var tokens: [String: APNSSimulatorTokenState] = [:]
 
-    mutating func set(_ state: APNSSimulatorTokenState) {
+    init(limit: Int = 100_000) {
+        self.limit = max(1, limit)
+    }
+
+    /// Registers or updates `state`; `false` (and nothing changed) when it is a new token and the
+    /// registry already holds `limit`.
+    @discardableResult
+    mutating func set(_ state: APNSSimulatorTokenState) -> Bool {
+        guard tokens.count < limit || tokens[state.token] != nil else { return false }
         tokens[state.token] = state
+        return true
     }
 
     mutating func remove(_ token: String) -> Bool {

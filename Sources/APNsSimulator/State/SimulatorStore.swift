@@ -7,16 +7,28 @@ import Synchronization
 final class SimulatorStore: Sendable {
     struct State: Sendable {
         var deliveries: DeliveryLog
-        var tokens = DeviceTokenRegistry()
+        var tokens: DeviceTokenRegistry
         var channels: ChannelRegistry
-        var faults = FaultPlan()
+        var faults: FaultPlan
     }
 
     private let state: Mutex<State>
 
-    init(deliveryCapacity: Int, channelLimit: Int) {
+    /// Every registry is bounded: deliveries are a ring, the others refuse new entries when full.
+    init(
+        deliveryCapacity: Int,
+        channelLimit: Int,
+        totalChannelLimit: Int = 100_000,
+        tokenLimit: Int = 100_000,
+        faultLimit: Int = 1_000
+    ) {
         state = Mutex(
-            State(deliveries: DeliveryLog(capacity: deliveryCapacity), channels: ChannelRegistry(limit: channelLimit))
+            State(
+                deliveries: DeliveryLog(capacity: deliveryCapacity),
+                tokens: DeviceTokenRegistry(limit: tokenLimit),
+                channels: ChannelRegistry(limit: channelLimit, totalLimit: totalChannelLimit),
+                faults: FaultPlan(limit: faultLimit)
+            )
         )
     }
 
