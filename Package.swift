@@ -142,7 +142,14 @@ let package = Package(
         ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: swiftSettings),
         .testTarget(name: "HeraldCryptoTests", dependencies: ["HeraldCrypto"], swiftSettings: swiftSettings),
-        .testTarget(name: "HeraldIOTests", dependencies: ["HeraldIO"], swiftSettings: swiftSettings),
+        // ThreadSanitizer annotations for Synchronization.Mutex's contended paths, in the test
+        // bundle only and only when it is built with `--sanitize=thread` (scripts/test.sh).
+        .target(name: "CThreadSanitizerMutex", path: "Tests/CThreadSanitizerMutex"),
+        .testTarget(
+            name: "HeraldIOTests",
+            dependencies: ["HeraldIO", "CThreadSanitizerMutex"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HTTP2Tests",
             dependencies: ["HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto"],

@@ -5,6 +5,10 @@ import HeraldIO
 /// What the client session does when nghttp2 calls back (loop thread, inside
 /// `nghttp2_session_mem_recv`/`_mem_send`), and the C trampolines that get there.
 extension ClientSession {
+    /// The stream nghttp2 has as `streamID`'s user data, retained. Safe: every stream nghttp2 has
+    /// a pointer to is held by the open list (or `retired`, until nghttp2 is gone), and a stream
+    /// leaves the open list only in `on_stream_close`, after which nghttp2 forgets the stream, or
+    /// once its user data is cleared (``onFrameNotSent(_:libraryError:)``).
     func stream(for streamID: Int32) -> ClientStream? {
         guard phase != .closed, let nghttp2,
             let pointer = nghttp2_session_get_stream_user_data(nghttp2.pointer, streamID)
@@ -109,11 +113,20 @@ extension ClientSession {
         }
     }
 
+    /// A request's HEADERS could not be sent (it was reset while queued, a GOAWAY came, or the
+    /// session is closing). nghttp2 opened the stream, with the stream's pointer as its user
+    /// data, to prepare the frame, and closes it right after this callback, calling
+    /// `on_stream_close` for the same stream id.
     func onFrameNotSent(_ frame: UnsafePointer<nghttp2_frame>, libraryError: Int32) {
-        guard Int(frame.pointee.hd.type) == Int(NGHTTP2_HEADERS.rawValue), phase != .closed else { return }
+        guard Int(frame.pointee.hd.type) == Int(NGHTTP2_HEADERS.rawValue), phase != .closed, let nghttp2 else {
+            return
+        }
         let streamID = frame.pointee.hd.stream_id
-        // nghttp2 had not created the stream yet, so look it up in the open list (rare).
         guard let stream = open.first(withID: streamID) else { return }
+        // The open list holds the last reference once the waiter has been resumed (a timed-out
+        // or cancelled request): nghttp2 must no longer point at the stream when it is dropped,
+        // or `on_stream_close` would read freed memory. Without user data it finds nothing.
+        nghttp2_session_set_stream_user_data(nghttp2.pointer, streamID, nil)
         open.remove(stream)
         let error =
             goAway != nil

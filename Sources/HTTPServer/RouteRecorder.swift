@@ -1,3 +1,4 @@
+import HeraldCore
 import Synchronization
 
 /// Where ``Router`` notes the pattern it matched, so that middleware outside the router can
@@ -31,9 +32,13 @@ final class RouteRecorder: Sendable {
 
     /// The path the access log shows for `request`: as `response` or its route says, or as the
     /// recorded route says when the handler threw and `response` was made outside the router.
+    /// Whatever the route (an unmatched one too), device tokens, generated API keys and JWTs in
+    /// it are shortened (``LogRedaction/path(_:)``).
     static func loggedPath(of request: HTTPRequest, answeredWith response: HTTPResponse?) -> String {
-        if let loggedPath = response?.loggedPath { return loggedPath }
-        guard let rule = response?.loggedPathRule ?? current?.loggedPathRule else { return request.path }
-        return rule.transform(request)
+        if let loggedPath = response?.loggedPath { return LogRedaction.path(loggedPath) }
+        guard let rule = response?.loggedPathRule ?? current?.loggedPathRule else {
+            return LogRedaction.path(request.path)
+        }
+        return LogRedaction.path(rule.transform(request))
     }
 }

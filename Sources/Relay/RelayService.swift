@@ -83,15 +83,21 @@ public final class RelayService: Service {
     private let apnsSuccesses: LabelledCounter
     private let oversize: Counter
     private let pauses: Counter
+    /// One warning per cause (an APNs refusal reason, `transport_error`, `oversize`,
+    /// `apns_unreachable`) per second: anyone who can reach the relay can cause them (a bad token,
+    /// a long body), and each one still counts in the metrics.
+    private let refusalLog: LogRateLimiter<String>
 
     public init(
         configuration: Configuration,
         routes: [APNSEnvironment: Route],
         logger: Logger = Logger(label: "herald.relay"),
         metrics: MetricsRegistry = .shared,
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = { Date() },
+        logClock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
     ) {
         self.configuration = configuration
+        self.refusalLog = LogRateLimiter(interval: .seconds(1), now: logClock)
         self.routes = routes
         self.liveness = routes.mapValues { _ in Liveness() }
         self.gate = RoomGate(maximumPause: configuration.maximumPause, holdOff: .milliseconds(100))
@@ -187,10 +193,15 @@ public final class RelayService: Service {
             try await route.pool.warmUp()
         } catch {
             count(push.encoding, status: 503)
-            logger.warning(
-                "relay answered 503: APNs unreachable",
-                metadata: ["environment": .string("\(push.environment)"), "error": .string("\(error)")]
-            )
+            if let suppressed = refusalLog.admit("apns_unreachable") {
+                logger.warning(
+                    "relay answered 503: APNs unreachable",
+                    metadata: [
+                        "environment": .string("\(push.environment)"), "error": .string("\(error)"),
+                        "suppressed": .int(suppressed),
+                    ]
+                )
+            }
             return unavailable("APNs (\(push.environment)) cannot be reached right now")
         }
         await waitForRoom()
@@ -267,13 +278,16 @@ public final class RelayService: Service {
         if push.request.payload.count > push.request.pushType.maxPayloadSize {
             // A 4xx would make Mastodon delete the subscription over one long message (RELAY.md).
             oversize.increment()
-            logger.warning(
-                "relay body too large for APNs: not sent",
-                metadata: [
-                    "token": .string(APNSDeviceToken.shortened(push.request.deviceToken)),
-                    "apns_payload_bytes": .int(push.request.payload.count),
-                ]
-            )
+            if let suppressed = refusalLog.admit("oversize") {
+                logger.warning(
+                    "relay body too large for APNs: not sent",
+                    metadata: [
+                        "token": .string(APNSDeviceToken.shortened(push.request.deviceToken)),
+                        "apns_payload_bytes": .int(push.request.payload.count),
+                        "suppressed": .int(suppressed),
+                    ]
+                )
+            }
             count(push.encoding, status: 202)
             return .answer(HTTPResponse(status: 202))
         }
@@ -415,18 +429,23 @@ public final class RelayService: Service {
         resumeDrainedRun()
     }
 
-    /// Logs and counts APNs' answer to a relayed push.
+    /// Logs and counts APNs' answer to a relayed push. Every answer is counted; warnings are
+    /// limited to one per reason per second, each carrying how many of that reason were not
+    /// logged since the last one (`suppressed`).
     private func record(_ result: Result<APNSSendResult, any Error>, token: String, environment: APNSEnvironment) {
         switch result {
         case .success(.delivered):
             apnsSuccesses.increment()
         case .success(.rejected(let rejection)):
-            apnsResponses.increment(labels: [("reason", rejection.reason.metricLabel)])
+            let label = rejection.reason.metricLabel
+            apnsResponses.increment(labels: [("reason", label)])
+            guard let suppressed = refusalLog.admit(label) else { return }
             var metadata: [String: LogValue] = [
                 "reason": .string("\(rejection.reason)"),
                 "status": .int(rejection.status),
                 "token": .string(APNSDeviceToken.shortened(token)),
                 "environment": .string("\(environment)"),
+                "suppressed": .int(suppressed),
             ]
             if let since = rejection.deviceTokenInvalidSince {
                 metadata["unregistered_at"] = .string(RFC3339.string(from: since))
@@ -434,11 +453,13 @@ public final class RelayService: Service {
             logger.warning("APNs refused a relayed push", metadata: metadata)
         case .failure(let error):
             apnsResponses.increment(labels: [("reason", "transport_error")])
+            guard let suppressed = refusalLog.admit("transport_error") else { return }
             logger.warning(
                 "relayed push not delivered",
                 metadata: [
                     "token": .string(APNSDeviceToken.shortened(token)),
                     "error": .string("\(error)"),
+                    "suppressed": .int(suppressed),
                 ]
             )
         }

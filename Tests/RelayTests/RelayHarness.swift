@@ -30,6 +30,8 @@ struct RelayHarness {
         maxQueuedBeforeWaiting: Int = 1_024,
         maximumPause: Duration = .milliseconds(20),
         runsService: Bool = true,
+        relayLogger: Logger = Logger(label: "test.relay", level: .error),
+        logClock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
         _ body: (RelayHarness) async throws -> Void
     ) async throws {
         let key = try APNSSigningKey(keyID: "RELAYKEY01", teamID: "RELAYTEAM1", privateKey: P256PrivateKey())
@@ -87,8 +89,9 @@ struct RelayHarness {
         let service = RelayService(
             configuration: relayConfiguration,
             routes: routes,
-            logger: Logger(label: "test.relay", level: .error),
-            metrics: metrics
+            logger: relayLogger,
+            metrics: metrics,
+            logClock: logClock
         )
         var router = Router()
         router.get("/") { _ in HTTPResponse(status: 200) }

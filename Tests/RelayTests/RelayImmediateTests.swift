@@ -80,8 +80,10 @@ struct RelayImmediateTests {
             #expect(escapedAnswer.status == 404)
             #expect(escapedAnswer.route == "/push/{token}/{id}")
             #expect(RouteRecorder.loggedPath(of: escaped, answeredWith: escapedAnswer) == shortened)
-            // Other routes keep their paths.
-            #expect(RouteRecorder.loggedPath(of: get, answeredWith: HTTPResponse()) == "/push/\(token)/sub-1")
+            // Other routes keep their paths, except that whole tokens are shortened there too.
+            #expect(RouteRecorder.loggedPath(of: get, answeredWith: HTTPResponse()) == shortened)
+            let other = HTTPRequest(method: "GET", path: "/v1/notifications/sub-1")
+            #expect(RouteRecorder.loggedPath(of: other, answeredWith: HTTPResponse()) == "/v1/notifications/sub-1")
         }
     }
 

@@ -1,0 +1,2 @@
+// Nothing to import: this target only adds ThreadSanitizer annotations to the test bundle
+// (see mutex_annotations.c).

@@ -1,0 +1,77 @@
+import APNsSimulator
+import Foundation
+import HeraldCore
+import Synchronization
+import Testing
+
+/// Anyone who can reach the relay can make APNs refuse pushes: the warnings are limited to one
+/// per reason per second, and every refusal still counts in `/metrics`.
+@Suite struct RelayRefusalLogTests {
+    /// A clock the test moves, and the lines the relay logged.
+    final class Recording: Sendable {
+        private let instant = Mutex(ContinuousClock.now)
+        private let lines = Mutex<[String]>([])
+
+        var now: ContinuousClock.Instant { instant.withLock { $0 } }
+        var logged: [String] { lines.withLock { $0 } }
+
+        func advance(by duration: Duration) {
+            instant.withLock { $0 += duration }
+        }
+
+        func append(_ line: String) {
+            lines.withLock { $0.append(line) }
+        }
+    }
+
+    @Test("refusals: one warning per reason per second with the count held back, every one in the metrics")
+    func refusalWarningsAreRateLimited() async throws {
+        let metrics = MetricsRegistry()
+        let recording = Recording()
+        let logger = Logger(
+            label: "test.relay",
+            level: .warning,
+            handler: StreamLogHandler(format: .text) { recording.append($0) }
+        )
+        try await RelayHarness.with(metrics: metrics, relayLogger: logger, logClock: { recording.now }) { relay in
+            let token = randomToken()
+            relay.simulator.setToken(
+                APNSSimulatorTokenState(token: token, unregisteredAt: Date(timeIntervalSince1970: 1_700_000_000))
+            )
+            func refusals() -> Double {
+                metrics.value("herald_relay_apns_responses_total", labels: [("reason", "Unregistered")]) ?? 0
+            }
+            func waitForRefusals(_ count: Double) async throws {
+                for _ in 0..<400 where refusals() < count {
+                    try await Task.sleep(for: .milliseconds(25))
+                }
+                #expect(refusals() == count)
+            }
+            func refusalLines() -> [String] {
+                recording.logged.filter { $0.contains("APNs refused a relayed push") }
+            }
+
+            for index in 0..<20 {
+                #expect(try await relay.post("/push/\(token)/\(index)").status == 202)
+            }
+            try await waitForRefusals(20)
+            #expect(refusalLines().count == 1)
+            #expect(refusalLines().first?.contains("suppressed=0") == true)
+
+            // Within the second: still held back, still counted.
+            recording.advance(by: .milliseconds(999))
+            #expect(try await relay.post("/push/\(token)/20").status == 202)
+            try await waitForRefusals(21)
+            #expect(refusalLines().count == 1)
+
+            // The next second's first refusal says how many were held back.
+            recording.advance(by: .milliseconds(1))
+            #expect(try await relay.post("/push/\(token)/21").status == 202)
+            try await waitForRefusals(22)
+            let lines = refusalLines()
+            #expect(lines.count == 2)
+            #expect(lines.last?.contains("suppressed=20") == true)
+            #expect(lines.last?.contains("reason=Unregistered") == true)
+        }
+    }
+}
