@@ -67,14 +67,25 @@ public struct NotificationRoutes: Sendable {
         let wait = try Self.flag(request, "wait")
         let parsed = try NotificationRequest.parse(request.body, now: service.queue.clock.now())
         if wait {
-            let result = try await service.createAndWait(parsed)
-            return .json(
-                NotificationBody(result.notification, counts: result.counts, results: result.results, next: nil)
-            )
+            do {
+                let result = try await service.createAndWait(parsed)
+                return .json(
+                    NotificationBody(result.notification, counts: result.counts, results: result.results, next: nil)
+                )
+            } catch let interrupted as NotificationService.WaitInterrupted {
+                // Created and committed: its backup job sends it. An error here would make a
+                // client retry into a second notification.
+                return Self.accepted(interrupted.notification)
+            }
         }
-        let created = try await service.create(parsed)
-        var response = HTTPResponse.json(AcceptedBody(created), status: 202)
-        response.headers.replaceOrAdd(name: "Location", value: "/v1/notifications/\(AcceptedBody(created).id)")
+        return Self.accepted(try await service.create(parsed))
+    }
+
+    /// 202 with the notification's id and where to read it.
+    static func accepted(_ notification: StoredNotification) -> HTTPResponse {
+        let body = AcceptedBody(notification)
+        var response = HTTPResponse.json(body, status: 202)
+        response.headers.replaceOrAdd(name: "Location", value: "/v1/notifications/\(body.id)")
         return response
     }
 

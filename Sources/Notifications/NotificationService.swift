@@ -96,22 +96,39 @@ public struct NotificationService: Sendable {
             )
         }
         let created = try await create(request, jobDelay: waitBackupDelay, mode: "wait")
-        _ = try await sender.send(created.id, isLastAttempt: false)
-        let notification = try await store.notification(id: created.id) ?? created
-        if notification.status == .done || notification.status == .failed, let jobID = notification.jobID {
-            // The backup job is not needed any more; it would find nothing to send anyway.
-            _ = try? await queue.cancel(id: jobID)
+        do {
+            _ = try await sender.send(created.id, isLastAttempt: false)
+            let notification = try await store.notification(id: created.id) ?? created
+            if notification.status == .done || notification.status == .failed, let jobID = notification.jobID {
+                // The backup job is not needed any more; it would find nothing to send anyway.
+                _ = try? await queue.cancel(id: jobID)
+            }
+            let results = try await store.deliveries(
+                id: created.id,
+                limit: NotificationLimits.maximumWaitTokens,
+                cursor: nil
+            )
+            return WaitResult(
+                notification: notification,
+                counts: try await store.counts(id: created.id),
+                results: results.items
+            )
+        } catch {
+            throw WaitInterrupted(notification: created, underlying: error)
         }
-        let results = try await store.deliveries(
-            id: created.id,
-            limit: NotificationLimits.maximumWaitTokens,
-            cursor: nil
-        )
-        return WaitResult(
-            notification: notification,
-            counts: try await store.counts(id: created.id),
-            results: results.items
-        )
+    }
+
+    /// A `?wait=true` send whose notification is committed but whose wait ended before every
+    /// result was read (the database or the request failed midway). Its backup job finishes the
+    /// send, so the caller answers as for a send without waiting (202) rather than with an error a
+    /// client would retry into a second notification.
+    public struct WaitInterrupted: Error, Sendable, CustomStringConvertible {
+        public let notification: StoredNotification
+        public let underlying: any Error
+
+        public var description: String {
+            "the wait for notification \(RequestIdentifier.lowercaseString(notification.id)) ended early: \(underlying)"
+        }
     }
 
     private func create(

@@ -120,6 +120,37 @@ struct NotificationDurabilityTests {
         }
     }
 
+    @Test(
+        "a ?wait=true send interrupted after its commit names the notification its backup job will send",
+        arguments: [Backend.sqliteMemory, .postgres]
+    )
+    func interruptedWaitReportsTheNotification(_ backend: Backend) async throws {
+        let held = HeldResponses()
+        try await NotificationHarness.with(backend, held: held) { harness in
+            let tokens = NotificationHarness.tokens(2)
+            _ = harness.simulator.addFault(APNSSimulatorFault(.delay(.seconds(4)), token: tokens[1], times: 1))
+            let request = try NotificationRequest.parse(
+                NotificationHarness.body(tokens: tokens),
+                now: harness.clock.now()
+            )
+            let waiting = Task { try await harness.service.createAndWait(request) }
+            try await held.waitUntilHeld(4)
+            waiting.cancel()
+            held.release(4)
+            let outcome = await waiting.result
+            guard case .failure(let error) = outcome,
+                let interrupted = error as? NotificationService.WaitInterrupted
+            else {
+                Issue.record("expected WaitInterrupted, got \(outcome)")
+                return
+            }
+            let stored = try #require(try await harness.store.notification(id: interrupted.notification.id))
+            #expect(stored.id == interrupted.notification.id)
+            let job = try await harness.job(of: stored)
+            #expect(job.status == .pending, "the backup job must still be there to finish the send")
+        }
+    }
+
     @Test("collapse_id absent and collapse_id null are told apart")
     func collapseIDParsing() throws {
         let now = Date()
