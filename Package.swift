@@ -133,6 +133,12 @@ let package = Package(
             path: "Tests/DatabaseTestSupport",
             swiftSettings: swiftSettings
         ),
+        // Clients that trickle bytes at a server (HeraldAPITests' request-deadline test).
+        .target(
+            name: "SocketTestSupport",
+            path: "Tests/SocketTestSupport",
+            swiftSettings: swiftSettings
+        ),
         // A job clock the test moves (Jobs, Notifications).
         .target(
             name: "JobsTestSupport",
@@ -199,7 +205,7 @@ let package = Package(
             name: "HeraldAPITests",
             dependencies: [
                 "HeraldAPI", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator", "HeraldCore",
-                "HeraldCrypto", "DatabaseTestSupport",
+                "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
