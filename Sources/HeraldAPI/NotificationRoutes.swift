@@ -114,12 +114,15 @@ public struct NotificationRoutes: Sendable {
         }
         var since: Date?
         if let text = request.queryValue("since") {
-            guard let date = RFC3339.date(from: text) ?? Int(text).map({ Date(timeIntervalSince1970: Double($0)) })
+            // Unix seconds are range-checked here: a later time cannot be stored as milliseconds.
+            let seconds = Int64(text).flatMap { (0...EpochTime.maximumSeconds).contains($0) ? $0 : nil }
+            guard let date = RFC3339.date(from: text) ?? seconds.map({ Date(timeIntervalSince1970: Double($0)) })
             else {
                 throw HTTPError(
                     status: 400,
                     code: "invalid_since",
-                    message: "since must be an RFC 3339 time such as 2030-01-01T00:00:00Z or Unix seconds",
+                    message: "since must be an RFC 3339 time such as 2030-01-01T00:00:00Z or Unix seconds "
+                        + "from 0 to \(EpochTime.maximumSeconds)",
                     field: "since"
                 )
             }
@@ -137,8 +140,18 @@ public struct NotificationRoutes: Sendable {
             }
             cursor = parsed
         }
+        let app = request.queryValue("app")
+        if let app, app.isEmpty || app.utf8.count > NotificationLimits.maximumNameBytes {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_app",
+                message:
+                    "app must be the bundle ID of a configured app, 1 to \(NotificationLimits.maximumNameBytes) bytes",
+                field: "app"
+            )
+        }
         let page = try await service.deadTokens(
-            app: request.queryValue("app"),
+            app: app,
             environment: environment,
             since: since,
             limit: try Self.limit(request),
