@@ -115,6 +115,21 @@ struct ServeInputExtremesTests {
                 ("-0", "-0"), ("10^16", "10000000000000000"), ("a 4 KiB string", String(repeating: "a", count: 4096)),
                 ("nesting", "%5B%5B%5B%5B%5D%5D%5D%5D"), ("invalid UTF-8", "a%FF%FEb"),
             ]
+            // GET /v1/notifications/{id}: limit is range-checked; a cursor is an integer ordinal, so
+            // integral extremes are valid cursors and the unknown id answers 404.
+            let unknown = "/v1/notifications/3f0c2a1e-5b6d-4c7e-8f90-a1b2c3d4e5f6"
+            for parameter in ["limit", "cursor"] {
+                for extreme in queryExtremes {
+                    let answer = try await send("\(base)\(unknown)?\(parameter)=\(extreme.text)")
+                    let integral = Int(extreme.text) != nil
+                    let expected = parameter == "cursor" && integral ? 404 : 400
+                    #expect(answer.status == expected, "\(parameter) = \(extreme.name): \(answer.body.prefix(300))")
+                    if expected == 400 {
+                        #expect(answer.body.contains(#""field":"\#(parameter)""#), "\(answer.body.prefix(300))")
+                    }
+                }
+            }
+
             // `since=-0` is the Unix second 0, a valid start.
             let queryExceptions: [String: Int] = ["since/-0": 200]
             for parameter in ["since", "limit", "cursor", "environment", "app"] {
