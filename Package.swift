@@ -131,7 +131,7 @@ let package = Package(
         .target(
             name: "FuzzHarness",
             dependencies: [
-                "HTTPServer", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto",
+                "HTTPServer", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto", "Storage",
             ],
             swiftSettings: swiftSettings
         ),

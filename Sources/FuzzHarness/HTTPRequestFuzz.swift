@@ -3,9 +3,11 @@ import HTTPServer
 import HeraldAPI
 import Notifications
 import Relay
+import Storage
 
-/// Target `http`: a request through the real ``Router`` to every `/v1` body and query parser,
-/// and to the relay's translation, as ``HTTPServer`` would route it.
+/// Target `http`: a request through the real ``Router`` to every `/v1` body and query parser
+/// (and on to the SQL values the store would bind), and to the relay's translation, as
+/// ``HTTPServer`` would route it.
 ///
 /// Input: `METHOD /target?query`, header lines, an empty line, the body. The API key is
 /// ``key`` (the seeds carry it), so inputs reach the parsers behind authentication.
@@ -34,7 +36,12 @@ public enum HTTPRequestFuzz {
             "POST",
             "/v1/notifications",
             immediately: { request in
-                answer(request) { _ = try NotificationRoutes.parseCreate($0, now: now) }
+                answer(request) {
+                    // On to the values the store binds: where a parsed number once overflowed.
+                    let parsed = try NotificationRoutes.parseCreate($0, now: now).request
+                    _ = NotificationStore.expirationValue(parsed.expiration)
+                    _ = SQLValue(parsed.sendAt)
+                }
             }
         )
         router.on(
@@ -55,7 +62,7 @@ public enum HTTPRequestFuzz {
             "GET",
             "/v1/dead-tokens",
             immediately: { request in
-                answer(request) { _ = try NotificationRoutes.parseDeadTokens($0) }
+                answer(request) { _ = SQLValue(try NotificationRoutes.parseDeadTokens($0).since) }
             }
         )
         let translation = WebPushTranslation(topic: "com.example.fuzz")

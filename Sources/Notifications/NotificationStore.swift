@@ -311,7 +311,7 @@ public struct NotificationStore: Sendable {
 
     // MARK: Rows
 
-    static func expirationValue(_ expiration: APNSExpiration) -> SQLValue {
+    package static func expirationValue(_ expiration: APNSExpiration) -> SQLValue {
         switch expiration {
         case .omitted: .null
         case .immediately: .integer(0)
