@@ -27,7 +27,8 @@ for target in $targets; do
     # merge below. Leak checks are off: Swift's runtime caches allocate once and keep it.
     status=0
     "$bin/fuzz-$target" -max_total_time="$seconds" -timeout=10 -detect_leaks=0 -print_final_stats=1 \
-        -artifact_prefix="$work/artifacts/" "$work/new" "$corpus" "$seeds" >"$work/log" 2>&1 || status=$?
+        -artifact_prefix="$work/artifacts/" "$work/new" "$corpus" "$seeds" "$regressions" >"$work/log" 2>&1 \
+        || status=$?
     executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log")
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/log")
     echo "$target: exit $status, ${executions:-?} executions (${rate:-?}/s); log $work/log"
