@@ -1,7 +1,7 @@
 # The two commands a newcomer needs (README.md): `make run` and `make test`.
 SWIFT ?= swift
 
-.PHONY: run test build release lint format bench-http clean
+.PHONY: run test build release lint format bench-http clean fuzz
 
 run: release
 	@scripts/run.sh
@@ -22,6 +22,10 @@ lint:
 
 format:
 	$(SWIFT) format --in-place --recursive --parallel Package.swift Sources Tests
+
+# libFuzzer over the request parsers (scripts/fuzz.sh); FUZZ_SECONDS per target, default 60.
+fuzz:
+	@scripts/fuzz.sh
 
 bench-http: release
 	@scripts/bootstrap.sh --bench

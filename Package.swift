@@ -25,6 +25,8 @@ let package = Package(
         .library(name: "Storage", targets: ["Storage"]),
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
+        // For the libFuzzer executables of the package under Fuzz/ (`make fuzz`).
+        .library(name: "FuzzHarness", targets: ["FuzzHarness"]),
     ],
     targets: [
         // MARK: C libraries from Debian
@@ -125,6 +127,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // One harness per fuzz target (`make fuzz`); the corpus replay test runs them too.
+        .target(
+            name: "FuzzHarness",
+            dependencies: [
+                "HTTPServer", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto", "Storage",
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Tests
         // A fresh database on each backend (SQLite memory/file, the throwaway PostgreSQL).
         .target(
@@ -201,6 +212,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Replays Fuzz/corpus and Fuzz/regressions through the fuzz harnesses.
+        .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzHarness"], swiftSettings: swiftSettings),
         .testTarget(
             name: "HeraldAPITests",
             dependencies: [

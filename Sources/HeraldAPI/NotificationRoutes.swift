@@ -1,5 +1,5 @@
-import APNs
-import Foundation
+public import APNs
+public import Foundation
 public import HTTPServer
 import HeraldCore
 import Jobs
@@ -64,8 +64,7 @@ public struct NotificationRoutes: Sendable {
     // MARK: Handlers
 
     func create(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let wait = try Self.flag(request, "wait")
-        let parsed = try NotificationRequest.parse(request.body, now: service.queue.clock.now())
+        let (wait, parsed) = try Self.parseCreate(request, now: service.queue.clock.now())
         if wait {
             do {
                 let result = try await service.createAndWait(parsed)
@@ -90,17 +89,7 @@ public struct NotificationRoutes: Sendable {
     }
 
     func read(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let id = try Self.id(request)
-        let limit = try Self.limit(request)
-        let cursor = request.queryValue("cursor")
-        if let cursor, Int(cursor) == nil {
-            throw HTTPError(
-                status: 400,
-                code: "invalid_cursor",
-                message: "cursor is not one this API returned: pass next_cursor from the previous page",
-                field: "cursor"
-            )
-        }
+        let (id, limit, cursor) = try Self.parseRead(request)
         let details = try await service.details(id: id, limit: limit, cursor: cursor)
         return .json(
             NotificationBody(
@@ -119,6 +108,55 @@ public struct NotificationRoutes: Sendable {
     }
 
     func deadTokens(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let query = try Self.parseDeadTokens(request)
+        let page = try await service.deadTokens(
+            app: query.app,
+            environment: query.environment,
+            since: query.since,
+            limit: query.limit,
+            cursor: query.cursor
+        )
+        return .json(DeadTokensBody(deadTokens: page.items.map(DeadTokenBody.init), nextCursor: page.nextCursor))
+    }
+
+    // MARK: Parsing
+
+    /// `POST /v1/notifications`: the `wait` flag and the validated body.
+    public static func parseCreate(
+        _ request: HTTPRequest,
+        now: Date
+    ) throws -> (wait: Bool, request: NotificationRequest) {
+        let wait = try flag(request, "wait")
+        return (wait, try NotificationRequest.parse(request.body, now: now))
+    }
+
+    /// `GET /v1/notifications/{id}`: the id, the page size and the cursor.
+    public static func parseRead(_ request: HTTPRequest) throws(HTTPError) -> (id: UUID, limit: Int, cursor: String?) {
+        let id = try id(request)
+        let limit = try limit(request)
+        let cursor = request.queryValue("cursor")
+        if let cursor, Int(cursor) == nil {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_cursor",
+                message: "cursor is not one this API returned: pass next_cursor from the previous page",
+                field: "cursor"
+            )
+        }
+        return (id, limit, cursor)
+    }
+
+    /// The query of `GET /v1/dead-tokens`, checked.
+    public struct DeadTokensQuery: Sendable {
+        public var app: String?
+        public var environment: APNSEnvironment?
+        public var since: Date?
+        public var limit: Int
+        public var cursor: DeadTokenCursor?
+    }
+
+    /// `GET /v1/dead-tokens`: every query parameter range-checked (400 naming it).
+    public static func parseDeadTokens(_ request: HTTPRequest) throws(HTTPError) -> DeadTokensQuery {
         var environment: APNSEnvironment?
         if let name = request.queryValue("environment") {
             guard name == "production" || name == "sandbox" else {
@@ -133,12 +171,15 @@ public struct NotificationRoutes: Sendable {
         }
         var since: Date?
         if let text = request.queryValue("since") {
-            guard let date = RFC3339.date(from: text) ?? Int(text).map({ Date(timeIntervalSince1970: Double($0)) })
+            // Unix seconds are range-checked here: a later time cannot be stored as milliseconds.
+            let seconds = Int64(text).flatMap { (0...EpochTime.maximumSeconds).contains($0) ? $0 : nil }
+            guard let date = RFC3339.date(from: text) ?? seconds.map({ Date(timeIntervalSince1970: Double($0)) })
             else {
                 throw HTTPError(
                     status: 400,
                     code: "invalid_since",
-                    message: "since must be an RFC 3339 time such as 2030-01-01T00:00:00Z or Unix seconds",
+                    message: "since must be an RFC 3339 time such as 2030-01-01T00:00:00Z or Unix seconds "
+                        + "from 0 to \(EpochTime.maximumSeconds)",
                     field: "since"
                 )
             }
@@ -156,14 +197,23 @@ public struct NotificationRoutes: Sendable {
             }
             cursor = parsed
         }
-        let page = try await service.deadTokens(
-            app: request.queryValue("app"),
+        let app = request.queryValue("app")
+        if let app, app.isEmpty || app.utf8.count > NotificationLimits.maximumNameBytes {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_app",
+                message:
+                    "app must be the bundle ID of a configured app, 1 to \(NotificationLimits.maximumNameBytes) bytes",
+                field: "app"
+            )
+        }
+        return DeadTokensQuery(
+            app: app,
             environment: environment,
             since: since,
-            limit: try Self.limit(request),
+            limit: try limit(request),
             cursor: cursor
         )
-        return .json(DeadTokensBody(deadTokens: page.items.map(DeadTokenBody.init), nextCursor: page.nextCursor))
     }
 
     // MARK: Query parameters

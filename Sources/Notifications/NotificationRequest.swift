@@ -110,6 +110,13 @@ public struct NotificationRequest: Sendable, Hashable {
         do {
             parsed = try JSONSerialization.jsonObject(with: Data(body), options: [])
         } catch {
+            if let field = fieldWithInvalidUTF8(body) {
+                throw .invalid(
+                    "invalid_utf8",
+                    "\(field) is not valid UTF-8: send JSON text encoded as UTF-8",
+                    field: field
+                )
+            }
             throw .invalid("invalid_json", "the body is not valid JSON: send a JSON object", field: nil)
         }
         guard let object = parsed as? [String: Any] else {
@@ -119,11 +126,12 @@ public struct NotificationRequest: Sendable, Hashable {
                 field: nil
             )
         }
-        if depth(of: object) > NotificationLimits.maximumDepth {
+        for (key, value) in object.sorted(by: { $0.key < $1.key })
+        where 1 + depth(of: value) > NotificationLimits.maximumDepth {
             throw .invalid(
                 "too_deep",
-                "the body nests arrays and objects more than \(NotificationLimits.maximumDepth) levels deep",
-                field: nil
+                "\(quoted(key)) nests arrays and objects more than \(NotificationLimits.maximumDepth) levels deep",
+                field: String(key.prefix(64))
             )
         }
         for key in object.keys.sorted() where !knownFields.contains(key) {
@@ -279,10 +287,11 @@ public struct NotificationRequest: Sendable, Hashable {
         guard let value, !(value is NSNull) else { return .omitted }
         if let seconds = integer(value) {
             if seconds == 0 { return .immediately }
-            guard seconds > 0 else {
+            guard seconds > 0, Int64(seconds) <= EpochTime.maximumSeconds else {
                 throw .invalid(
                     "invalid_expiration",
-                    "expiration must be 0 (do not store), Unix seconds or an RFC 3339 time",
+                    "expiration must be 0 (do not store), Unix seconds up to \(EpochTime.maximumSeconds) "
+                        + "(the end of year 9999) or an RFC 3339 time",
                     field: "expiration"
                 )
             }
@@ -362,6 +371,30 @@ public struct NotificationRequest: Sendable, Hashable {
         if let int = value as? Int { return int }
         if let double = value as? Double, double.rounded() == double, abs(double) < 1e15 { return Int(double) }
         return nil
+    }
+
+    /// The top-level field whose key or value holds bytes that are not UTF-8, when the body is a
+    /// JSON object once those bytes are replaced; `nil` otherwise (then it is simply not JSON).
+    static func fieldWithInvalidUTF8(_ body: [UInt8]) -> String? {
+        guard String(validating: body, as: UTF8.self) == nil else { return nil }
+        let repaired = String(decoding: body, as: UTF8.self)
+        guard
+            let object = (try? JSONSerialization.jsonObject(with: Data(repaired.utf8), options: [])) as? [String: Any]
+        else { return nil }
+        for (key, value) in object.sorted(by: { $0.key < $1.key })
+        where containsReplacement(key) || containsReplacement(value) {
+            return containsReplacement(key) ? "a field name" : String(key.prefix(64))
+        }
+        return nil
+    }
+
+    private static func containsReplacement(_ value: Any) -> Bool {
+        if let text = value as? String { return text.unicodeScalars.contains("\u{FFFD}") }
+        if let object = value as? [String: Any] {
+            return object.contains { containsReplacement($0.key) || containsReplacement($0.value) }
+        }
+        if let array = value as? [Any] { return array.contains(where: containsReplacement) }
+        return false
     }
 
     /// Nesting depth of containers, counting `value` itself.

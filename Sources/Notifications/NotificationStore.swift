@@ -381,11 +381,11 @@ public struct NotificationStore: Sendable {
 
     // MARK: Rows
 
-    static func expirationValue(_ expiration: APNSExpiration) -> SQLValue {
+    package static func expirationValue(_ expiration: APNSExpiration) -> SQLValue {
         switch expiration {
         case .omitted: .null
         case .immediately: .integer(0)
-        case .at(let date): .integer(Int64(date.timeIntervalSince1970.rounded(.down)))
+        case .at(let date): .integer(EpochTime.seconds(date))
         }
     }
 
@@ -442,7 +442,7 @@ public struct DeadTokenCursor: Sendable, Hashable {
     var token: String
 
     init(_ token: DeadToken) {
-        recordedAt = Int64((token.recordedAt.timeIntervalSince1970 * 1000).rounded())
+        recordedAt = EpochTime.milliseconds(token.recordedAt)
         app = token.app
         environment = token.environment.rawValue
         self.token = token.token

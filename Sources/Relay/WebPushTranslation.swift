@@ -31,6 +31,8 @@ public struct RelayRejection: Error, Sendable, Equatable, CustomStringConvertibl
 public struct WebPushTranslation: Sendable {
     /// RFC 8030 forbids 413 for bodies of 4096 bytes or less.
     public static let maxBodySize = 4096
+    /// The longest `TTL` honoured, in seconds: 30 days, as long as APNs stores a notification.
+    public static let maxTTLSeconds = 30 * 24 * 3_600
     /// Longest `Topic` copied into `apns-collapse-id` (APNs' limit).
     public static let maxCollapseIDBytes = 64
 
@@ -95,7 +97,10 @@ public struct WebPushTranslation: Sendable {
 
         var apns = APNSRequest(deviceToken: token, pushType: .alert, topic: .explicit(topic), payload: body)
         if let ttl = request.headers["TTL"].flatMap({ Int($0.trimmingSpaces()) }), ttl >= 0 {
-            apns.expiration = ttl == 0 ? .immediately : .at(now.addingTimeInterval(TimeInterval(ttl)))
+            // RFC 8030 lets a push service keep a message for less than asked: past APNs' own
+            // storage limit the expiration would mean nothing, and far out it would not fit a date.
+            let kept = min(ttl, Self.maxTTLSeconds)
+            apns.expiration = kept == 0 ? .immediately : .at(now.addingTimeInterval(TimeInterval(kept)))
         }
         if let urgency = request.headers["Urgency"]?.trimmingSpaces() {
             if urgency.equalsIgnoringASCIICase("very-low") || urgency.equalsIgnoringASCIICase("low") {

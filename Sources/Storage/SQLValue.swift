@@ -1,4 +1,5 @@
 public import Foundation
+import HeraldCore
 
 /// A value bound to a `$n` placeholder or read from a result column.
 ///
@@ -22,9 +23,10 @@ public enum SQLValue: Sendable, Hashable {
 }
 
 extension SQLValue {
-    /// Milliseconds since 1970, rounded to the nearest millisecond.
+    /// Milliseconds since 1970, rounded to the nearest millisecond; a date beyond `Int64`
+    /// milliseconds is stored as the nearest bound instead of trapping.
     public init(_ date: Date) {
-        self = .integer(Int64((date.timeIntervalSince1970 * 1000).rounded()))
+        self = .integer(EpochTime.milliseconds(date))
     }
 
     /// The UUID's lowercase string form.

@@ -114,12 +114,14 @@ extension APNSExpiration {
     init(argument: String) throws(UsageError) {
         if argument == "0" {
             self = .immediately
-        } else if let seconds = Int(argument), seconds > 0 {
+        } else if let seconds = Int64(argument), (1...EpochTime.maximumSeconds).contains(seconds) {
             self = .at(Date(timeIntervalSince1970: TimeInterval(seconds)))
         } else if let date = RFC3339.date(from: argument) {
             self = .at(date)
         } else {
-            throw UsageError("--expiration \(argument) is not valid: use 0, Unix seconds or an RFC 3339 time")
+            throw UsageError(
+                "--expiration \(argument) is not valid: use 0, Unix seconds up to \(EpochTime.maximumSeconds) or an RFC 3339 time"
+            )
         }
     }
 }

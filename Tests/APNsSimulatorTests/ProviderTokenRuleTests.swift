@@ -172,4 +172,34 @@ import Testing
         #expect(either.verify(try token(sandboxOnly)).rejection == nil)
         #expect(either.verify(try token(productionOnly)).rejection == nil)
     }
+
+    /// A token signed by `key` (or with a zeroed signature) whose claims are `claims` verbatim.
+    func token(claims: String, signed: Bool) throws -> String {
+        let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(key.keyID)"}"#.utf8))
+        let body = Base64URL.encode(Array(claims.utf8))
+        let signature =
+            signed
+            ? try key.privateKey.signature(for: Array("\(header).\(body)".utf8)).rawRepresentation
+            : [UInt8](repeating: 0, count: 64)
+        return "bearer \(header).\(body).\(Base64URL.encode(signature))"
+    }
+
+    @Test(
+        "an iat at the ends of Int64, signed or not, is refused without trapping",
+        arguments: ["9223372036854775807", "-9223372036854775", "\"9223372036854775807\""]
+    )
+    func extremeIssuedAtIsRefused(iat: String) throws {
+        let claims = #"{"iss":"\#(key.teamID)","iat":\#(iat)}"#
+        for signed in [false, true] {
+            var state = ConnectionAuthentication()
+            let verification = verifier.verify(String(try token(claims: claims, signed: signed).dropFirst(7)))
+            #expect(verification.claims?.issuedAt == (iat.hasPrefix("-") ? -9_223_372_036_854_775 : Int64.max))
+            #expect((verification.rejection == nil) == signed)
+            let rejection = check(&state, try token(claims: claims, signed: signed), at: start)
+            #expect(rejection?.status == 403)
+            #expect(
+                rejection?.reason == (signed && iat.hasPrefix("-") ? .expiredProviderToken : .invalidProviderToken)
+            )
+        }
+    }
 }

@@ -107,6 +107,17 @@ import Testing
         #expect(response(410, #"{"reason":"Unregistered","timestamp":true}"#).timestamp == nil)
     }
 
+    /// A timestamp past year 9999 (Int64.max milliseconds trapped when the refusal was described)
+    /// is treated as absent; the last millisecond of 9999 is still a time.
+    @Test(arguments: ["9223372036854775807", "\"9223372036854775807\"", "253402300800000"])
+    func timestampBeyondYear9999IsAbsent(timestamp: String) {
+        let parsed = response(410, #"{"reason":"Unregistered","timestamp":\#(timestamp)}"#)
+        #expect(parsed.timestamp == nil)
+        #expect(parsed.description == "410 Unregistered")
+        let last = response(410, #"{"reason":"Unregistered","timestamp":253402300799999}"#)
+        #expect(last.description == "410 Unregistered since 253402300799999ms")
+    }
+
     @Test(arguments: [
         "", "not json", "[]", #"{"reason":5}"#, #"{"reason":""}"#, #"{"other":"x"}"#, "{\"reason\":\"Bad",
     ])

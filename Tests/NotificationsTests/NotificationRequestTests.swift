@@ -269,7 +269,7 @@ struct NotificationRequestTests {
             },
             status: 400,
             code: "too_deep",
-            field: nil,
+            field: "payload",
             messageContains: "32 levels"
         ),
     ]

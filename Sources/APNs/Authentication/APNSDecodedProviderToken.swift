@@ -14,6 +14,9 @@ public struct APNSDecodedProviderToken: Sendable, Hashable {
     public let teamID: String
     /// The claims' `iat`.
     public let issuedAt: Date
+    /// The claims' `iat` as sent, in whole seconds: any `Int64`, so compare it, never convert it
+    /// through `issuedAt` (which cannot round-trip values near `Int64.max`).
+    public let issuedAtSeconds: Int64
     /// The decoded header and claims objects, for checks beyond the above.
     public let header: APNSJSONValue
     public let claims: APNSJSONValue
@@ -50,6 +53,7 @@ public struct APNSDecodedProviderToken: Sendable, Hashable {
         self.keyID = keyID
         self.teamID = teamID
         self.issuedAt = Date(timeIntervalSince1970: TimeInterval(seconds))
+        self.issuedAtSeconds = seconds
         self.header = header
         self.claims = claims
         self.signingInput = Array(compact[..<parts[1].endIndex].utf8)

@@ -1,4 +1,5 @@
 public import Foundation
+import HeraldCore
 
 /// The JSON APNs sends with a refusal, in a response body or a GOAWAY frame:
 /// `{"reason": "…"}`, plus `"timestamp"` (milliseconds since 1970) with a 410.
@@ -34,6 +35,8 @@ public struct APNSErrorBody: Sendable, Hashable {
         case .string(let text): milliseconds = Int64(text)
         default: milliseconds = nil
         }
-        return milliseconds.flatMap { $0 >= 0 ? $0 : nil }
+        // APNs sends a time near now; one past year 9999 is not a time (and would not fit a date
+        // in milliseconds again), so it is treated as absent.
+        return milliseconds.flatMap { (0..<(EpochTime.maximumSeconds + 1) * 1000).contains($0) ? $0 : nil }
     }
 }

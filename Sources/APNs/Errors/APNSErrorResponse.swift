@@ -1,4 +1,5 @@
 public import Foundation
+import HeraldCore
 
 /// A response other than success, read into what a sender needs: status, reason, the 410
 /// timestamp, ids, and a `Retry-After` when present.
@@ -49,7 +50,7 @@ public struct APNSErrorResponse: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         var text = "\(status) \(reason)"
-        if let timestamp { text += " since \(Int64((timestamp.timeIntervalSince1970 * 1000).rounded()))ms" }
+        if let timestamp { text += " since \(EpochTime.milliseconds(timestamp))ms" }
         return text
     }
 

@@ -45,7 +45,7 @@ struct ProviderTokenVerifier: Sendable {
         let claims = ProviderTokenClaims(
             keyID: decoded.keyID,
             teamID: decoded.teamID,
-            issuedAt: Int64(decoded.issuedAt.timeIntervalSince1970)
+            issuedAt: decoded.issuedAtSeconds
         )
         guard decoded.algorithm == "ES256", let key = keys[decoded.keyID] else {
             return TokenVerification(claims: claims, rejection: .forbidden(.invalidProviderToken))

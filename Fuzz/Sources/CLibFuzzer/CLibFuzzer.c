@@ -1,0 +1,2 @@
+// The target only publishes include/CLibFuzzer.h to Swift.
+#include "CLibFuzzer.h"

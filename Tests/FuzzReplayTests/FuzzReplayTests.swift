@@ -1,0 +1,44 @@
+import Foundation
+import FuzzHarness
+import Testing
+
+/// Every saved fuzz input — the corpus `make fuzz` grows and every input that ever crashed a
+/// target — runs through its harness again, so a fixed finding stays fixed.
+@Suite("Fuzz corpus and regressions replay")
+struct FuzzReplayTests {
+    /// `Fuzz/` of the repository, found from this file's path.
+    static let fuzzDirectory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fuzz")
+
+    static func inputs(of target: String) throws -> [URL] {
+        var files: [URL] = []
+        for kind in ["seeds", "corpus", "regressions"] {
+            let directory = fuzzDirectory.appendingPathComponent(kind).appendingPathComponent(target)
+            guard FileManager.default.fileExists(atPath: directory.path) else { continue }
+            files += try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+                .filter { !$0.lastPathComponent.hasPrefix(".") }
+        }
+        return files.sorted { $0.path < $1.path }
+    }
+
+    @Test("each target's saved inputs run without a trap", arguments: FuzzTargets.all.map(\.name))
+    func replay(target: String) throws {
+        let run = try #require(FuzzTargets.all.first { $0.name == target }?.run)
+        let files = try Self.inputs(of: target)
+        #expect(!files.isEmpty, "Fuzz/seeds/\(target) has no seeds")
+        for file in files {
+            run(Array(try Data(contentsOf: file)))
+        }
+    }
+
+    /// The seeds carry a valid API key and provider token, so mutations of them reach the parsers
+    /// behind authentication: the first seed of each is accepted.
+    @Test func seedsPassAuthentication() throws {
+        let corpus = Self.fuzzDirectory.appendingPathComponent("seeds")
+        let http = try Data(contentsOf: corpus.appendingPathComponent("http/seed-00"))
+        #expect(HTTPRequestFuzz.status(Array(http)) == 200)
+        let simulator = try Data(contentsOf: corpus.appendingPathComponent("simulator/seed-00"))
+        #expect(SimulatorFuzz.status(Array(simulator)) == 200)
+    }
+}
