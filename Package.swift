@@ -209,6 +209,7 @@ let package = Package(
             name: "RelayTests",
             dependencies: [
                 "Relay", "APNs", "APNsSimulator", "HTTPServer", "HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto",
+                "SocketTestSupport",
             ],
             swiftSettings: swiftSettings
         ),

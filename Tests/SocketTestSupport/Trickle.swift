@@ -61,19 +61,10 @@ public enum Trickle {
         var scripts: [[UInt8]] = []
         defer { for fd in sockets where fd >= 0 { Glibc.close(fd) } }
         for index in 0..<clients {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { throw TrickleError(operation: "socket", code: errno) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = UInt16(port).bigEndian
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            guard connected == 0 else {
-                Glibc.close(fd)
+            let fd: Int32
+            do {
+                fd = try Loopback.connect(port: port)
+            } catch let error as TrickleError where error.operation == "connect" {
                 result.refused += 1
                 continue
             }
