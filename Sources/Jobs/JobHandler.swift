@@ -9,6 +9,9 @@ public enum JobOutcome: Sendable, Hashable {
     case retry(reason: String, after: TimeInterval? = nil)
     /// It failed in a way no retry can fix (bad payload, a rejected request): the job is `failed`.
     case failed(reason: String)
+    /// It could not start for a reason that is not a failure (another worker holds what it needs
+    /// until `until`): runs again then, with this attempt not counted.
+    case postpone(reason: String, until: Date)
 }
 
 /// Runs the jobs of one kind. A thrown error counts as ``JobOutcome/retry(reason:after:)``.

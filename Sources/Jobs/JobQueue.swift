@@ -253,6 +253,8 @@ public final class JobQueue: Sendable {
         var error: String?
         /// For a recurring job that finished: the next occurrence's due time.
         var next: Date?
+        /// A postponed attempt: it does not count against `max_attempts`.
+        var uncountsAttempt = false
     }
 
     func decide(_ job: Job, _ outcome: JobOutcome?, now: Date) -> Decision {
@@ -281,6 +283,11 @@ public final class JobQueue: Sendable {
             } else {
                 decision.status = .dead
             }
+        case .postpone(let reason, let until):
+            decision.status = .pending
+            decision.error = reason
+            decision.dueAt = max(until, now)
+            decision.uncountsAttempt = true
         }
         if decision.status.isFinished, let schedule = job.schedule {
             decision.next = nextOccurrence(of: job, schedule: schedule, now: now)
@@ -295,14 +302,15 @@ public final class JobQueue: Sendable {
         let rows = try await tx.query(
             """
             UPDATE jobs SET status = $3, due_at = $4, last_error = COALESCE($5, last_error),
-                lease_owner = NULL, lease_expires_at = NULL, updated_at = $6, finished_at = $7
+                lease_owner = NULL, lease_expires_at = NULL, updated_at = $6, finished_at = $7,
+                attempts = CASE WHEN attempts >= $8 THEN attempts - $8 ELSE 0 END
             WHERE id = $1 AND lease_owner = $2 AND status = 'running'
             RETURNING \(Self.columns)
             """,
             [
                 .text(RequestIdentifier.lowercaseString(job.id)), .text(owner), .text(decision.status.rawValue),
                 SQLValue(decision.dueAt), SQLValue(decision.error), SQLValue(now),
-                decision.status.isFinished ? SQLValue(now) : .null,
+                decision.status.isFinished ? SQLValue(now) : .null, .integer(decision.uncountsAttempt ? 1 : 0),
             ]
         )
         guard let row = rows.first else { return nil }
@@ -332,7 +340,8 @@ public final class JobQueue: Sendable {
             return
         }
         switch decision.status {
-        case .pending: metrics.retries.increment(labels: labels)
+        case .pending where !decision.uncountsAttempt: metrics.retries.increment(labels: labels)
+        case .pending: break
         case .dead: metrics.dead.increment(labels: labels)
         case .failed: metrics.failed.increment(labels: labels)
         case .done, .cancelled, .running: break

@@ -328,7 +328,7 @@ public final class JobWorker: Service {
                 // In a task of its own, so that outcomes reached just before the worker was
                 // cancelled are still written (a cancelled task cannot take a connection).
                 let stored = try await Task { try await queue.finish(outcomes, owner: owner) }.value
-                for ((job, _), recorded) in zip(outcomes, stored) { log(job, stored: recorded) }
+                for ((job, outcome), recorded) in zip(outcomes, stored) { log(job, outcome, stored: recorded) }
                 return
             } catch {
                 logger.error(
@@ -346,7 +346,7 @@ public final class JobWorker: Service {
         )
     }
 
-    private func log(_ job: Job, stored: Job?) {
+    private func log(_ job: Job, _ outcome: JobOutcome?, stored: Job?) {
         var metadata: [String: LogValue] = [
             "job": .string(job.id.uuidString.lowercased()), "kind": .string(job.kind), "attempt": .int(job.attempts),
         ]
@@ -360,7 +360,11 @@ public final class JobWorker: Service {
         case .done: logger.debug("job done", metadata: metadata)
         case .pending:
             metadata["retry_at"] = .string(RFC3339.string(from: stored.dueAt))
-            logger.notice("job attempt failed; will retry", metadata: metadata)
+            if case .postpone = outcome {
+                logger.debug("job postponed; the attempt was not counted", metadata: metadata)
+            } else {
+                logger.notice("job attempt failed; will retry", metadata: metadata)
+            }
         case .dead: logger.error("job dead after its last attempt", metadata: metadata)
         case .failed: logger.warning("job failed", metadata: metadata)
         case .cancelled: logger.notice("missed recurring job skipped", metadata: metadata)

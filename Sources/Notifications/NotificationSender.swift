@@ -73,9 +73,10 @@ public struct NotificationSender: Sendable {
         }
         let summary = try await send(id, isLastAttempt: job.attempts >= job.maxAttempts, owner: Self.owner(of: job))
         if let until = summary.busyUntil {
-            return .retry(
+            // Not a failure: the holder sends it, or its claim lapses and this job takes over.
+            return .postpone(
                 reason: "another sender holds this notification until \(RFC3339.string(from: until))",
-                after: max(1, until.timeIntervalSince(clock.now()) + 1)
+                until: max(until, clock.now()).addingTimeInterval(1)
             )
         }
         if summary.retrying > 0 {

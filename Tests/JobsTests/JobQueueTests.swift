@@ -203,6 +203,39 @@ struct JobQueueTests {
         }
     }
 
+    @Test("a postponed attempt runs again at its time and is not counted", arguments: Backend.allCases)
+    func postponeDoesNotCountAttempts(backend: Backend) async throws {
+        var handlers = JobHandlers()
+        let calls = CallLog()
+        handlers.register("busy", options: JobKindOptions(maxAttempts: 2, retryBase: 10, retryMaximum: 10)) {
+            job in
+            calls.record(job)
+            // Busy on every run but the fifth: more postponements than the job has attempts.
+            if calls.count(job.id) < 5 {
+                return .postpone(reason: "held elsewhere", until: job.dueAt.addingTimeInterval(30))
+            }
+            return .done
+        }
+        try await withQueue(backend, handlers: handlers) { queue, worker, clock, _ in
+            let added = try await queue.enqueue(NewJob(kind: "busy"))
+            for run in 1...4 {
+                #expect(try await worker.runDueJobs() == 1, "run \(run)")
+                let job = try #require(try await queue.job(id: added.job.id))
+                #expect(job.status == .pending)
+                #expect(job.attempts == 0, "a postponed attempt counted")
+                #expect(job.lastError == "held elsewhere")
+                #expect(job.dueAt.timeIntervalSince(clock.now()) == 30)
+                #expect(try await worker.runDueJobs() == 0, "a postponed job ran before its time")
+                clock.advance(30)
+            }
+            #expect(try await worker.runDueJobs() == 1)
+            let done = try #require(try await queue.job(id: added.job.id))
+            #expect(done.status == .done)
+            #expect(done.attempts == 1)
+            #expect(calls.count(added.job.id) == 5)
+        }
+    }
+
     @Test("cancel works on pending jobs only; retry revives finished ones", arguments: Backend.allCases)
     func cancelAndRetry(backend: Backend) async throws {
         var handlers = JobHandlers()
