@@ -46,6 +46,22 @@ public final class JobWakeup: Sendable {
         }
     }
 
+    /// Returns on a signal only, even in a cancelled task: for a worker that has been cancelled
+    /// and still waits for the jobs it started to end (each end signals).
+    public func waitIgnoringCancellation() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.signalled {
+                    state.signalled = false
+                    return true
+                }
+                state.waiter = continuation
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
     private func waitForSignal() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

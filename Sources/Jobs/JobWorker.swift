@@ -164,7 +164,13 @@ public final class JobWorker: Service {
                 }
             }
             let wait = max(0, min(deadline.timeIntervalSince(queue.clock.now()), configuration.idleCheckInterval))
-            if wait > 0 { await queue.wakeup.wait(for: .milliseconds(Int64((wait * 1000).rounded(.up)))) }
+            if Task.isCancelled {
+                // Shutdown's grace period ended: only the end of a running job (which signals)
+                // changes anything now; a cancellable wait would return at once and spin.
+                await queue.wakeup.waitIgnoringCancellation()
+            } else if wait > 0 {
+                await queue.wakeup.wait(for: .milliseconds(Int64((wait * 1000).rounded(.up))))
+            }
         }
     }
 
@@ -312,7 +318,9 @@ public final class JobWorker: Service {
             }
             if batch.isEmpty {
                 if finished { return }
-                await recorderWakeup.wait(for: nil)
+                // Not cancellable: the recorder ends when the worker says it is finished, after
+                // the last outcome was submitted, also when shutdown cancelled the worker.
+                await recorderWakeup.waitIgnoringCancellation()
                 continue
             }
             await record(batch.map { ($0.job, $0.outcome) })

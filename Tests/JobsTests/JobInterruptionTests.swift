@@ -133,3 +133,33 @@ struct JobInterruptionTests {
         }
     }
 }
+
+@Suite("Job wake-ups")
+struct JobWakeupTests {
+    @Test("waitIgnoringCancellation returns on a signal only, also in a cancelled task")
+    func waitIgnoringCancellation() async {
+        let wakeup = JobWakeup()
+        let entered = JobWakeup()
+        let returned = ReturnFlag()
+        let waiter = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            entered.signal()
+            await wakeup.waitIgnoringCancellation()
+            returned.value.store(true, ordering: .releasing)
+        }
+        await entered.wait(for: nil)
+        // A cancellable wait in that task would have returned already; give it every chance.
+        for _ in 0..<1_000 { await Task.yield() }
+        let early = returned.value.load(ordering: .acquiring)
+        #expect(!early, "the wait returned without a signal")
+        wakeup.signal()
+        await waiter.value
+        let late = returned.value.load(ordering: .acquiring)
+        #expect(late)
+    }
+}
+
+/// Set once by the waiting task.
+final class ReturnFlag: Sendable {
+    let value = Atomic<Bool>(false)
+}
