@@ -59,22 +59,33 @@ enum JobsCommand {
             printError("herald jobs: unknown action '\(action)'; use stats, list, inspect, retry, cancel or bench")
             return 2
         }
-        var id: UUID?
+        var idArgument: String?
         if needsID {
-            guard parsed.positionals.count == 2, let parsedID = UUID(uuidString: parsed.positionals[1]) else {
-                printError("herald jobs \(action): give the job's id (a UUID), e.g. herald jobs \(action) 3f2a…")
+            guard parsed.positionals.count == 2 else {
+                printError(
+                    "herald jobs \(action): give the job's id or its first characters, e.g. herald jobs \(action) 3f2a9c1e"
+                )
                 return 2
             }
-            id = parsedID
+            idArgument = parsed.positionals[1]
         } else if parsed.positionals.count != 1 {
             printError("herald jobs \(action): unexpected argument '\(parsed.positionals[1])'")
             return 2
         }
-        let url = parsed.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
+        let given = parsed.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
+        let url: String
+        switch existingDatabase(given ?? "sqlite:herald.sqlite", given: given != nil) {
+        case .success(let existing): url = existing
+        case .failure(let problem):
+            printError("herald jobs \(action): \(problem.message)")
+            return 2
+        }
+        // Which database this reads, so an empty answer from the wrong one is not mistaken for an empty queue.
+        printError("database: \(DatabaseFactory.redact(url: url))")
         let logger = Logger(label: "herald.jobs", level: .warning)
         let database: any Database
         do {
-            database = try await DatabaseFactory.open(url: url ?? "sqlite:herald.sqlite", logger: logger)
+            database = try await DatabaseFactory.open(url: url, logger: logger)
         } catch {
             printError("herald jobs: \(error)")
             return 1
@@ -82,6 +93,16 @@ enum JobsCommand {
         do {
             try await Migrator.migrate(database, HeraldMigrations.all, logger: logger)
             let queue = JobQueue(database: database, handlers: JobHandlers())
+            var id: UUID?
+            if let idArgument {
+                switch try await resolve(idArgument, in: database) {
+                case .success(let resolved): id = resolved
+                case .failure(let problem):
+                    printError("herald jobs \(action): \(problem.message)")
+                    await database.close()
+                    return 2
+                }
+            }
             switch (action, id) {
             case ("stats", _):
                 print(render(try await queue.summary(), now: Date()), terminator: "")
@@ -115,6 +136,59 @@ enum JobsCommand {
         }
         await database.close()
         return 0
+    }
+
+    /// `url` with a SQLite path made absolute, or why it cannot be read: these commands never
+    /// create a database (SQLite would create an empty file and report an empty queue).
+    static func existingDatabase(_ url: String, given: Bool) -> Result<String, UsageError> {
+        guard case .sqlite(let path)? = try? DatabaseURL(parsing: url), path != ":memory:" else { return .success(url) }
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        guard FileManager.default.fileExists(atPath: absolute) else {
+            let origin = given ? "" : " (DATABASE_URL is unset, so the default sqlite:herald.sqlite in this folder)"
+            return .failure(
+                UsageError(
+                    "no database at \(absolute)\(origin); set DATABASE_URL (or --database-url) to the one herald serve uses"
+                )
+            )
+        }
+        return .success("sqlite:" + absolute)
+    }
+
+    /// The job whose id is `text` or starts with it (at least 4 hex digits, as git takes a short
+    /// commit id); a prefix two jobs share lists them.
+    static func resolve(_ text: String, in database: any Database) async throws -> Result<UUID, UsageError> {
+        if let id = UUID(uuidString: text) { return .success(id) }
+        let prefix = text.lowercased()
+        let hexDigits = prefix.filter(\.isHexDigit).count
+        guard prefix.allSatisfy({ $0.isHexDigit || $0 == "-" }), prefix.count <= 36 else {
+            return .failure(UsageError("'\(text)' is not a job id: give the id (a UUID) or its first characters"))
+        }
+        guard hexDigits >= 4 else {
+            return .failure(UsageError("'\(text)' is too short: give at least 4 characters of the job's id"))
+        }
+        // Only hex digits and dashes reach LIKE, so the pattern has no wildcard but the last.
+        let rows = try await database.query(
+            "SELECT id FROM jobs WHERE id LIKE $1 ORDER BY id LIMIT 11",
+            [.text(prefix + "%")]
+        )
+        let ids = try rows.map { try $0.string("id") }
+        switch ids.count {
+        case 0:
+            return .failure(UsageError("no job's id starts with \(prefix); see herald jobs list"))
+        case 1:
+            guard let id = UUID(uuidString: ids[0]) else {
+                return .failure(UsageError("job id \(ids[0]) in the database is not a UUID"))
+            }
+            return .success(id)
+        default:
+            let shown = ids.prefix(10).joined(separator: "\n  ")
+            let more = ids.count > 10 ? "\n  …" : ""
+            return .failure(
+                UsageError(
+                    "\(prefix) is ambiguous: it starts these jobs' ids; give more characters:\n  \(shown)\(more)"
+                )
+            )
+        }
     }
 
     static func render(_ summary: JobQueue.Summary, now: Date) -> String {

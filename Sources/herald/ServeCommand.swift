@@ -30,20 +30,42 @@ enum ServeCommand {
         ] + APNSSimulatorCommandLine.boundOptions(prefix: "simulator-")
     )
 
+    /// `herald relay`: the same server, its own help (the relay's variables, no simulator).
+    static let relaySpec = CommandSpec(
+        name: "herald relay",
+        summary: "Run the Mastodon WebPush → APNs relay (and Herald's HTTP API) for one iOS app.",
+        usage: """
+            herald relay [--host HOST] [--port PORT] [--database-url URL]
+
+            Required variables (the relay refuses to start without them):
+              APNS_AUTH_KEY    the contents of your .p8 key (PEM, newlines kept); or APNS_AUTH_KEY_FILE, its path
+              APNS_KEY_ID      the 10-character id of that key
+              APPLE_TEAM_ID    your 10-character Apple team id
+              TOPIC            the iOS app's bundle id, e.g. org.example.app
+            Other settings (PORT, HOST, DATABASE_URL, …) as for herald serve (README.md, Configuration).
+            """,
+        options: [
+            .init("host", value: "HOST", help: "Address to listen on (HOST; default 0.0.0.0)."),
+            .init("port", value: "PORT", help: "Port to listen on (PORT; default 3000)."),
+            .init("database-url", value: "URL", help: "sqlite:PATH or postgres://… (DATABASE_URL)."),
+        ]
+    )
+
     /// The variables that turn on APNs (and with it the relay).
     static let credentialVariables = ["APNS_AUTH_KEY", "APNS_AUTH_KEY_FILE", "APNS_KEY_ID", "APPLE_TEAM_ID", "TOPIC"]
 
     static func run(_ arguments: [String], relayRequired: Bool = false) async -> Int32 {
         let name = relayRequired ? "herald relay" : "herald serve"
+        let commandSpec = relayRequired ? relaySpec : spec
         let parsed: ParsedArguments
         do {
-            parsed = try spec.parse(arguments)
+            parsed = try commandSpec.parse(arguments)
         } catch {
             printError("\(name): \(error.message)")
             return 2
         }
         if parsed.wantsHelp {
-            print(spec.help, terminator: "")
+            print(commandSpec.help, terminator: "")
             return 0
         }
         if let extra = parsed.positionals.first {
@@ -130,6 +152,14 @@ enum ServeCommand {
             )
             logger.notice("stopped")
             return 0
+        } catch let error as HTTPServerError where error == .startFailed("") {
+            // One line that says what to change; nothing else has started.
+            let cause = error.reason.components(separatedBy: ": ").last ?? error.reason
+            let flag = relayRequired ? "PORT" : "PORT or --port"
+            printError(
+                "\(name): cannot listen on \(configuration.host):\(configuration.port): \(cause); set \(flag) to a free port"
+            )
+            return 2
         } catch {
             logger.error("\(name) failed", metadata: ["error": .string(String(describing: error))])
             return 1
@@ -221,9 +251,11 @@ enum ServeCommand {
                     + [DatabaseUnavailableMiddleware(logger: httpLogger)],
                 logger: httpLogger
             )
-            var services: [any Service] = [server, worker]
-            if let relay { services.append(relay.service) }
-            if let simulator { services.append(simulator.simulator) }
+            // The server binds first; the rest start only once it listens, so a port in use
+            // stops Herald before the worker takes a job or the simulator opens its ports.
+            var services: [any Service] = [server, AfterListening(server: server, service: worker)]
+            if let relay { services.append(AfterListening(server: server, service: relay.service)) }
+            if let simulator { services.append(AfterListening(server: server, service: simulator.simulator)) }
             let group = ServiceGroup(
                 services: services,
                 gracePeriod: configuration.shutdownTimeout + .seconds(1),
@@ -232,7 +264,13 @@ enum ServeCommand {
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { try await group.run() }
                 tasks.addTask {
-                    let port = try await server.listeningPort()
+                    let port: Int
+                    do {
+                        port = try await server.listeningPort()
+                    } catch let error as HTTPServerError where error == .notListening {
+                        // The group's own error (the server's) says why.
+                        return
+                    }
                     var metadata: [String: LogValue] = [
                         "address": .string("http://\(configuration.host):\(port)"),
                         "database": .string(DatabaseFactory.redact(url: configuration.databaseURL)),
@@ -253,6 +291,36 @@ enum ServeCommand {
         }
         await clients.shutdown()
         await database.close()
+    }
+}
+
+/// Runs `service` once `server` listens. If the server never does, it runs nothing and waits for
+/// the group's shutdown, so the server's own error is the one the group reports.
+struct AfterListening: Service {
+    let server: HTTPServer
+    let service: any Service
+    private let shutdown: AsyncStream<Void>
+    private let shutdownContinuation: AsyncStream<Void>.Continuation
+
+    init(server: HTTPServer, service: any Service) {
+        self.server = server
+        self.service = service
+        (shutdown, shutdownContinuation) = AsyncStream.makeStream(of: Void.self)
+    }
+
+    func run() async throws {
+        do {
+            _ = try await server.listeningPort()
+        } catch let error as HTTPServerError where error == .notListening {
+            for await _ in shutdown {}
+            return
+        }
+        try await service.run()
+    }
+
+    func triggerGracefulShutdown() {
+        shutdownContinuation.finish()
+        service.triggerGracefulShutdown()
     }
 }
 

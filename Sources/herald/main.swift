@@ -33,8 +33,9 @@ enum Herald {
     static func main() async -> Int32 {
         var arguments = Array(CommandLine.arguments.dropFirst())
         guard let command = arguments.first else {
-            print(usage, terminator: "")
-            return 0
+            // No command is a mistake, not a request for help: the usage goes to standard error.
+            printError(String(usage.dropLast()))
+            return 2
         }
         arguments.removeFirst()
         switch command {

@@ -9,10 +9,24 @@ import Testing
 @Suite("herald jobs")
 struct JobsCommandTests {
     /// Runs `herald` to completion and returns its exit status, standard output and error.
-    static func herald(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
+    ///
+    /// - Parameters:
+    ///   - environment: replaces these variables of the test's environment (`nil` unsets one).
+    ///   - directory: the working directory, if not the test's.
+    static func herald(
+        _ arguments: [String],
+        environment: [String: String?] = [:],
+        directory: URL? = nil
+    ) throws -> (status: Int32, output: String, error: String) {
         let process = Process()
         process.executableURL = HeraldProcess.binary
         process.arguments = arguments
+        if !environment.isEmpty {
+            var merged = ProcessInfo.processInfo.environment
+            for (name, value) in environment { merged[name] = value }
+            process.environment = merged
+        }
+        if let directory { process.currentDirectoryURL = directory }
         let output = Pipe()
         let error = Pipe()
         process.standardOutput = output
@@ -85,6 +99,80 @@ struct JobsCommandTests {
             let after = try Self.herald(["jobs", "stats", "--database-url", url])
             #expect(after.output.contains("cancelled  1"))
             #expect(after.output.contains("pending    1"))
+        } catch {
+            await db.close()
+            await test.remove()
+            throw error
+        }
+        await test.remove()
+    }
+
+    /// With `DATABASE_URL` unset in a folder without `herald.sqlite`, the read-only commands say
+    /// which file is missing and what to set, and create nothing.
+    @Test(arguments: [["stats"], ["list"], ["inspect", "0b7aac1e"]])
+    func readOnlyCommandsRefuseToCreateADatabase(action: [String]) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-jobs-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try Self.herald(["jobs"] + action, environment: ["DATABASE_URL": nil], directory: directory)
+        #expect(result.status == 2, "stderr:\n\(result.error)")
+        let path = directory.appendingPathComponent("herald.sqlite").standardizedFileURL.path
+        #expect(result.error.contains("no database at \(path)"), "stderr:\n\(result.error)")
+        #expect(result.error.contains("set DATABASE_URL"))
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(result.output.isEmpty)
+    }
+
+    /// An existing database is named (absolute path) on standard error; a short id works as in git.
+    @Test func namesTheDatabaseAndTakesUniqueIdPrefixes() async throws {
+        let test = try await TestDatabase.make(.sqliteFile)
+        let logger = Logger(label: "test", level: .error, handler: RecordingLogHandler())
+        let db = try await test.open()
+        let queue = JobQueue(database: db, handlers: JobHandlers(), metrics: MetricsRegistry())
+        do {
+            try await Migrator.migrate(db, HeraldMigrations.all, logger: logger)
+            // Job ids are time-ordered: two enqueued together share their first characters.
+            var ids: [String] = []
+            var common = 0
+            while common < 4 {
+                ids = []
+                for _ in 0..<2 {
+                    let job = try await queue.enqueue(NewJob(kind: "reminder", dueAt: Date().addingTimeInterval(3_600)))
+                    ids.append(job.job.id.uuidString.lowercased())
+                }
+                common = zip(ids[0], ids[1]).prefix { $0 == $1 }.count
+            }
+            await db.close()
+            let url = test.url
+            let pair = ids
+            let unique = ids[1]
+            let uniquePrefix = String(unique.prefix(common + 1))
+
+            let stats = try Self.herald(["jobs", "stats"], environment: ["DATABASE_URL": url])
+            #expect(stats.status == 0)
+            guard case .sqlite(let path) = try DatabaseURL(parsing: url) else {
+                Issue.record("the test database is SQLite")
+                return
+            }
+            let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+            #expect(stats.error.contains("database: sqlite:\(absolute)"), "stderr:\n\(stats.error)")
+
+            let inspect = try Self.herald(["jobs", "inspect", uniquePrefix, "--database-url", url])
+            #expect(inspect.status == 0, "stderr:\n\(inspect.error)")
+            #expect(inspect.output.contains("id: \(unique)"))
+
+            let ambiguous = try Self.herald(["jobs", "cancel", String(pair[0].prefix(common)), "--database-url", url])
+            #expect(ambiguous.status == 2)
+            #expect(ambiguous.error.contains("ambiguous"))
+            #expect(ambiguous.error.contains(pair[0]) && ambiguous.error.contains(pair[1]))
+
+            let short = try Self.herald(["jobs", "retry", String(unique.prefix(3)), "--database-url", url])
+            #expect(short.status == 2)
+            #expect(short.error.contains("at least 4 characters"))
+
+            let cancel = try Self.herald(["jobs", "cancel", uniquePrefix, "--database-url", url])
+            #expect(cancel.status == 0, "stderr:\n\(cancel.error)")
+            #expect(cancel.output.contains("job \(unique) cancelled"))
         } catch {
             await db.close()
             await test.remove()
