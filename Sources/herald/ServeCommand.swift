@@ -155,9 +155,9 @@ enum ServeCommand {
         } catch let error as HTTPServerError where error == .startFailed("") {
             // One line that says what to change; nothing else has started.
             let cause = error.reason.components(separatedBy: ": ").last ?? error.reason
-            let flag = relayRequired ? "PORT" : "PORT or --port"
             printError(
-                "\(name): cannot listen on \(configuration.host):\(configuration.port): \(cause); set \(flag) to a free port"
+                "\(name): cannot listen on \(configuration.host):\(configuration.port): \(cause); "
+                    + "set PORT or --port to a free port"
             )
             return 2
         } catch {

@@ -131,7 +131,8 @@ struct JobsCommandTests {
         let queue = JobQueue(database: db, handlers: JobHandlers(), metrics: MetricsRegistry())
         do {
             try await Migrator.migrate(db, HeraldMigrations.all, logger: logger)
-            // Job ids are time-ordered: two enqueued together share their first characters.
+            // Job ids one process makes share their first 16 hex digits (RequestIdentifier): a
+            // prefix of those is ambiguous, one digit past where two ids differ is not.
             var ids: [String] = []
             var common = 0
             while common < 4 {
