@@ -4,20 +4,22 @@ import Synchronization
 /// Fresh request ids: lower-case version-4-shaped UUIDs, unique within the process.
 ///
 /// Foundation's `UUID()` reads /dev/urandom (open, read, close) for every id; a request id must be
-/// unique, not secret, so a random prefix chosen once and a scrambled counter do (as the APNs
-/// module's `APNSIdentifier` uses for `apns-id` too).
+/// unique, not secret, so a scrambled counter and a random suffix chosen once do.
 public enum RequestIdentifier {
     /// A new id, e.g. `5f0c…-…`: 36 characters, lower-case hex and dashes.
     public static func next() -> String {
         lowercaseString(nextUUID())
     }
 
-    /// A version-4-shaped UUID, unique within this process: a random 64-bit prefix chosen once,
-    /// and a counter scrambled by SplitMix64 (a bijection, so no two counters give the same id).
+    /// A version-4-shaped UUID, unique within this process: a counter scrambled by a bijection of
+    /// 60 bits in front (so ids of one process differ from their first characters on, and a short
+    /// prefix names one, as with git), then a random 62-bit suffix chosen once per process.
     public static func nextUUID() -> UUID {
         let counter = state.counter.wrappingAdd(1, ordering: .relaxed).newValue
-        let high = (state.prefix & ~0xF000) | 0x4000  // version 4 in bits 12–15 of time_hi
-        let low = (mix(counter) & ~0xC000_0000_0000_0000) | 0x8000_0000_0000_0000  // RFC 4122 variant
+        let scrambled = mix60(counter)
+        // The 60 bits around the version nibble (bits 12–15 of the high half): version 4.
+        let high = ((scrambled << 4) & 0xFFFF_FFFF_FFFF_0000) | 0x4000 | (scrambled & 0x0FFF)
+        let low = (state.suffix & ~0xC000_0000_0000_0000) | 0x8000_0000_0000_0000  // RFC 4122 variant
         var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &uuid) { bytes in
             withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { bytes.copyMemory(from: $0) }
@@ -47,21 +49,24 @@ public enum RequestIdentifier {
         }
     }
 
-    /// SplitMix64's finaliser: a bijection, so distinct counters give distinct ids.
-    private static func mix(_ value: UInt64) -> UInt64 {
-        var z = value &+ 0x9E37_79B9_7F4A_7C15
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    /// SplitMix64's finaliser narrowed to 60 bits: adding a constant, multiplying by an odd
+    /// number and xor-shifting right are each invertible modulo 2^60, so distinct counters (below
+    /// 2^60 apart) give distinct ids.
+    private static func mix60(_ value: UInt64) -> UInt64 {
+        let mask: UInt64 = (1 << 60) - 1
+        var z = (value &+ 0x9E37_79B9_7F4A_7C15) & mask
+        z = ((z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9) & mask
+        z = ((z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB) & mask
         return z ^ (z >> 31)
     }
 
     private final class State: Sendable {
-        let prefix: UInt64
+        let suffix: UInt64
         let counter: Atomic<UInt64>
 
         init() {
             var generator = SystemRandomNumberGenerator()
-            prefix = generator.next()
+            suffix = generator.next()
             counter = Atomic(generator.next())
         }
     }

@@ -131,23 +131,30 @@ struct JobsCommandTests {
         let queue = JobQueue(database: db, handlers: JobHandlers(), metrics: MetricsRegistry())
         do {
             try await Migrator.migrate(db, HeraldMigrations.all, logger: logger)
-            // Job ids one process makes share their first 16 hex digits (RequestIdentifier): a
-            // prefix of those is ambiguous, one digit past where two ids differ is not.
+            // Two random ids, and a twin of the first that differs only in its last digit (copied
+            // row), so that a 35-character prefix is ambiguous while 8 characters name one job.
             var ids: [String] = []
-            var common = 0
-            while common < 4 {
-                ids = []
-                for _ in 0..<2 {
-                    let job = try await queue.enqueue(NewJob(kind: "reminder", dueAt: Date().addingTimeInterval(3_600)))
-                    ids.append(job.job.id.uuidString.lowercased())
-                }
-                common = zip(ids[0], ids[1]).prefix { $0 == $1 }.count
+            for _ in 0..<2 {
+                let job = try await queue.enqueue(NewJob(kind: "reminder", dueAt: Date().addingTimeInterval(3_600)))
+                ids.append(job.job.id.uuidString.lowercased())
             }
+            let twin = String(ids[0].dropLast()) + (ids[0].hasSuffix("0") ? "1" : "0")
+            try await db.execute(
+                """
+                INSERT INTO jobs (id, kind, payload, status, due_at, attempts, max_attempts, missed_runs,
+                    created_at, updated_at)
+                SELECT $2, kind, payload, status, due_at, attempts, max_attempts, missed_runs, created_at,
+                    updated_at
+                FROM jobs WHERE id = $1
+                """,
+                [.text(ids[0]), .text(twin)]
+            )
             await db.close()
             let url = test.url
-            let pair = ids
+            let pair = [ids[0], twin]
+            let common = 35
             let unique = ids[1]
-            let uniquePrefix = String(unique.prefix(common + 1))
+            let uniquePrefix = String(unique.prefix(8))
 
             let stats = try Self.herald(["jobs", "stats"], environment: ["DATABASE_URL": url])
             #expect(stats.status == 0)

@@ -14,4 +14,10 @@ import Testing
             #expect(uuid.uuid.8 >> 6 == 0b10)
         }
     }
+
+    @Test("ids of one process differ in their first eight characters, so a short prefix names one")
+    func shortPrefixesAreDistinct() {
+        let ids = (0..<100).map { _ in RequestIdentifier.next() }
+        #expect(Set(ids.map { $0.prefix(8) }).count == ids.count)
+    }
 }
