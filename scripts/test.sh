@@ -34,12 +34,13 @@ elsewhere=$(sed -E 's/.* to ([^ ]+) \[.*/\1/' <<<"$bindings" | grep -v '/libjema
 [ -z "$elsewhere" ] || { echo "malloc or free bound outside libjemalloc: $(sort -u <<<"$elsewhere")" >&2; exit 1; }
 echo "allocator: $(sed 's/.*(\(.*\))/\1/' <<<"$version"), $(wc -l <<<"$bindings") malloc/free bindings, all to libjemalloc"
 
-# Memory errors and data races are found by tools, not by reading: the transport suites (event
-# loop and TLS, the HTTP/2 client and server, the APNs client) run once under AddressSanitizer and
+# Memory errors and data races are found by tools, not by reading: the suites of the modules that
+# hold C pointers (event loop and TLS, the HTTP/2 client and server, the APNs client, the
+# libmicrohttpd server, SQLite and libpq) run once under AddressSanitizer and
 # once under ThreadSanitizer, each build in its own scratch path. Any report fails the run (ASan
 # stops at the first one; TSan exits 66 after its first one). LeakSanitizer is off for now: it
 # reports reference cycles left at exit (indirect leaks only) that are not triaged yet.
-sanitized_suites='HeraldIOTests|HTTP2Tests|APNsTests'
+sanitized_suites='HeraldIOTests|HTTP2Tests|APNsTests|HTTPServerTests|StorageTests'
 export ASAN_OPTIONS=halt_on_error=1:exitcode=66:detect_leaks=0
 export TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan-suppressions.txt"
 for sanitizer in address thread; do
