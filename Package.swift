@@ -21,6 +21,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "herald", targets: ["herald"]),
+        .library(name: "HTTPRouting", targets: ["HTTPRouting"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "Storage", targets: ["Storage"]),
         .library(name: "APNs", targets: ["APNs"]),
@@ -83,9 +84,12 @@ let package = Package(
             dependencies: ["HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2"],
             swiftSettings: swiftSettings
         ),
+        // Requests, responses, the router and middleware: what routes are written against.
+        .target(name: "HTTPRouting", dependencies: ["HeraldCore"], swiftSettings: swiftSettings),
+        // The HTTP/1.1 server on libmicrohttpd, serving an HTTPRouting responder.
         .target(
             name: "HTTPServer",
-            dependencies: ["HeraldCore", "CMicroHTTPD"],
+            dependencies: ["HeraldCore", "HTTPRouting", "CMicroHTTPD"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -105,24 +109,24 @@ let package = Package(
         ),
         .target(
             name: "APNsSimulator",
-            dependencies: ["HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2", "HTTPServer", "APNs"],
+            dependencies: ["HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2", "HTTPRouting", "HTTPServer", "APNs"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "Relay",
-            dependencies: ["HeraldCore", "HTTPServer", "APNs"],
+            dependencies: ["HeraldCore", "HTTPRouting", "APNs"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "HeraldAPI",
-            dependencies: ["HeraldCore", "HeraldCrypto", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs"],
+            dependencies: ["HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "HeraldCrypto", "HTTPServer", "Storage", "Jobs", "Notifications", "HeraldAPI", "APNs",
-                "APNsSimulator", "Relay", "CJemalloc",
+                "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
+                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "CJemalloc",
             ],
             swiftSettings: swiftSettings
         ),
@@ -131,7 +135,9 @@ let package = Package(
         .target(
             name: "FuzzHarness",
             dependencies: [
-                "HTTPServer", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto", "Storage",
+                "HTTPRouting", "HTTPServer", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator",
+                "HeraldCrypto",
+                "Storage",
             ],
             swiftSettings: swiftSettings
         ),
@@ -178,8 +184,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "HTTPRoutingTests",
+            dependencies: ["HTTPRouting", "HeraldCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HTTPServerTests",
-            dependencies: ["HTTPServer", "HeraldCore"],
+            dependencies: ["HTTPRouting", "HTTPServer", "HeraldCore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -202,13 +213,16 @@ let package = Package(
         ),
         .testTarget(
             name: "APNsSimulatorTests",
-            dependencies: ["APNsSimulator", "APNs", "HTTP2", "HTTPServer", "HeraldIO", "HeraldCore", "HeraldCrypto"],
+            dependencies: [
+                "APNsSimulator", "APNs", "HTTP2", "HTTPRouting", "HTTPServer", "HeraldIO", "HeraldCore", "HeraldCrypto",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RelayTests",
             dependencies: [
-                "Relay", "APNs", "APNsSimulator", "HTTPServer", "HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto",
+                "Relay", "APNs", "APNsSimulator", "HTTPRouting", "HTTPServer", "HTTP2", "HeraldIO", "HeraldCore",
+                "HeraldCrypto",
                 "SocketTestSupport",
             ],
             swiftSettings: swiftSettings
@@ -218,7 +232,8 @@ let package = Package(
         .testTarget(
             name: "HeraldAPITests",
             dependencies: [
-                "HeraldAPI", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator", "HeraldCore",
+                "HeraldAPI", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator",
+                "HeraldCore",
                 "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport",
             ],
             swiftSettings: swiftSettings

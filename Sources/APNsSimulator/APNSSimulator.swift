@@ -1,6 +1,7 @@
 public import APNs
 import Foundation
 import HTTP2
+import HTTPRouting
 import HTTPServer
 public import HeraldCore
 import HeraldCrypto

@@ -1,6 +1,6 @@
 import APNs
 import Foundation
-import HTTPServer
+import HTTPRouting
 import Relay
 
 /// Target `relay-headers`: the relay's WebPush translation, whose header parsing (`Encryption`,

@@ -24,7 +24,7 @@ public final class HTTP2Server: Service {
 
     /// The configuration the server was made with.
     public let configuration: Configuration
-    private let core: ServerCore
+    private let core: HTTP2ServerCore
     private let handler: Handler
 
     /// The bound port.
@@ -41,13 +41,16 @@ public final class HTTP2Server: Service {
             port: configuration.port,
             eventLoop: configuration.eventLoop
         )
-        self.core = ServerCore(configuration: configuration, listener: listener, tls: tls)
+        self.core = HTTP2ServerCore(configuration: configuration, listener: listener, tls: tls)
     }
 
     /// Serves until ``triggerGracefulShutdown()`` (GOAWAY to every connection; returns once they
     /// have finished) or cancellation (connections are closed at once).
     public func run() async throws {
-        let (requests, continuation) = AsyncStream.makeStream(of: ServerCore.Work.self, bufferingPolicy: .unbounded)
+        let (requests, continuation) = AsyncStream.makeStream(
+            of: HTTP2ServerCore.Work.self,
+            bufferingPolicy: .unbounded
+        )
         let handler = self.handler
         let core = self.core
         await withTaskCancellationHandler {
@@ -107,7 +110,7 @@ extension HTTP2Server {
 /// `@unchecked Sendable`: `listener`, `tls`, `configuration` are immutable; `state` is a
 /// `Mutex`; `sessions`, `requests`, `nextID` and `shuttingDown` are touched only on the event
 /// loop thread.
-final class ServerCore: @unchecked Sendable {
+final class HTTP2ServerCore: @unchecked Sendable {
     struct Work: Sendable {
         let request: HTTP2ServerRequest
         let session: ServerSession

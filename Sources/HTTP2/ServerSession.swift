@@ -34,7 +34,7 @@ final class ServerStream: @unchecked Sendable {
 final class ServerSession: ChannelHandler, @unchecked Sendable {
     let id: Int
     let eventLoop: EventLoop
-    private let core: ServerCore
+    private let core: HTTP2ServerCore
     private let configuration: HTTP2Server.Configuration
     private(set) var handle: HTTP2ServerConnection?
 
@@ -49,7 +49,7 @@ final class ServerSession: ChannelHandler, @unchecked Sendable {
     private var idleTimer: TimerHandle?
     var answersPings: Bool
 
-    init(id: Int, core: ServerCore, configuration: HTTP2Server.Configuration) throws {
+    init(id: Int, core: HTTP2ServerCore, configuration: HTTP2Server.Configuration) throws {
         self.id = id
         self.core = core
         self.configuration = configuration
@@ -218,7 +218,7 @@ final class ServerSession: ChannelHandler, @unchecked Sendable {
             events: stream.events
         )
         stream.body = []
-        if !core.dispatch(ServerCore.Work(request: request, session: self, stream: stream)) {
+        if !core.dispatch(HTTP2ServerCore.Work(request: request, session: self, stream: stream)) {
             respond(stream, with: HTTP2ServerResponse(status: 503))
         }
     }

@@ -1,3 +1,4 @@
+public import HTTPRouting
 public import HeraldCore
 import Synchronization
 
@@ -145,7 +146,7 @@ public final class HTTPServer: Service {
             }
         }
 
-        let core = ServerCore(
+        let core = HTTPServerCore(
             limits: .init(
                 maxBodySize: configuration.maxBodySize,
                 maxHeaderSize: configuration.maxHeaderSize,
@@ -169,7 +170,7 @@ public final class HTTPServer: Service {
     private func serve(
         _ events: AsyncStream<ServerEvent>,
         continuation: AsyncStream<ServerEvent>.Continuation,
-        core: ServerCore,
+        core: HTTPServerCore,
         daemon: MHDDaemon
     ) async {
         let responder = self.responder

@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import Foundation
 import Glibc
+import HTTPRouting
 import HeraldCore
 import Synchronization
 
@@ -10,7 +11,7 @@ import Synchronization
 /// `@unchecked Sendable` is safe: the pointer is only passed to libmicrohttpd's daemon-level
 /// calls meant for the application's threads (`MHD_get_daemon_info`, `MHD_quiesce_daemon`,
 /// `MHD_stop_daemon`), and `state` makes them happen in order — quiesce at most once and never
-/// after stop, stop exactly once. The callbacks reach only ``ServerCore``, held here so that it
+/// after stop, stop exactly once. The callbacks reach only ``HTTPServerCore``, held here so that it
 /// outlives the daemon.
 final class MHDDaemon: @unchecked Sendable {
     private struct State {
@@ -20,7 +21,7 @@ final class MHDDaemon: @unchecked Sendable {
     }
 
     private let daemon: OpaquePointer
-    private let core: ServerCore
+    private let core: HTTPServerCore
     /// Its sweeper thread runs while the daemon does.
     private let deadlines: RequestDeadlines?
     private let state = Mutex(State())
@@ -38,11 +39,12 @@ final class MHDDaemon: @unchecked Sendable {
     ///
     /// - Throws: ``HTTPServerError`` when the configuration is unusable or the daemon does not
     ///   start (address in use, no permission, …).
-    init(configuration: HTTPServer.Configuration, core: ServerCore) throws {
+    init(configuration: HTTPServer.Configuration, core: HTTPServerCore) throws {
         guard (0...65_535).contains(configuration.port) else {
             throw HTTPServerError.invalidConfiguration("port \(configuration.port) is outside 0…65535")
         }
-        guard let address = SocketAddress.bind(host: configuration.host, port: UInt16(configuration.port)) else {
+        guard let address = SocketAddressConversion.bind(host: configuration.host, port: UInt16(configuration.port))
+        else {
             throw HTTPServerError.invalidConfiguration(
                 "host '\(configuration.host)' is not a numeric IPv4 or IPv6 address (or localhost)"
             )
@@ -65,7 +67,7 @@ final class MHDDaemon: @unchecked Sendable {
 
         let cls = Unmanaged.passUnretained(core).toOpaque()
         let timeoutSeconds = Self.wholeSeconds(configuration.connectionTimeout)
-        // Room for the request line and headers (checked exactly in ServerCore) plus what
+        // Room for the request line and headers (checked exactly in HTTPServerCore) plus what
         // libmicrohttpd keeps per connection and needs to build the response headers.
         let memoryLimit = configuration.maxHeaderSize + 8 * 1024
         // The logger comes first so that libmicrohttpd uses it for every later message.
@@ -79,7 +81,7 @@ final class MHDDaemon: @unchecked Sendable {
                         decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) },
                         as: UTF8.self
                     )
-                    Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().daemonLog(message)
+                    Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue().daemonLog(message)
                 },
                 cls
             ),
@@ -89,7 +91,7 @@ final class MHDDaemon: @unchecked Sendable {
             herald_mhd_option_uri_log_callback(
                 { cls, uri, connection in
                     guard let cls, let connection else { return nil }
-                    return Unmanaged<ServerCore>.fromOpaque(cls)._withUnsafeGuaranteedRef {
+                    return Unmanaged<HTTPServerCore>.fromOpaque(cls)._withUnsafeGuaranteedRef {
                         $0.requestStarted(connection: connection, target: uri)
                     }
                 },
@@ -98,7 +100,7 @@ final class MHDDaemon: @unchecked Sendable {
             herald_mhd_option_notify_completed(
                 { cls, connection, slot, _ in
                     guard let cls, let slot else { return }
-                    Unmanaged<ServerCore>.fromOpaque(cls)._withUnsafeGuaranteedRef {
+                    Unmanaged<HTTPServerCore>.fromOpaque(cls)._withUnsafeGuaranteedRef {
                         $0.requestCompleted(connection: connection, slot: slot)
                     }
                 },
@@ -110,7 +112,7 @@ final class MHDDaemon: @unchecked Sendable {
                 herald_mhd_option_notify_connection(
                     { cls, connection, context, event in
                         guard let cls, let connection, let context else { return }
-                        Unmanaged<ServerCore>.fromOpaque(cls)._withUnsafeGuaranteedRef { core in
+                        Unmanaged<HTTPServerCore>.fromOpaque(cls)._withUnsafeGuaranteedRef { core in
                             guard let deadlines = core.deadlines else { return }
                             if herald_mhd_connection_started(event) {
                                 deadlines.started(connection, context: context)
@@ -137,7 +139,7 @@ final class MHDDaemon: @unchecked Sendable {
             guard let cls, let connection, let uploadSize, let slot else { return .NO }
             // The daemon holds the core for as long as it runs: no retain per call, on an object
             // every daemon thread shares.
-            let keepGoing = Unmanaged<ServerCore>.fromOpaque(cls)._withUnsafeGuaranteedRef { core in
+            let keepGoing = Unmanaged<HTTPServerCore>.fromOpaque(cls)._withUnsafeGuaranteedRef { core in
                 core.access(connection: connection, method: method, upload: upload, uploadSize: uploadSize, slot: slot)
             }
             return keepGoing ? .YES : .NO
@@ -199,7 +201,7 @@ final class MHDDaemon: @unchecked Sendable {
     }
 
     /// Stops the daemon and closes every connection. The caller must first have resumed every
-    /// suspended connection (``ServerCore/close()``). Blocks only a dedicated thread.
+    /// suspended connection (``HTTPServerCore/close()``). Blocks only a dedicated thread.
     func stop() async {
         let socket = state.withLock { state -> Int32?? in
             guard !state.stopped else { return .none }

@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import HTTPRouting
 import Synchronization
 
 /// A libmicrohttpd connection pointer that may be carried across threads.
@@ -64,9 +65,9 @@ final class RequestContext: Sendable {
         /// This request's body limit: its route's, else the server's.
         var bodyLimit = 0
         var discardedBytes = 0
-        /// Whether ``ServerCore`` counts this request as in flight.
+        /// Whether ``HTTPServerCore`` counts this request as in flight.
         var counted = false
-        /// Whether ``ServerCore`` keeps it among the suspended requests (until it completes).
+        /// Whether ``HTTPServerCore`` keeps it among the suspended requests (until it completes).
         var wasSuspended = false
         var isHeadRequest = false
     }
@@ -120,7 +121,7 @@ final class ServerStatistics: Sendable {
     func contextCreated() { contexts.add(1, ordering: .relaxed) }
     func suspended() { suspensionCount.add(1, ordering: .relaxed) }
     func contextDestroyed() { contexts.subtract(1, ordering: .relaxed) }
-    /// Sequentially consistent, like ``ServerCore``'s draining flag it is read with.
+    /// Sequentially consistent, like ``HTTPServerCore``'s draining flag it is read with.
     func requestEntered() { requestsInFlight.add(1, ordering: .sequentiallyConsistent) }
     /// The count of requests in flight after this one left.
     func requestLeft() -> Int { requestsInFlight.subtract(1, ordering: .sequentiallyConsistent).newValue }

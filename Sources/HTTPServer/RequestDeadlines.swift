@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import Foundation
 import Glibc
+import HTTPRouting
 import HeraldCore
 import Synchronization
 

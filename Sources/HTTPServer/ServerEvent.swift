@@ -1,3 +1,5 @@
+import HTTPRouting
+
 /// What `HTTPServer.run()`'s loop reacts to, from libmicrohttpd's threads and from the API.
 enum ServerEvent: Sendable {
     /// A request is complete and its connection suspended: answer it in a child task.

@@ -1,5 +1,5 @@
 import Foundation
-public import HTTPServer
+public import HTTPRouting
 public import HeraldCore
 
 /// The keys `/v1` accepts (`HERALD_API_KEYS`), checked in constant time.

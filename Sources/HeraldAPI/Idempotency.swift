@@ -1,5 +1,5 @@
 public import Foundation
-public import HTTPServer
+public import HTTPRouting
 import HeraldCore
 import HeraldCrypto
 public import Jobs

@@ -1,6 +1,6 @@
 public import APNs
 public import Foundation
-public import HTTPServer
+public import HTTPRouting
 import HeraldCore
 import Jobs
 public import Notifications

@@ -1,4 +1,4 @@
-public import HTTPServer
+public import HTTPRouting
 public import HeraldCore
 
 /// Something `/readyz` asks before declaring Herald ready: the database now, APNs connections later.

@@ -1,7 +1,7 @@
 public import APNs
 import Dispatch
 public import Foundation
-public import HTTPServer
+public import HTTPRouting
 public import HeraldCore
 import Synchronization
 

@@ -1,6 +1,6 @@
 public import APNs
 public import Foundation
-public import HTTPServer
+public import HTTPRouting
 import HeraldCore
 
 /// A WebPush delivery turned into the APNs push the iOS notification service extension expects

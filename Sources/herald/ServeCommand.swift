@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import Foundation
+import HTTPRouting
 import HTTPServer
 import HeraldAPI
 import HeraldCore

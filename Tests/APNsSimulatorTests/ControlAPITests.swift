@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import Foundation
 import HTTP2
+import HTTPRouting
 import HTTPServer
 import Synchronization
 import Testing

@@ -3,6 +3,7 @@ import HeraldCore
 import Synchronization
 import Testing
 
+@testable import HTTPRouting
 @testable import HTTPServer
 
 /// 401, 404, 405 and 413 are decided on the request line and headers: the answer goes out

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import Testing
 
+@testable import HTTPRouting
 @testable import HTTPServer
 
 /// A router exercising what the live tests need.

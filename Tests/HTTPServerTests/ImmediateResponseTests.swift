@@ -3,6 +3,7 @@ import HeraldCore
 import Synchronization
 import Testing
 
+@testable import HTTPRouting
 @testable import HTTPServer
 
 /// A router with one route of each kind: synchronous, immediate-or-async, async only.

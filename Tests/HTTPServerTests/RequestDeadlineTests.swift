@@ -3,6 +3,7 @@ import Glibc
 import HeraldCore
 import Testing
 
+@testable import HTTPRouting
 @testable import HTTPServer
 
 /// The total deadline on receiving a request (``HTTPServer/Configuration/requestTimeout``):

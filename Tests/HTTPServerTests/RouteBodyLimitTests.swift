@@ -1,3 +1,4 @@
+import HTTPRouting
 import HTTPServer
 import HeraldCore
 import Testing

@@ -4,6 +4,7 @@ import HeraldCore
 import Synchronization
 import Testing
 
+@testable import HTTPRouting
 @testable import HTTPServer
 
 /// Log records kept in memory, for assertions on what was (and was not) logged.

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPRouting
 import HTTPServer
 import HeraldCore
 import Testing

@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import DatabaseTestSupport
 import Foundation
+import HTTPRouting
 import HTTPServer
 import HeraldAPI
 import HeraldCore

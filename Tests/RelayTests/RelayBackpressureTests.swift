@@ -4,6 +4,7 @@ import Foundation
 import HeraldCore
 import Testing
 
+@testable import HTTPRouting
 @testable import HTTPServer
 @testable import Relay
 

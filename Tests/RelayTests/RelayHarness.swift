@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import Foundation
+import HTTPRouting
 import HTTPServer
 import HeraldCore
 import HeraldCrypto

@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HTTPRouting
 import HTTPServer
 import HeraldCore
 import Testing

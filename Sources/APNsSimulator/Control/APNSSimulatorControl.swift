@@ -1,6 +1,6 @@
 import APNs
 import Foundation
-public import HTTPServer
+public import HTTPRouting
 import HeraldCore
 
 /// The simulator's control API (HTTP/1.1, JSON), for tests and for people: the deliveries it

@@ -1,6 +1,6 @@
 import APNs
 import Foundation
-import HTTPServer
+import HTTPRouting
 import HeraldCore
 
 /// A control API request that cannot be done as sent; becomes a 400 in the API's error shape.

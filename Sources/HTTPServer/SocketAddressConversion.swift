@@ -1,7 +1,8 @@
 import Glibc
+import HTTPRouting
 
 /// IPv4/IPv6 socket addresses: parsing the configured host and describing a client.
-enum SocketAddress {
+enum SocketAddressConversion {
     /// A bindable address for `host` (numeric IPv4 or IPv6, or `localhost`) and `port`.
     enum Bind {
         case v4(sockaddr_in)

@@ -145,7 +145,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
     public var isEmpty: Bool { count == 0 }
 
     /// Calls `body` with each field's name and value bytes, in order (valid during the call only).
-    func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
+    package func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
         storage.withUnsafeBufferPointer { storage in
             var record = 0
             while record < storage.count {
@@ -161,7 +161,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral, C
     }
 
     /// Whether `bytes` spell `name`, ASCII letters compared without regard to case.
-    static func equalIgnoringCase(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
+    package static func equalIgnoringCase(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
         guard bytes.count == name.utf8CodeUnitCount else { return false }
         let expected = name.utf8Start
         for offset in 0..<bytes.count where bytes[offset] != expected[offset] {

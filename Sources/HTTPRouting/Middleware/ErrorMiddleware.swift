@@ -46,7 +46,7 @@ public struct ErrorMiddleware: HTTPMiddleware {
     }
 
     /// The response for an error that is not an ``HTTPError``.
-    static var internalError: HTTPResponse {
+    package static var internalError: HTTPResponse {
         .error(status: 500, code: "internal_error", message: "The server failed to handle this request.")
     }
 }

@@ -12,13 +12,13 @@ struct SocketAddressTests {
     func dottedQuad(_ text: String) throws {
         var address = in_addr()
         try #require(inet_pton(AF_INET, text, &address) == 1)
-        #expect(SocketAddress.dottedQuad(address) == text)
+        #expect(SocketAddressConversion.dottedQuad(address) == text)
 
         var socket = sockaddr_in()
         socket.sin_family = sa_family_t(AF_INET)
         socket.sin_addr = address
         let described = withUnsafePointer(to: &socket) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress.describe($0) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddressConversion.describe($0) }
         }
         #expect(described == text)
     }

@@ -2,15 +2,15 @@ import HeraldCore
 
 /// The parts of an HTTP request target (`/a%20b/c?x=1&y=2`), and the percent-decoding the
 /// module uses for paths, path parameters and query strings.
-struct RequestTarget: Sendable {
+package struct RequestTarget: Sendable {
     /// The path as received, before decoding.
-    var rawPath: String
+    package var rawPath: String
     /// The query string as received (no `?`), or `nil` when the target had none.
-    var rawQuery: String?
+    package var rawQuery: String?
 
     /// Splits `target` at the first `?`. Absolute-form targets (`http://host/path`) keep only
     /// their path, as RFC 9112 section 3.2.2 asks of a server.
-    init(_ target: String) {
+    package init(_ target: String) {
         var target = Substring(target)
         // An absolute-form target (`http://host/path`) never starts with `/`, the usual form.
         let absolute = target.utf8.first != UInt8(ascii: "/")
@@ -34,7 +34,7 @@ struct RequestTarget: Sendable {
 
     /// The query's `name=value` pairs in order, decoded (`+` is a space); repeated names kept,
     /// empty pairs skipped. A pair that does not decode keeps its raw text.
-    var queryItems: [(name: String, value: String)] {
+    package var queryItems: [(name: String, value: String)] {
         guard let rawQuery, !rawQuery.isEmpty else { return [] }
         return rawQuery.split(separator: "&", omittingEmptySubsequences: true).map { pair in
             let name: Substring
@@ -55,7 +55,7 @@ struct RequestTarget: Sendable {
 
     /// `text` with `%XX` escapes replaced by their bytes, read as UTF-8; `nil` when an escape is
     /// malformed or the bytes are not valid UTF-8.
-    static func percentDecode(_ text: some StringProtocol, plusAsSpace: Bool = false) -> String? {
+    package static func percentDecode(_ text: some StringProtocol, plusAsSpace: Bool = false) -> String? {
         let utf8 = text.utf8
         guard text.utf8Contains(UInt8(ascii: "%")) || (plusAsSpace && text.utf8Contains(UInt8(ascii: "+"))) else {
             return String(text)

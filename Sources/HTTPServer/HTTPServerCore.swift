@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import HTTPRouting
 import HeraldCore
 import Synchronization
 
@@ -11,7 +12,7 @@ import Synchronization
 /// an `AsyncStream`. A request the responder can answer at once
 /// (``HTTPResponder/respondImmediately(to:)``) is answered right there, without suspending its
 /// connection.
-final class ServerCore: Sendable {
+final class HTTPServerCore: Sendable {
     struct Limits: Sendable {
         var maxBodySize: Int
         var maxHeaderSize: Int
@@ -245,7 +246,9 @@ final class ServerCore: Sendable {
                 // Too many to keep for a refusal on their account.
                 headers: response.status == 431 ? HTTPHeaders() : headers,
                 body: [],
-                remoteAddress: SocketAddress.describe(herald_mhd_get_connection_info_client_address(connection))
+                remoteAddress: SocketAddressConversion.describe(
+                    herald_mhd_get_connection_info_client_address(connection)
+                )
             )
             return reject(responder.refused(request, with: response), context: context)
         }
@@ -274,7 +277,7 @@ final class ServerCore: Sendable {
             )
         }
 
-        let remoteAddress = SocketAddress.describe(herald_mhd_get_connection_info_client_address(connection))
+        let remoteAddress = SocketAddressConversion.describe(herald_mhd_get_connection_info_client_address(connection))
         // Route, method and admission (an API key, say) are decided on the headers alone, so that
         // a refused client never makes the server read its body.
         let admission = responder.admit(
@@ -448,86 +451,5 @@ final class ServerCore: Sendable {
         }
         let status = (200...999).contains(response.status) ? response.status : 500
         return MHD_queue_response(connection, UInt32(status), mhdResponse) == .YES
-    }
-
-    // MARK: Helpers
-
-    /// The request's header fields, and their size as sent (name, value, `: ` and CRLF each).
-    private static func headers(of connection: OpaquePointer) -> (headers: HTTPHeaders, bytes: Int) {
-        // Without an iterator, libmicrohttpd only counts the fields.
-        let count = Int(MHD_get_connection_values_n(connection, .HEADER_KIND, nil, nil))
-        var received = (headers: HTTPHeaders(minimumCapacity: count, byteCount: 32 * count), bytes: 0)
-        withUnsafeMutablePointer(to: &received) { pointer in
-            _ = MHD_get_connection_values_n(
-                connection,
-                .HEADER_KIND,
-                { cls, _, key, keySize, value, valueSize in
-                    guard let cls, let key else { return .YES }
-                    let received = cls.assumingMemoryBound(to: (headers: HTTPHeaders, bytes: Int).self)
-                    received.pointee.bytes += keySize + valueSize + 4
-                    key.withMemoryRebound(to: UInt8.self, capacity: keySize) { key in
-                        let name = UnsafeBufferPointer(start: key, count: keySize)
-                        guard let value else {
-                            received.pointee.headers.add(name: name, value: UnsafeBufferPointer(start: nil, count: 0))
-                            return
-                        }
-                        value.withMemoryRebound(to: UInt8.self, capacity: valueSize) { value in
-                            received.pointee.headers.add(
-                                name: name,
-                                value: UnsafeBufferPointer(start: value, count: valueSize)
-                            )
-                        }
-                    }
-                    return .YES
-                },
-                pointer
-            )
-        }
-        return received
-    }
-
-    /// A header libmicrohttpd may send as is: a token name and a value without control bytes
-    /// (tab allowed), so that no handler can split a response.
-    static func isValidHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard !name.isEmpty, name.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") }) else {
-            return false
-        }
-        return value.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
-    }
-
-    /// Adds one header to `response` from its bytes, NUL-terminated in a stack buffer: passing
-    /// `String`s cost a `String` for the value and a C string for each, per header, per response.
-    private static func add(
-        _ name: UnsafeBufferPointer<UInt8>,
-        _ value: UnsafeBufferPointer<UInt8>,
-        to response: OpaquePointer
-    ) -> Bool {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: name.count + value.count + 2) { buffer in
-            let base = buffer.baseAddress!
-            name.withMemoryRebound(to: CChar.self) { name in
-                if let source = name.baseAddress { base.update(from: source, count: name.count) }
-            }
-            base[name.count] = 0
-            let valueStart = base + name.count + 1
-            value.withMemoryRebound(to: CChar.self) { value in
-                if let source = value.baseAddress { valueStart.update(from: source, count: value.count) }
-            }
-            valueStart[value.count] = 0
-            return MHD_add_response_header(response, base, valueStart) == .YES
-        }
-    }
-
-    static func bodyTooLarge(limit: Int) -> HTTPResponse {
-        .error(status: 413, code: "body_too_large", message: "The request body exceeds \(limit) bytes.")
-    }
-
-    static var shuttingDown: HTTPResponse {
-        var response = HTTPResponse.error(
-            status: 503,
-            code: "shutting_down",
-            message: "The server is shutting down; retry the request."
-        )
-        response.headers.replaceOrAdd(name: "Retry-After", value: "1")
-        return response
     }
 }

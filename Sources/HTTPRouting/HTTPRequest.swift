@@ -80,7 +80,7 @@ public struct HTTPRequest: Sendable {
     }
 
     /// A request as the server received it, its target already split and decoded.
-    init(
+    package init(
         method: String,
         rawPath: String,
         path: String,
