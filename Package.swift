@@ -90,7 +90,7 @@ let package = Package(
         ),
         .target(
             name: "Storage",
-            dependencies: ["HeraldCore", "HeraldIO", "CSQLite", "CLibPQ"],
+            dependencies: ["HeraldCore", "CSQLite", "CLibPQ"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -184,7 +184,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "HeraldIO", "HeraldCore", "DatabaseTestSupport"],
+            dependencies: ["Storage", "HeraldCore", "DatabaseTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
