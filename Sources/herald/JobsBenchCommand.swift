@@ -147,7 +147,7 @@ enum JobsBenchCommand {
     static func bench(_ settings: Settings) async throws {
         let logger = Logger(label: "herald.jobs.bench", level: .warning)
         let database = try await DatabaseFactory.open(url: settings.url, logger: logger)
-        try await Migrator.migrate(database, HeraldMigrations.all, logger: logger)
+        try await Migrator.migrate(database, HeraldSchema.migrations, logger: logger)
         try await database.execute("DELETE FROM jobs WHERE kind LIKE 'bench.%'")
         let queue = JobQueue(database: database, handlers: handlers)
         let backend = database.dialect.rawValue

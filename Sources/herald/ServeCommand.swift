@@ -196,7 +196,7 @@ enum ServeCommand {
         )
         do {
             let relay = try apns.map { try RelayWiring(settings: $0, clients: clients) }
-            try await Migrator.migrate(database, HeraldMigrations.all, logger: logger)
+            try await Migrator.migrate(database, HeraldSchema.migrations, logger: logger)
 
             // Durable notifications: the store, the notification.send handler, the queue and its worker.
             let sender = NotificationSender(

@@ -103,7 +103,7 @@ struct DatabaseFailureAPITests {
             logger: quiet,
             metrics: metrics
         )
-        try await Migrator.migrate(db, HeraldMigrations.all, logger: quiet)
+        try await Migrator.migrate(db, TestSchema.migrations, logger: quiet)
         let sender = NotificationSender(
             store: NotificationStore(database: db),
             clients: clients,
@@ -326,7 +326,7 @@ struct DatabaseFailureAPITests {
     @Test("keys expire after 24 hours: the prune job deletes them and the key can be used again")
     func expiry() async throws {
         try await withDatabase(.sqliteMemory) { db, _ in
-            try await Migrator.migrate(db, HeraldMigrations.all, logger: TestDatabase.quiet)
+            try await Migrator.migrate(db, TestSchema.migrations, logger: TestDatabase.quiet)
             let clock = TestClock()
             let store = IdempotencyStore(database: db, clock: clock)
             let created = Mutex(0)

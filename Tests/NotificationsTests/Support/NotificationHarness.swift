@@ -62,7 +62,7 @@ struct NotificationHarness {
             metrics: metrics
         )
         try await withDatabase(backend, poolSize: 4) { db, _ in
-            try await Migrator.migrate(db, HeraldMigrations.all, logger: quietLogger)
+            try await Migrator.migrate(db, JobMigrations.all + NotificationMigrations.all, logger: quietLogger)
             let store = NotificationStore(database: db)
             let sender = NotificationSender(
                 store: store,
