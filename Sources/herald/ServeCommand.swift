@@ -227,7 +227,7 @@ enum ServeCommand {
             system.metricsRefreshers = [{ await worker.refreshQueueGauges(olderThan: .seconds(10)) }]
             system.register(on: &router)
             relay?.service.register(on: &router)
-            NotificationRoutes(service: notifications, keys: apiKeys).register(on: &router)
+            NotificationRoutes(service: notifications, keys: apiKeys, idempotency: idempotency).register(on: &router)
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it

@@ -115,7 +115,12 @@ struct DatabaseFailureAPITests {
         let queue = JobQueue(database: db, handlers: handlers, metrics: metrics)
         let service = NotificationService(queue: queue, sender: sender, metrics: metrics, logger: quiet)
         var router = Router()
-        NotificationRoutes(service: service, keys: APIKeys([key, otherKey])).register(on: &router)
+        NotificationRoutes(
+            service: service,
+            keys: APIKeys([key, otherKey]),
+            idempotency: IdempotencyStore(database: db)
+        )
+        .register(on: &router)
         var http = HTTPServer.Configuration()
         http.host = "127.0.0.1"
         http.port = 0

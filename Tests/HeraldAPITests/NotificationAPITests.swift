@@ -84,7 +84,8 @@ struct NotificationAPITests {
             let worker = JobWorker(queue: queue, logger: quiet)
             let service = NotificationService(queue: queue, sender: sender, metrics: metrics, logger: quiet)
             var router = Router()
-            NotificationRoutes(service: service, keys: APIKeys(keys)).register(on: &router)
+            NotificationRoutes(service: service, keys: APIKeys(keys), idempotency: IdempotencyStore(database: db))
+                .register(on: &router)
             var http = HTTPServer.Configuration()
             http.host = "127.0.0.1"
             http.port = 0
