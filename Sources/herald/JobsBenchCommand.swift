@@ -81,6 +81,7 @@ enum JobsBenchCommand {
             let worker = JobWorker(
                 queue: queue,
                 configuration: workerConfiguration(concurrency: concurrency),
+                owner: ProcessIdentity.jobOwner(),
                 logger: logger
             )
             try await ServiceGroup(services: [worker], logger: logger).run()
@@ -258,6 +259,7 @@ enum JobsBenchCommand {
                 let worker = JobWorker(
                     queue: queue,
                     configuration: workerConfiguration(concurrency: settings.concurrency),
+                    owner: ProcessIdentity.jobOwner(),
                     logger: logger
                 )
                 self.worker = worker

@@ -216,7 +216,12 @@ enum ServeCommand {
             let queue = JobQueue(database: database, handlers: handlers)
             try await retention.schedule(on: queue)
             try await idempotency.schedule(on: queue)
-            let worker = JobWorker(queue: queue, configuration: jobs, logger: Logger(label: "herald.jobs"))
+            let worker = JobWorker(
+                queue: queue,
+                configuration: jobs,
+                owner: ProcessIdentity.jobOwner(),
+                logger: Logger(label: "herald.jobs")
+            )
             let notifications = NotificationService(queue: queue, sender: sender)
 
             var router = Router()
