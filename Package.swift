@@ -11,8 +11,7 @@ let swiftSettings: [SwiftSetting] = [
     .treatAllWarnings(as: .error),
     // Release builds optimize across modules: generic code of the lower modules (HeraldCore, HTTP2,
     // HTTPServer) is specialized and inlined where the relay and the API call it, instead of being
-    // called through its unspecialized entry points. Measured: 3% less CPU per relayed push (two
-    // relays on one sink, each build in both positions).
+    // called through its unspecialized entry points (docs/PERFORMANCE.md).
     .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
 ]
 
@@ -94,7 +93,7 @@ let package = Package(
         ),
         .target(
             name: "Storage",
-            dependencies: ["HeraldCore", "HeraldIO", "CSQLite", "CLibPQ"],
+            dependencies: ["HeraldCore", "CSQLite", "CLibPQ"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -195,7 +194,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "HeraldIO", "HeraldCore", "DatabaseTestSupport"],
+            dependencies: ["Storage", "HeraldCore", "DatabaseTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

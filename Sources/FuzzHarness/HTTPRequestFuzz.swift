@@ -27,7 +27,7 @@ public enum HTTPRequestFuzz {
             } catch let error as HTTPError {
                 return error.response
             } catch let error as NotificationError {
-                return .error(status: error.status, code: error.code, message: error.message, field: error.field)
+                return error.response
             } catch {
                 return HTTPResponse(status: 500)
             }

@@ -21,10 +21,10 @@ public struct NotificationRoutes: Sendable {
     public static let defaultPageSize = 100
     public static let maximumPageSize = 1_000
 
-    public init(service: NotificationService, keys: APIKeys) {
+    public init(service: NotificationService, keys: APIKeys, idempotency: IdempotencyStore) {
         self.service = service
         self.keys = keys
-        self.idempotency = IdempotencyStore(database: service.queue.database, clock: service.queue.clock)
+        self.idempotency = idempotency
     }
 
     public func register(on router: inout Router) {
@@ -57,14 +57,14 @@ public struct NotificationRoutes: Sendable {
         do {
             return try await body(request)
         } catch let error as NotificationError {
-            return .error(status: error.status, code: error.code, message: error.message, field: error.field)
+            return error.response
         }
     }
 
     // MARK: Handlers
 
     func create(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let (wait, parsed) = try Self.parseCreate(request, now: service.queue.clock.now())
+        let (wait, parsed) = try Self.parseCreate(request, now: service.now())
         if wait {
             do {
                 let result = try await service.createAndWait(parsed)
@@ -103,7 +103,7 @@ public struct NotificationRoutes: Sendable {
 
     func cancel(_ request: HTTPRequest) async throws -> HTTPResponse {
         let cancelled = try await service.cancel(id: try Self.id(request))
-        let counts = try await service.store.counts(id: cancelled.id)
+        let counts = try await service.counts(id: cancelled.id)
         return .json(NotificationBody(cancelled, counts: counts, results: nil, next: nil))
     }
 

@@ -1,5 +1,6 @@
 import CHeraldShims
 import Glibc
+import HeraldCore
 
 /// An IPv4 or IPv6 address and port, as the kernel takes it (a copy of a `sockaddr_in`/`_in6`).
 public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {

@@ -45,7 +45,7 @@ public struct JobWorkerConfiguration: Sendable, Hashable {
 public final class JobWorker: Service {
     public let queue: JobQueue
     public let configuration: JobWorkerConfiguration
-    /// This instance's name in `lease_owner`: host, process id and a random suffix.
+    /// This instance's name in `lease_owner`; the executable passes ``owner(host:processID:)``.
     public let owner: String
     private let logger: Logger
     private let inFlight = Atomic<Int>(0)
@@ -84,14 +84,18 @@ public final class JobWorker: Service {
     ) {
         self.queue = queue
         self.configuration = configuration
-        self.owner = owner ?? Self.defaultOwner()
+        self.owner = owner ?? "worker-\(Self.ownerSuffix())"
         self.logger = logger
     }
 
-    static func defaultOwner() -> String {
-        let host = ProcessInfo.processInfo.hostName.prefix(60)
-        let suffix = RequestIdentifier.lowercaseString(RequestIdentifier.nextUUID()).prefix(8)
-        return "\(host)-\(ProcessInfo.processInfo.processIdentifier)-\(suffix)"
+    /// An owner name an operator can trace to its instance: the host, the process id and a random
+    /// suffix (two workers in one process differ).
+    public static func owner(host: String, processID: Int32) -> String {
+        "\(host.prefix(60))-\(processID)-\(ownerSuffix())"
+    }
+
+    private static func ownerSuffix() -> Substring {
+        RequestIdentifier.lowercaseString(RequestIdentifier.nextUUID()).prefix(8)
     }
 
     public func triggerGracefulShutdown() {

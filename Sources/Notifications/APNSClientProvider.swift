@@ -61,7 +61,7 @@ public final class APNSClientProvider: Sendable {
     /// - Parameters:
     ///   - app: a bundle ID, or `nil` for the first configured app.
     ///   - environment: `nil` for the app's own (production for apps that serve both).
-    /// - Throws: ``NotificationError`` 503 when no app is configured, 400 for an unknown app or
+    /// - Throws: ``NotificationError``: unavailable when no app is configured, invalid for an unknown app or
     ///   an environment the app does not serve.
     public func resolve(
         app: String?,
@@ -69,7 +69,7 @@ public final class APNSClientProvider: Sendable {
     ) throws(NotificationError) -> (APNSAppConfiguration, APNSEnvironment) {
         guard !apps.isEmpty else {
             throw NotificationError(
-                status: 503,
+                .unavailable,
                 code: "apns_not_configured",
                 message: "no APNs app is configured: set APNS_AUTH_KEY, APNS_KEY_ID, APPLE_TEAM_ID and TOPIC, "
                     + "or HERALD_APPS_FILE, and restart"

@@ -95,12 +95,12 @@ public struct NotificationRequest: Sendable, Hashable {
     /// here, once, so that nothing is accepted that APNs must refuse.
     ///
     /// - Parameter now: the time `send_at` is checked against.
-    /// - Throws: ``NotificationError`` 400 (413 for a payload or token list that is too large),
+    /// - Throws: ``NotificationError``, invalid (too large for a payload or token list over its limit),
     ///   naming the field.
     public static func parse(_ body: [UInt8], now: Date) throws(NotificationError) -> NotificationRequest {
         guard body.count <= NotificationLimits.maximumBodyBytes else {
             throw NotificationError(
-                status: 413,
+                .tooLarge,
                 code: "body_too_large",
                 message: "the body is \(body.count) bytes: send at most \(NotificationLimits.maximumBodyBytes) "
                     + "(split the tokens over several notifications)"
@@ -214,8 +214,8 @@ public struct NotificationRequest: Sendable, Hashable {
             case "topic": field = "topic"
             default: field = error.field
             }
-            let status = error.code == .payloadTooLarge ? 413 : 400
-            throw NotificationError(status: status, code: error.code.description, message: error.message, field: field)
+            let kind: NotificationError.Kind = error.code == .payloadTooLarge ? .tooLarge : .invalid
+            throw NotificationError(kind, code: error.code.description, message: error.message, field: field)
         }
     }
 
@@ -233,7 +233,7 @@ public struct NotificationRequest: Sendable, Hashable {
         }
         guard array.count <= NotificationLimits.maximumTokens else {
             throw NotificationError(
-                status: 413,
+                .tooLarge,
                 code: "too_many_tokens",
                 message: "tokens has \(array.count) entries: send at most \(NotificationLimits.maximumTokens) "
                     + "per notification and split the rest over more notifications",

@@ -16,10 +16,10 @@ import Storage
 /// let created = try await service.create(try NotificationRequest.parse(body, now: Date()))
 /// ```
 public struct NotificationService: Sendable {
-    public let store: NotificationStore
-    public let queue: JobQueue
-    public let sender: NotificationSender
-    public var clients: APNSClientProvider { sender.clients }
+    let store: NotificationStore
+    let queue: JobQueue
+    let sender: NotificationSender
+    var clients: APNSClientProvider { sender.clients }
     /// How long a `?wait=true` notification's backup job waits before it sends what the request
     /// could not (the instance died mid-send).
     public var waitBackupDelay: TimeInterval = 300
@@ -57,6 +57,11 @@ public struct NotificationService: Sendable {
         }
     }
 
+    /// The time by the clock the service schedules with: what `send_at` is checked against.
+    public func now() -> Date {
+        queue.clock.now()
+    }
+
     // MARK: Creating
 
     /// Stores the notification, its tokens and its send job in one transaction; it is durable
@@ -77,7 +82,7 @@ public struct NotificationService: Sendable {
     /// Stores the notification (with a backup job for a crash mid-send), sends it now and returns
     /// every token's result.
     ///
-    /// - Throws: ``NotificationError`` 400 with more than
+    /// - Throws: ``NotificationError`` (invalid) with more than
     ///   ``NotificationLimits/maximumWaitTokens`` tokens or a `send_at`.
     public func createAndWait(_ request: NotificationRequest) async throws -> WaitResult {
         guard request.sendAt == nil else {
@@ -198,7 +203,7 @@ public struct NotificationService: Sendable {
         public var results: Page<DeliveryResult>
     }
 
-    /// - Throws: ``NotificationError`` 404 for an unknown id.
+    /// - Throws: ``NotificationError`` (not found) for an unknown id.
     public func details(id: UUID, limit: Int, cursor: String?) async throws -> Details {
         guard let notification = try await store.notification(id: id) else {
             throw NotificationError.notFound(RequestIdentifier.lowercaseString(id))
@@ -212,7 +217,7 @@ public struct NotificationService: Sendable {
 
     /// Cancels a notification that has not started sending.
     ///
-    /// - Throws: ``NotificationError`` 404 for an unknown id, 409 when it is sending or finished.
+    /// - Throws: ``NotificationError``: not found for an unknown id, conflict when it is sending or finished.
     public func cancel(id: UUID) async throws -> StoredNotification {
         let now = queue.clock.now()
         if let cancelled = try await store.transition(id, from: [.scheduled], to: .cancelled, at: now) {
@@ -227,12 +232,17 @@ public struct NotificationService: Sendable {
             throw NotificationError.notFound(RequestIdentifier.lowercaseString(id))
         }
         throw NotificationError(
-            status: 409,
+            .conflict,
             code: "not_cancellable",
             message: "the notification is \(current.status.rawValue): only a scheduled notification that has not "
                 + "started sending can be cancelled",
             field: "id"
         )
+    }
+
+    /// How many of the notification's tokens are pending, sent, failed and so on.
+    public func counts(id: UUID) async throws -> DeliveryCounts {
+        try await store.counts(id: id)
     }
 
     /// Dead tokens, oldest first.

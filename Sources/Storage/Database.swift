@@ -58,7 +58,7 @@ extension DatabaseExecutor {
 ///
 /// ```swift
 /// let db = try await DatabaseFactory.open(url: "sqlite:herald.sqlite", logger: logger)
-/// try await Migrator.migrate(db, HeraldMigrations.all, logger: logger)
+/// try await Migrator.migrate(db, StorageMigrations.all, logger: logger)
 /// let id = try await db.transaction { tx in
 ///     try await tx.query("INSERT INTO kv_settings (key, value, updated_at) VALUES ($1, $2, $3) RETURNING key",
 ///                        ["k", "v", SQLValue(Date())])[0].string("key")

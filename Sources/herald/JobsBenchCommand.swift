@@ -81,6 +81,7 @@ enum JobsBenchCommand {
             let worker = JobWorker(
                 queue: queue,
                 configuration: workerConfiguration(concurrency: concurrency),
+                owner: ProcessIdentity.jobOwner(),
                 logger: logger
             )
             try await ServiceGroup(services: [worker], logger: logger).run()
@@ -147,7 +148,7 @@ enum JobsBenchCommand {
     static func bench(_ settings: Settings) async throws {
         let logger = Logger(label: "herald.jobs.bench", level: .warning)
         let database = try await DatabaseFactory.open(url: settings.url, logger: logger)
-        try await Migrator.migrate(database, HeraldMigrations.all, logger: logger)
+        try await Migrator.migrate(database, HeraldSchema.migrations, logger: logger)
         try await database.execute("DELETE FROM jobs WHERE kind LIKE 'bench.%'")
         let queue = JobQueue(database: database, handlers: handlers)
         let backend = database.dialect.rawValue
@@ -258,6 +259,7 @@ enum JobsBenchCommand {
                 let worker = JobWorker(
                     queue: queue,
                     configuration: workerConfiguration(concurrency: settings.concurrency),
+                    owner: ProcessIdentity.jobOwner(),
                     logger: logger
                 )
                 self.worker = worker

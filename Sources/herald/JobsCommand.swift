@@ -91,7 +91,7 @@ enum JobsCommand {
             return 1
         }
         do {
-            try await Migrator.migrate(database, HeraldMigrations.all, logger: logger)
+            try await Migrator.migrate(database, HeraldSchema.migrations, logger: logger)
             let queue = JobQueue(database: database, handlers: JobHandlers())
             var id: UUID?
             if let idArgument {

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP2
+import HeraldCore
 import HeraldIO
 import Synchronization
 import Testing

@@ -104,7 +104,7 @@ struct DatabaseFailureAPITests {
             logger: quiet,
             metrics: metrics
         )
-        try await Migrator.migrate(db, HeraldMigrations.all, logger: quiet)
+        try await Migrator.migrate(db, TestSchema.migrations, logger: quiet)
         let sender = NotificationSender(
             store: NotificationStore(database: db),
             clients: clients,
@@ -116,7 +116,12 @@ struct DatabaseFailureAPITests {
         let queue = JobQueue(database: db, handlers: handlers, metrics: metrics)
         let service = NotificationService(queue: queue, sender: sender, metrics: metrics, logger: quiet)
         var router = Router()
-        NotificationRoutes(service: service, keys: APIKeys([key, otherKey])).register(on: &router)
+        NotificationRoutes(
+            service: service,
+            keys: APIKeys([key, otherKey]),
+            idempotency: IdempotencyStore(database: db)
+        )
+        .register(on: &router)
         var http = HTTPServer.Configuration()
         http.host = "127.0.0.1"
         http.port = 0
@@ -327,7 +332,7 @@ struct DatabaseFailureAPITests {
     @Test("keys expire after 24 hours: the prune job deletes them and the key can be used again")
     func expiry() async throws {
         try await withDatabase(.sqliteMemory) { db, _ in
-            try await Migrator.migrate(db, HeraldMigrations.all, logger: TestDatabase.quiet)
+            try await Migrator.migrate(db, TestSchema.migrations, logger: TestDatabase.quiet)
             let clock = TestClock()
             let store = IdempotencyStore(database: db, clock: clock)
             let created = Mutex(0)

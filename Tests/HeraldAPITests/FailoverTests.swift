@@ -112,7 +112,7 @@ struct FailoverTests {
         let quiet = Logger(label: "test.failover", level: .error, handler: RecordingLogHandler())
         let database = try await test.open(logger: quiet)
         do {
-            try await Migrator.migrate(database, HeraldMigrations.all, logger: quiet)
+            try await Migrator.migrate(database, TestSchema.migrations, logger: quiet)
             var endpoints = APNSEndpoints()
             endpoints.production = simulator.endpoint
             endpoints.sandbox = simulator.endpoint

@@ -72,7 +72,7 @@ struct NotificationAPITests {
             metrics: metrics
         )
         try await withDatabase(backend, poolSize: 4) { db, _ in
-            try await Migrator.migrate(db, HeraldMigrations.all, logger: quiet)
+            try await Migrator.migrate(db, TestSchema.migrations, logger: quiet)
             let sender = NotificationSender(
                 store: NotificationStore(database: db),
                 clients: clients,
@@ -85,7 +85,8 @@ struct NotificationAPITests {
             let worker = JobWorker(queue: queue, logger: quiet)
             let service = NotificationService(queue: queue, sender: sender, metrics: metrics, logger: quiet)
             var router = Router()
-            NotificationRoutes(service: service, keys: APIKeys(keys)).register(on: &router)
+            NotificationRoutes(service: service, keys: APIKeys(keys), idempotency: IdempotencyStore(database: db))
+                .register(on: &router)
             var http = HTTPServer.Configuration()
             http.host = "127.0.0.1"
             http.port = 0

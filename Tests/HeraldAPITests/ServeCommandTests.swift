@@ -132,7 +132,7 @@ import Testing
         let database = try await DatabaseFactory.open(url: String(url), logger: Logger(label: "test"))
         let applied = try await database.query("SELECT version FROM schema_migrations ORDER BY version", [])
         let versions = try applied.map { try $0.int("version") }
-        #expect(versions == HeraldMigrations.all.map { Int64($0.version) }.sorted())
+        #expect(versions == TestSchema.migrations.map { Int64($0.version) }.sorted())
         #expect(!versions.isEmpty)
         await database.close()
         try await admin.execute("DROP DATABASE \(name)", [])

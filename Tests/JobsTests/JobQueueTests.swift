@@ -336,7 +336,7 @@ struct JobQueueTests {
             return .done
         }
         var db = try await test.open()
-        try await Migrator.migrate(db, HeraldMigrations.all, logger: jobTestLogger)
+        try await Migrator.migrate(db, JobMigrations.all, logger: jobTestLogger)
         let before = JobQueue(database: db, handlers: handlers, clock: clock, metrics: MetricsRegistry())
         let start = clock.now()
         let added = try await before.enqueue(NewJob(kind: "k", dueAt: start.addingTimeInterval(3_600)))

@@ -22,7 +22,7 @@ struct JobWorkerServiceTests {
     func wakesForWork(backend: Backend) async throws {
         let calls = CallLog()
         try await withDatabase(backend, poolSize: 4) { db, _ in
-            try await Migrator.migrate(db, HeraldMigrations.all, logger: jobTestLogger)
+            try await Migrator.migrate(db, JobMigrations.all, logger: jobTestLogger)
             let queue = JobQueue(database: db, handlers: Self.handlers(calls), metrics: MetricsRegistry())
             let worker = JobWorker(
                 queue: queue,
@@ -50,7 +50,7 @@ struct JobWorkerServiceTests {
             return .done
         }
         try await withDatabase(backend) { db, _ in
-            try await Migrator.migrate(db, HeraldMigrations.all, logger: jobTestLogger)
+            try await Migrator.migrate(db, JobMigrations.all, logger: jobTestLogger)
             let queue = JobQueue(database: db, handlers: handlers, metrics: MetricsRegistry())
             let worker = JobWorker(
                 queue: queue,
@@ -75,7 +75,7 @@ struct JobWorkerServiceTests {
         let instanceA = try await test.open()
         let instanceB = try await test.open()
         do {
-            try await Migrator.migrate(instanceA, HeraldMigrations.all, logger: jobTestLogger)
+            try await Migrator.migrate(instanceA, JobMigrations.all, logger: jobTestLogger)
             let queueA = JobQueue(database: instanceA, handlers: Self.handlers(calls), metrics: MetricsRegistry())
             let queueB = JobQueue(database: instanceB, handlers: Self.handlers(calls), metrics: MetricsRegistry())
             // Without a notification this worker would not look again for an hour.
@@ -107,7 +107,7 @@ struct JobQueueGaugeTests {
     @Test("a scrape refreshes the depth gauges, at most as often as it asks", arguments: Backend.allCases)
     func refreshedOnScrape(backend: Backend) async throws {
         try await withDatabase(backend, poolSize: 2) { db, _ in
-            try await Migrator.migrate(db, HeraldMigrations.all, logger: jobTestLogger)
+            try await Migrator.migrate(db, JobMigrations.all, logger: jobTestLogger)
             let clock = ManualClock()
             let metrics = MetricsRegistry()
             let queue = JobQueue(database: db, handlers: JobHandlers(), clock: clock, metrics: metrics)

@@ -65,7 +65,7 @@ struct NotificationDurabilityTests {
             let tokens = NotificationHarness.tokens(5)
             _ = harness.simulator.addFault(APNSSimulatorFault(.delay(.seconds(3)), token: tokens[4], times: 1))
             let created = try await harness.create(tokens: tokens)
-            let sender = harness.service.sender
+            let sender = harness.sender
             async let first = sender.send(created.id, isLastAttempt: false, owner: "first")
             try await held.waitUntilHeld(3)
 

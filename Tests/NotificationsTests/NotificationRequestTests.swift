@@ -60,7 +60,7 @@ struct NotificationRequestTests {
     struct Case: Sendable, CustomTestStringConvertible {
         var name: String
         var body: @Sendable () -> [String: Any]
-        var status: Int
+        var kind: NotificationError.Kind
         var code: String
         var field: String?
         var messageContains: String
@@ -71,7 +71,7 @@ struct NotificationRequestTests {
         Case(
             name: "no tokens",
             body: { valid(removing: ["tokens"]) },
-            status: 400,
+            kind: .invalid,
             code: "missing_field",
             field: "tokens",
             messageContains: "tokens is missing"
@@ -79,7 +79,7 @@ struct NotificationRequestTests {
         Case(
             name: "empty tokens",
             body: { valid(["tokens": [String]()]) },
-            status: 400,
+            kind: .invalid,
             code: "invalid_tokens",
             field: "tokens",
             messageContains: "at least one"
@@ -87,7 +87,7 @@ struct NotificationRequestTests {
         Case(
             name: "tokens not an array",
             body: { valid(["tokens": "abc"]) },
-            status: 400,
+            kind: .invalid,
             code: "invalid_tokens",
             field: "tokens",
             messageContains: "array"
@@ -95,7 +95,7 @@ struct NotificationRequestTests {
         Case(
             name: "short token",
             body: { valid(["tokens": [token, "abcd"]]) },
-            status: 400,
+            kind: .invalid,
             code: "invalid_token",
             field: "tokens[1]",
             messageContains: "64 to 200"
@@ -103,7 +103,7 @@ struct NotificationRequestTests {
         Case(
             name: "non-hex token",
             body: { valid(["tokens": [String(repeating: "zz", count: 32)]]) },
-            status: 400,
+            kind: .invalid,
             code: "invalid_token",
             field: "tokens[0]",
             messageContains: "0-9 and a-f"
@@ -111,7 +111,7 @@ struct NotificationRequestTests {
         Case(
             name: "token not a string",
             body: { valid(["tokens": [42]]) },
-            status: 400,
+            kind: .invalid,
             code: "invalid_token",
             field: "tokens[0]",
             messageContains: "not a string"
@@ -119,7 +119,7 @@ struct NotificationRequestTests {
         Case(
             name: "duplicate token",
             body: { valid(["tokens": [token, token.uppercased()]]) },
-            status: 400,
+            kind: .invalid,
             code: "duplicate_token",
             field: "tokens[1]",
             messageContains: "repeats"
@@ -127,7 +127,7 @@ struct NotificationRequestTests {
         Case(
             name: "10,001 tokens",
             body: { valid(["tokens": (0..<10_001).map { String(format: "%064x", $0) }]) },
-            status: 413,
+            kind: .tooLarge,
             code: "too_many_tokens",
             field: "tokens",
             messageContains: "at most 10000"
@@ -135,7 +135,7 @@ struct NotificationRequestTests {
         Case(
             name: "no payload",
             body: { valid(removing: ["payload"]) },
-            status: 400,
+            kind: .invalid,
             code: "missing_field",
             field: "payload",
             messageContains: "payload is missing"
@@ -143,7 +143,7 @@ struct NotificationRequestTests {
         Case(
             name: "payload not an object",
             body: { valid(["payload": [1, 2]]) },
-            status: 400,
+            kind: .invalid,
             code: "invalid_payload",
             field: "payload",
             messageContains: "JSON object"
@@ -151,7 +151,7 @@ struct NotificationRequestTests {
         Case(
             name: "payload too large for an alert",
             body: { valid(["payload": ["aps": ["alert": String(repeating: "x", count: 4_100)]]]) },
-            status: 413,
+            kind: .tooLarge,
             code: "payload_too_large",
             field: "payload",
             messageContains: "at most 4096"
@@ -159,7 +159,7 @@ struct NotificationRequestTests {
         Case(
             name: "background push with an alert",
             body: { valid(["push_type": "background", "payload": ["aps": ["content-available": 1, "alert": "x"]]]) },
-            status: 400,
+            kind: .invalid,
             code: "bad_payload",
             field: "payload.aps.alert",
             messageContains: "background"
@@ -167,7 +167,7 @@ struct NotificationRequestTests {
         Case(
             name: "unknown push type",
             body: { valid(["push_type": "banner"]) },
-            status: 400,
+            kind: .invalid,
             code: "invalid_push_type",
             field: "push_type",
             messageContains: "use one of"
@@ -175,7 +175,7 @@ struct NotificationRequestTests {
         Case(
             name: "priority 7",
             body: { valid(["priority": 7]) },
-            status: 400,
+            kind: .invalid,
             code: "invalid_priority",
             field: "priority",
             messageContains: "10, 5 or 1"
@@ -183,7 +183,7 @@ struct NotificationRequestTests {
         Case(
             name: "priority true",
             body: { valid(["priority": true]) },
-            status: 400,
+            kind: .invalid,
             code: "invalid_priority",
             field: "priority",
             messageContains: "10, 5 or 1"
@@ -191,7 +191,7 @@ struct NotificationRequestTests {
         Case(
             name: "priority 10 for a background push",
             body: { valid(["push_type": "background", "priority": 10, "payload": ["aps": ["content-available": 1]]]) },
-            status: 400,
+            kind: .invalid,
             code: "bad_priority",
             field: "priority",
             messageContains: "use 5"
@@ -199,7 +199,7 @@ struct NotificationRequestTests {
         Case(
             name: "bad environment",
             body: { valid(["environment": "staging"]) },
-            status: 400,
+            kind: .invalid,
             code: "invalid_environment",
             field: "environment",
             messageContains: "production"
@@ -207,7 +207,7 @@ struct NotificationRequestTests {
         Case(
             name: "send_at not a time",
             body: { valid(["send_at": "tomorrow"]) },
-            status: 400,
+            kind: .invalid,
             code: "invalid_send_at",
             field: "send_at",
             messageContains: "RFC 3339"
@@ -215,7 +215,7 @@ struct NotificationRequestTests {
         Case(
             name: "send_at in the past",
             body: { valid(["send_at": 1_700_000_000]) },
-            status: 400,
+            kind: .invalid,
             code: "invalid_send_at",
             field: "send_at",
             messageContains: "in the past"
@@ -223,7 +223,7 @@ struct NotificationRequestTests {
         Case(
             name: "send_at too far",
             body: { valid(["send_at": "2099-01-01T00:00:00Z"]) },
-            status: 400,
+            kind: .invalid,
             code: "invalid_send_at",
             field: "send_at",
             messageContains: "366 days"
@@ -231,7 +231,7 @@ struct NotificationRequestTests {
         Case(
             name: "bad expiration",
             body: { valid(["expiration": -5]) },
-            status: 400,
+            kind: .invalid,
             code: "invalid_expiration",
             field: "expiration",
             messageContains: "Unix seconds"
@@ -239,7 +239,7 @@ struct NotificationRequestTests {
         Case(
             name: "long collapse id",
             body: { valid(["collapse_id": String(repeating: "c", count: 65)]) },
-            status: 400,
+            kind: .invalid,
             code: "bad_collapse_id",
             field: "collapse_id",
             messageContains: "1 to 64"
@@ -247,7 +247,7 @@ struct NotificationRequestTests {
         Case(
             name: "bad topic",
             body: { valid(["topic": "com example"]) },
-            status: 400,
+            kind: .invalid,
             code: "bad_topic",
             field: "topic",
             messageContains: "bundle ID"
@@ -255,7 +255,7 @@ struct NotificationRequestTests {
         Case(
             name: "unknown field",
             body: { valid(["token": token]) },
-            status: 400,
+            kind: .invalid,
             code: "unknown_field",
             field: "token",
             messageContains: "not a field"
@@ -267,20 +267,20 @@ struct NotificationRequestTests {
                 for _ in 0..<40 { value = ["x": value] }
                 return valid(["payload": ["aps": [:], "deep": value]])
             },
-            status: 400,
+            kind: .invalid,
             code: "too_deep",
             field: "payload",
             messageContains: "32 levels"
         ),
     ]
 
-    @Test("each bad input gets its status, code, field and a message", arguments: cases)
+    @Test("each bad input gets its kind, code, field and a message", arguments: cases)
     func rejects(_ testCase: Case) {
         do {
             _ = try Self.parse(testCase.body())
             Issue.record("accepted: \(testCase.name)")
         } catch {
-            #expect(error.status == testCase.status)
+            #expect(error.kind == testCase.kind)
             #expect(error.code == testCase.code)
             #expect(error.field == testCase.field)
             #expect(error.message.contains(testCase.messageContains), "message: \(error.message)")
@@ -298,7 +298,7 @@ struct NotificationRequestTests {
             _ = try NotificationRequest.parse(Array("{".utf8), now: Self.now)
         } catch {
             #expect(error.code == "invalid_json")
-            #expect(error.status == 400)
+            #expect(error.kind == .invalid)
         }
     }
 

@@ -35,9 +35,9 @@ struct NotificationRetentionTests {
     func scheduledOnce(_ backend: Backend) async throws {
         try await NotificationHarness.with(backend) { harness in
             let retention = NotificationRetention(store: harness.store, retention: 3_600)
-            try await retention.schedule(on: harness.service.queue)
-            try await retention.schedule(on: harness.service.queue)
-            let jobs = try await harness.service.queue.list(kind: NotificationRetention.jobKind)
+            try await retention.schedule(on: harness.queue)
+            try await retention.schedule(on: harness.queue)
+            let jobs = try await harness.queue.list(kind: NotificationRetention.jobKind)
             #expect(jobs.count == 1)
             #expect(jobs.first?.schedule == .interval(seconds: 3_600))
             #expect(retention.deadTokenRetention == 30 * 86_400)

@@ -44,7 +44,7 @@ struct NotificationServiceTests {
                 _ = try await harness.service.details(id: UUID(), limit: 10, cursor: nil)
                 Issue.record("found an unknown id")
             } catch let error as NotificationError {
-                #expect(error.status == 404)
+                #expect(error.kind == .notFound)
                 #expect(error.code == "not_found")
             }
             let created = try await harness.create(
@@ -59,7 +59,7 @@ struct NotificationServiceTests {
                 _ = try await harness.service.cancel(id: created.id)
                 Issue.record("cancelled twice")
             } catch let error as NotificationError {
-                #expect(error.status == 409)
+                #expect(error.kind == .conflict)
                 #expect(error.message.contains("cancelled"))
             }
             // Sending after the due time sends nothing.
@@ -78,7 +78,7 @@ struct NotificationServiceTests {
                 _ = try await harness.service.cancel(id: created.id)
                 Issue.record("cancelled a sent notification")
             } catch let error as NotificationError {
-                #expect(error.status == 409)
+                #expect(error.kind == .conflict)
                 #expect(error.code == "not_cancellable")
                 #expect(error.message.contains("done"))
             }
@@ -92,7 +92,7 @@ struct NotificationServiceTests {
                 _ = try await harness.create(tokens: NotificationHarness.tokens(1), extra: ["app": "com.other"])
                 Issue.record("accepted an unknown app")
             } catch let error as NotificationError {
-                #expect(error.status == 400)
+                #expect(error.kind == .invalid)
                 #expect(error.code == "unknown_app")
                 #expect(error.field == "app")
                 #expect(error.message.contains(NotificationHarness.topic))
@@ -243,7 +243,7 @@ struct NotificationServiceTests {
             #expect(failed.status == .failed)
             #expect(failed.failureReason?.hasPrefix("gave up after 3 attempts") == true)
 
-            _ = try await harness.service.queue.retry(id: job.id)
+            _ = try await harness.queue.retry(id: job.id)
             #expect(try await harness.worker.runDueJobs() == 1)
             #expect(try await harness.store.notification(id: created.id)?.status == .done)
             #expect(harness.simulator.deliveries().count == 3)

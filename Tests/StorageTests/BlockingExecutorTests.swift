@@ -1,6 +1,6 @@
 import DatabaseTestSupport
 import Foundation
-import HeraldIO
+import HeraldCore
 import Synchronization
 import Testing
 

@@ -60,11 +60,11 @@ struct MigratorTests {
         }
     }
 
-    @Test("Herald's own migrations apply on both dialects", arguments: Backend.allCases)
-    func heraldMigrations(backend: Backend) async throws {
+    @Test("Storage's own migrations apply on both dialects", arguments: Backend.allCases)
+    func storageMigrations(backend: Backend) async throws {
         try await withDatabase(backend) { db, _ in
-            try await Migrator.migrate(db, HeraldMigrations.all, logger: makeLogger())
-            #expect(try await Self.recordedVersions(db) == HeraldMigrations.all.map { Int64($0.version) })
+            try await Migrator.migrate(db, StorageMigrations.all, logger: makeLogger())
+            #expect(try await Self.recordedVersions(db) == StorageMigrations.all.map { Int64($0.version) })
             try await db.execute(
                 "INSERT INTO kv_settings (key, value, updated_at) VALUES ($1, $2, $3)",
                 ["greeting", "hello", 1]

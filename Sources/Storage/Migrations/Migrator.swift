@@ -10,7 +10,7 @@ public import HeraldCore
 /// on SQLite the transaction is `BEGIN IMMEDIATE`, which holds the write lock from the start.
 ///
 /// ```swift
-/// try await Migrator.migrate(db, HeraldMigrations.all, logger: logger)
+/// try await Migrator.migrate(db, StorageMigrations.all, logger: logger)
 /// ```
 public enum Migrator {
     /// The PostgreSQL advisory lock key that serialises migrators ("HERALDMG" in ASCII).

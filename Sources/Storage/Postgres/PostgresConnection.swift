@@ -1,7 +1,6 @@
 import CLibPQ
 import Glibc
 import HeraldCore
-import HeraldIO
 import Synchronization
 
 /// What a connection needs to (re)connect and report.

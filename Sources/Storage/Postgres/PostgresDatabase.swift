@@ -1,5 +1,4 @@
 import HeraldCore
-import HeraldIO
 import Synchronization
 
 /// The shared driver: a pool of libpq connections, each used by its own thread.

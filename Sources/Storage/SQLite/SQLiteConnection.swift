@@ -4,7 +4,7 @@ import Synchronization
 /// One SQLite connection and its statement cache.
 ///
 /// Every method is synchronous and blocking; ``SQLiteDatabase`` calls them only from its
-/// single-thread ``HeraldIO/BlockingExecutor``, one at a time. The state also sits behind a
+/// single-thread ``HeraldCore/BlockingExecutor``, one at a time. The state also sits behind a
 /// `Mutex`, so even a misuse from another thread could not race (it would merely wait).
 final class SQLiteConnection: Sendable {
     private struct State {

@@ -1,5 +1,4 @@
 import HeraldCore
-import HeraldIO
 import Synchronization
 
 /// The embedded driver: one SQLite connection on one dedicated thread.

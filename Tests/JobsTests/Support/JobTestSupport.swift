@@ -31,7 +31,7 @@ func withQueue(
     _ body: (JobQueue, JobWorker, ManualClock, TestDatabase) async throws -> Void
 ) async throws {
     try await withDatabase(backend, poolSize: 4) { db, test in
-        try await Migrator.migrate(db, HeraldMigrations.all, logger: jobTestLogger)
+        try await Migrator.migrate(db, JobMigrations.all, logger: jobTestLogger)
         let queue = JobQueue(database: db, handlers: handlers, clock: clock, metrics: MetricsRegistry())
         let worker = JobWorker(queue: queue, configuration: configuration, owner: "worker-a", logger: jobTestLogger)
         try await body(queue, worker, clock, test)

@@ -20,11 +20,12 @@ struct NotificationHarness {
     let simulator: APNSSimulator
     let database: any Database
     let service: NotificationService
+    let store: NotificationStore
+    let queue: JobQueue
+    let sender: NotificationSender
     let worker: JobWorker
     let clock: ManualClock
     let metrics: MetricsRegistry
-
-    var store: NotificationStore { service.store }
 
     static func with(
         _ backend: Backend,
@@ -62,7 +63,7 @@ struct NotificationHarness {
             metrics: metrics
         )
         try await withDatabase(backend, poolSize: 4) { db, _ in
-            try await Migrator.migrate(db, HeraldMigrations.all, logger: quietLogger)
+            try await Migrator.migrate(db, JobMigrations.all + NotificationMigrations.all, logger: quietLogger)
             let store = NotificationStore(database: db)
             let sender = NotificationSender(
                 store: store,
@@ -92,6 +93,9 @@ struct NotificationHarness {
                     simulator: simulator,
                     database: db,
                     service: service,
+                    store: store,
+                    queue: queue,
+                    sender: sender,
                     worker: worker,
                     clock: clock,
                     metrics: metrics
@@ -133,7 +137,7 @@ struct NotificationHarness {
     /// The notification's send job.
     func job(of notification: StoredNotification) async throws -> Job {
         let id = try #require(notification.jobID)
-        return try #require(try await service.queue.job(id: id))
+        return try #require(try await queue.job(id: id))
     }
 
     /// Every result of a notification, all pages.

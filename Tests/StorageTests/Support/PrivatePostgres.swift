@@ -1,6 +1,6 @@
 import DatabaseTestSupport
 import Foundation
-import HeraldIO
+import HeraldCore
 import Testing
 
 /// A PostgreSQL server of the test's own, in a temporary directory on a free port, so a test can

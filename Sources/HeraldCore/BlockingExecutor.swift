@@ -1,5 +1,4 @@
 import Foundation
-import HeraldCore
 
 /// A small pool of dedicated threads for blocking C calls (`sqlite3_step`, libpq, `getaddrinfo`,
 /// file reads), so that they never occupy a thread of Swift's cooperative pool.

@@ -1,10 +1,11 @@
-/// Herald's own schema, in order. Append new migrations with the next version; never change one
-/// that has shipped.
-///
-/// Conventions: times are `BIGINT` milliseconds since 1970, ids are `TEXT` UUIDs (lowercase),
-/// booleans are `BOOLEAN` on PostgreSQL and `INTEGER` 0/1 on SQLite (both read as 0/1).
-public enum HeraldMigrations {
-    public static let all: [Migration] = [
+import Storage
+
+/// The single migration list every database created before the modules owned their tables
+/// recorded (`HeraldMigrations.all` in Storage until then), copied verbatim and frozen: the
+/// composed list must equal it, version, name and SQL, so those databases upgrade unchanged.
+/// Never edit it.
+enum LegacySchema {
+    static let migrations: [Migration] = [
         Migration(
             version: 1,
             name: "create_kv_settings",

@@ -1,0 +1,26 @@
+public import Storage
+
+/// The `idempotency_keys` table of ``IdempotencyStore``. Versions are one sequence across every
+/// module's migrations (``Storage/StorageMigrations``); never change one that has shipped.
+public enum IdempotencyMigrations {
+    public static let all: [Migration] = [
+        Migration(
+            version: 5,
+            name: "create_idempotency_keys",
+            sql: """
+                CREATE TABLE idempotency_keys (
+                    api_key_hash TEXT NOT NULL,
+                    idempotency_key TEXT NOT NULL,
+                    request_hash TEXT NOT NULL,
+                    status_code BIGINT,
+                    response_headers TEXT,
+                    response_body TEXT,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    PRIMARY KEY (api_key_hash, idempotency_key)
+                );
+                CREATE INDEX idempotency_keys_expires ON idempotency_keys (expires_at);
+                """
+        )
+    ]
+}

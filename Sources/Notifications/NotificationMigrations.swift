@@ -1,0 +1,70 @@
+public import Storage
+
+/// The notifications, their per-token results (`notification_deliveries`) and the tokens APNs
+/// called dead (`dead_tokens`). Versions are one sequence across every module's migrations
+/// (``Storage/StorageMigrations``); never change one that has shipped.
+///
+/// The `notifications` rows reference send jobs by id only, so these need ``Jobs/JobMigrations``
+/// only at run time, not for their SQL.
+public enum NotificationMigrations {
+    public static let all: [Migration] = [
+        Migration(
+            version: 3,
+            name: "create_notifications",
+            sql: """
+                CREATE TABLE notifications (
+                    id TEXT PRIMARY KEY,
+                    app TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    push_type TEXT NOT NULL,
+                    topic TEXT NOT NULL,
+                    priority BIGINT,
+                    expiration BIGINT,
+                    collapse_id TEXT,
+                    payload TEXT NOT NULL,
+                    send_at BIGINT NOT NULL,
+                    status TEXT NOT NULL,
+                    token_count BIGINT NOT NULL,
+                    failure_reason TEXT,
+                    job_id TEXT,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                );
+                CREATE INDEX notifications_status_send_at ON notifications (status, send_at);
+                CREATE TABLE notification_deliveries (
+                    notification_id TEXT NOT NULL REFERENCES notifications (id) ON DELETE CASCADE,
+                    token TEXT NOT NULL,
+                    ordinal BIGINT NOT NULL,
+                    status TEXT NOT NULL,
+                    reason TEXT,
+                    apns_id TEXT,
+                    invalid_at BIGINT,
+                    attempts BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (notification_id, token)
+                );
+                CREATE UNIQUE INDEX notification_deliveries_ordinal ON notification_deliveries (notification_id, ordinal);
+                CREATE INDEX notification_deliveries_status ON notification_deliveries (notification_id, status);
+                CREATE TABLE dead_tokens (
+                    app TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    invalid_at BIGINT,
+                    recorded_at BIGINT NOT NULL,
+                    notification_id TEXT,
+                    PRIMARY KEY (app, environment, token)
+                );
+                CREATE INDEX dead_tokens_recorded ON dead_tokens (recorded_at, app, environment, token);
+                """
+        ),
+        Migration(
+            version: 4,
+            name: "notification_send_owner",
+            sql: """
+                ALTER TABLE notifications ADD COLUMN send_owner TEXT;
+                ALTER TABLE notifications ADD COLUMN send_lease_expires_at BIGINT;
+                """
+        ),
+    ]
+}

@@ -1,0 +1,16 @@
+import HeraldAPI
+import Jobs
+import Notifications
+import Storage
+
+/// Herald's database schema: every module's migrations, composed in one fixed order.
+///
+/// Each module owns the tables it stores into; their versions form one sequence, so this list is
+/// what databases created before the modules owned their tables recorded, version for version
+/// (HeraldAPITests' `SchemaCompositionTests` compare it with that list on SQLite and PostgreSQL).
+/// A module that adds a table appends a migration to its own list with the next free version,
+/// and a new module's list is appended here.
+enum HeraldSchema {
+    static let migrations: [Migration] =
+        StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
+}
