@@ -157,8 +157,32 @@ let package = Package(
             path: "Tests/JobsTestSupport",
             swiftSettings: swiftSettings
         ),
+        // One `eventually` for what truly polls, and a deadline for awaited events.
+        .target(
+            name: "AsyncTestSupport",
+            path: "Tests/AsyncTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        // Child processes started with posix_spawn (herald, curl, h2load, openssl): Foundation's
+        // Process crashes now and then on this toolchain (ChildProcess.swift says why).
+        .target(name: "CProcessSpawn", path: "Tests/CProcessSpawn"),
+        .target(
+            name: "ProcessTestSupport",
+            dependencies: ["CProcessSpawn"],
+            path: "Tests/ProcessTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ProcessTestSupportTests",
+            dependencies: ["ProcessTestSupport", "AsyncTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "HeraldCryptoTests", dependencies: ["HeraldCrypto"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "HeraldCryptoTests",
+            dependencies: ["HeraldCrypto", "ProcessTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         // ThreadSanitizer annotations for Synchronization.Mutex's contended paths, in the test
         // bundle only and only when it is built with `--sanitize=thread` (scripts/test.sh).
         .target(name: "CThreadSanitizerMutex", path: "Tests/CThreadSanitizerMutex"),
@@ -202,7 +226,10 @@ let package = Package(
         ),
         .testTarget(
             name: "APNsSimulatorTests",
-            dependencies: ["APNsSimulator", "APNs", "HTTP2", "HTTPServer", "HeraldIO", "HeraldCore", "HeraldCrypto"],
+            dependencies: [
+                "APNsSimulator", "APNs", "HTTP2", "HTTPServer", "HeraldIO", "HeraldCore", "HeraldCrypto",
+                "AsyncTestSupport", "ProcessTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -219,7 +246,7 @@ let package = Package(
             name: "HeraldAPITests",
             dependencies: [
                 "HeraldAPI", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator", "HeraldCore",
-                "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport",
+                "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport", "ProcessTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
