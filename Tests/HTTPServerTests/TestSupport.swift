@@ -71,20 +71,6 @@ func withTimeout<T: Sendable>(
     }
 }
 
-/// Polls `condition` every 20 ms until it holds, up to `limit`.
-func eventually(
-    _ what: String,
-    _ limit: Duration = .seconds(10),
-    _ condition: @escaping @Sendable () async throws -> Bool
-) async throws {
-    let deadline = ContinuousClock.now + limit
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    throw TimeoutError(what: what)
-}
-
 /// Runs a server on an ephemeral loopback port for the duration of `body`, then shuts it down
 /// gracefully and checks that `run()` returned.
 func withServer(
