@@ -163,13 +163,9 @@ struct RelayEndToEndTests {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await revived.run() }
                 defer { revived.triggerGracefulShutdown() }
-                var status = 0
-                for _ in 0..<100 {
-                    status = try await relay.post("/push/\(token)/2").status
-                    if status == 202 { break }
-                    try await Task.sleep(for: .milliseconds(50))
+                try await eventually("the relay to accept pushes again", pollingEvery: .milliseconds(50)) {
+                    try await relay.post("/push/\(token)/2").status == 202
                 }
-                #expect(status == 202)
                 try await eventually("the revived simulator to receive the push") { !revived.deliveries().isEmpty }
                 #expect(revived.deliveries(APNSSimulatorDeliveryFilter(token: token)).count == 1)
             }
