@@ -162,24 +162,52 @@ let package = Package(
             path: "Tests/JobsTestSupport",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "HeraldCryptoTests", dependencies: ["HeraldCrypto"], swiftSettings: swiftSettings),
+        // One `eventually` for what truly polls, and a deadline for awaited events.
+        .target(
+            name: "AsyncTestSupport",
+            path: "Tests/AsyncTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        // Child processes started with posix_spawn (herald, curl, h2load, openssl): Foundation's
+        // Process crashes now and then on this toolchain (ChildProcess.swift says why).
+        .target(name: "CProcessSpawn", path: "Tests/CProcessSpawn"),
+        .target(
+            name: "ProcessTestSupport",
+            dependencies: ["CProcessSpawn"],
+            path: "Tests/ProcessTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ProcessTestSupportTests",
+            dependencies: ["ProcessTestSupport", "AsyncTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldCoreTests",
+            dependencies: ["HeraldCore", "AsyncTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldCryptoTests",
+            dependencies: ["HeraldCrypto", "ProcessTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         // ThreadSanitizer annotations for Synchronization.Mutex's contended paths, in the test
         // bundle only and only when it is built with `--sanitize=thread` (scripts/test.sh).
         .target(name: "CThreadSanitizerMutex", path: "Tests/CThreadSanitizerMutex"),
         .testTarget(
             name: "HeraldIOTests",
-            dependencies: ["HeraldIO", "CThreadSanitizerMutex"],
+            dependencies: ["HeraldIO", "CThreadSanitizerMutex", "AsyncTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "HTTP2Tests",
-            dependencies: ["HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto"],
+            dependencies: ["HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto", "AsyncTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "APNsTests",
-            dependencies: ["APNs", "HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto"],
+            dependencies: ["APNs", "HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto", "AsyncTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -189,24 +217,26 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPServerTests",
-            dependencies: ["HTTPRouting", "HTTPServer", "HeraldCore"],
+            dependencies: ["HTTPRouting", "HTTPServer", "HeraldCore", "AsyncTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "HeraldCore", "DatabaseTestSupport"],
+            dependencies: ["Storage", "HeraldCore", "DatabaseTestSupport", "AsyncTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "JobsTests",
-            dependencies: ["Jobs", "Storage", "HeraldCore", "DatabaseTestSupport", "JobsTestSupport"],
+            dependencies: [
+                "Jobs", "Storage", "HeraldCore", "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "NotificationsTests",
             dependencies: [
                 "Notifications", "Jobs", "Storage", "APNs", "APNsSimulator", "HeraldCore", "HeraldCrypto",
-                "DatabaseTestSupport", "JobsTestSupport",
+                "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
@@ -214,6 +244,7 @@ let package = Package(
             name: "APNsSimulatorTests",
             dependencies: [
                 "APNsSimulator", "APNs", "HTTP2", "HTTPRouting", "HTTPServer", "HeraldIO", "HeraldCore", "HeraldCrypto",
+                "AsyncTestSupport", "ProcessTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
@@ -221,8 +252,7 @@ let package = Package(
             name: "RelayTests",
             dependencies: [
                 "Relay", "APNs", "APNsSimulator", "HTTPRouting", "HTTPServer", "HTTP2", "HeraldIO", "HeraldCore",
-                "HeraldCrypto",
-                "SocketTestSupport",
+                "HeraldCrypto", "SocketTestSupport", "AsyncTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
@@ -232,8 +262,8 @@ let package = Package(
             name: "HeraldAPITests",
             dependencies: [
                 "HeraldAPI", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator",
-                "HeraldCore",
-                "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport",
+                "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
+                "ProcessTestSupport",
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import AsyncTestSupport
 import Foundation
 import HTTP2
 import HeraldIO
@@ -7,16 +8,6 @@ import Testing
 
 /// `Configuration.idleTimeout`: connections without requests or PINGs get GOAWAY `IdleTimeout`.
 @Suite struct IdleTimeoutTests {
-    /// Waits until `condition` holds, for at most `seconds`: a liveness bound, not a timing check.
-    static func eventually(within seconds: Double = 10, _ condition: () -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
-    }
-
     /// The simulator's and the clients' own loop: other tests running meanwhile can keep the
     /// shared loop busy for a second or more (throughput checks in debug builds), and PINGs
     /// handled that late would make a pinging connection look idle.
@@ -69,7 +60,7 @@ import Testing
         }) { fixture in
             let push = fixture.devicePush(jwt: try fixture.jwt())
             let connection = try await connectAndSend(fixture, push, pingInterval: nil)
-            #expect(try await Self.eventually { connection.status.goAway != nil })
+            try await eventually { connection.status.goAway != nil }
             #expect(connection.status.goAway?.reason == "IdleTimeout")
             await connection.close()
         }
@@ -89,7 +80,7 @@ import Testing
             let silent = try await connectAndSend(fixture, push, pingInterval: nil)
             // By the time the silent connection is told it is idle, the pinging one has been
             // without requests at least as long.
-            #expect(try await Self.eventually { silent.status.goAway != nil })
+            try await eventually { silent.status.goAway != nil }
             #expect(pinging.status.goAway == nil)
             #expect(pinging.status.isUsable)
             await pinging.close()

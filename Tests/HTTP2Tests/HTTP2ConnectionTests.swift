@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import Foundation
 import HTTP2
 import HeraldCore
@@ -71,9 +72,7 @@ struct HTTP2ConnectionTests {
             #expect(connection.status.maxConcurrentStreams == 100)
             try await runConcurrentEcho(connection: connection, count: 500)
             // The status is a snapshot published after each batch of events: it settles at once.
-            #expect(
-                try await eventually { connection.status.activeStreams == 0 && connection.status.queuedRequests == 0 }
-            )
+            try await eventually { connection.status.activeStreams == 0 && connection.status.queuedRequests == 0 }
             let response = try await connection.send(HTTP2Request(method: "GET", path: "/authority"))
             #expect(response.headers["x-authority"] == "127.0.0.1:\(server.port)")
             await connection.close()
@@ -271,7 +270,7 @@ struct HTTP2ConnectionTests {
             #expect(status.goAway?.reason == "Shutdown")
             let late = await expectError { try await connection.send(HTTP2Request(path: "/late")) }
             #expect((late as? HTTP2Error)?.isSafeToRetry == true)
-            #expect(try await eventually { connection.status.isClosed })
+            try await eventually { connection.status.isClosed }
             #expect(metrics.value("herald_http2_client_goaways_total", labels: [("error_code", "NO_ERROR")]) == 1)
         }
     }
@@ -290,7 +289,7 @@ struct HTTP2ConnectionTests {
             configuration.metrics = metrics
             let connection = try await connect(to: server, configuration: configuration)
             async let response = connection.send(HTTP2Request(path: "/held"))
-            #expect(try await eventually { connection.status.goAway != nil })
+            try await eventually { connection.status.goAway != nil }
             // The stream is still open: the server's own GOAWAY would reach the client first.
             server.triggerGracefulShutdown()
             try await Task.sleep(for: .milliseconds(100))
@@ -426,7 +425,7 @@ struct HTTP2ConnectionTests {
                     }
                 }
                 group.addTask {
-                    _ = try await eventually { started.all.count == 5 }
+                    try await eventually { started.all.count == 5 }
                     do {
                         _ = try await connection.send(HTTP2Request(path: "/close"))
                         return nil
@@ -478,7 +477,7 @@ struct HTTP2ConnectionTests {
             let http2Error = try #require(error as? HTTP2Error)
             #expect(http2Error.code == .requestTimeout)
             #expect(!http2Error.isSafeToRetry)
-            #expect(try await eventually { resets.all == [.cancel] })
+            try await eventually { resets.all == [.cancel] }
             #expect(connection.status.isUsable)
             #expect(try await connection.send(HTTP2Request(path: "/fast", body: [9])).body == [9])
             await connection.close()
@@ -497,12 +496,12 @@ struct HTTP2ConnectionTests {
         try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
             let connection = try await connect(to: server)
             let task = Task { try await connection.send(HTTP2Request(path: "/cancel-me", body: [1])) }
-            #expect(try await eventually { started.all.count == 1 })
+            try await eventually { started.all.count == 1 }
             task.cancel()
             let result = await task.result
             #expect(throws: CancellationError.self) { try result.get() }
-            #expect(try await eventually { resets.all == [.cancel] })
-            #expect(try await eventually { connection.status.activeStreams == 0 })
+            try await eventually { resets.all == [.cancel] }
+            try await eventually { connection.status.activeStreams == 0 }
             #expect(connection.status.isUsable)
             await connection.close()
         }
@@ -547,7 +546,7 @@ struct HTTP2ConnectionTests {
                 Self.submit("/burst/\(index)", body: Array("body-\(index)".utf8), on: connection, into: outcomes)
                 if index % 100 == 99 { try await Task.sleep(for: .microseconds(300)) }
             }
-            #expect(try await eventually(timeout: .seconds(30)) { outcomes.all.count == count })
+            try await eventually(timeout: .seconds(30)) { outcomes.all.count == count }
             for (path, result) in outcomes.all {
                 let index = path.split(separator: "/").last.map(String.init) ?? ""
                 #expect((try? result.get()) == Array("body-\(index)".utf8), "\(path)")
@@ -573,12 +572,12 @@ struct HTTP2ConnectionTests {
             let outcomes = Recorder<(path: String, result: Result<[UInt8], HTTP2Error>)>()
             // The first request of a quiet connection leaves at once; its drain arms the window.
             Self.submit("/first", body: [1], on: connection, into: outcomes)
-            #expect(try await eventually { outcomes.all.count == 1 })
+            try await eventually { outcomes.all.count == 1 }
             Self.submit("/held", body: [2], on: connection, into: outcomes)
             try await Task.sleep(for: .milliseconds(200))
             #expect(paths.all == ["/first"], "the second request waits for the window")
             #expect(try await connection.send(HTTP2Request(path: "/awaited", body: [3])).body == [3])
-            #expect(try await eventually { outcomes.all.count == 2 })
+            try await eventually { outcomes.all.count == 2 }
             // The server runs each stream's handler in a task of its own, so the two that left
             // together may be handled in either order (seen swapped under AddressSanitizer).
             #expect(paths.all.first == "/first" && Set(paths.all.dropFirst()) == ["/held", "/awaited"])
@@ -614,10 +613,10 @@ struct HTTP2ConnectionTests {
             )
             let outcomes = Recorder<(path: String, result: Result<[UInt8], HTTP2Error>)>()
             Self.submit("/first", body: [1], on: connection, into: outcomes)
-            #expect(try await eventually { paths.all == ["/first"] })
+            try await eventually { paths.all == ["/first"] }
             Self.submit("/waiting", body: [2], on: connection, into: outcomes)
             closeNow.append(true)
-            #expect(try await eventually { outcomes.all.count == 2 })
+            try await eventually { outcomes.all.count == 2 }
             let waiting = try #require(outcomes.all.first { $0.path == "/waiting" })
             guard case .failure(let error) = waiting.result else {
                 Issue.record("the waiting request succeeded")
@@ -660,14 +659,13 @@ struct HTTP2ConnectionTests {
             quiet.eventLoop = loop
             let alive = try await connect(to: server, configuration: pinging)
             let silent = try await connect(to: server, configuration: quiet)
-            #expect(
-                try await eventually(timeout: .seconds(10)) { silent.status.isClosed },
-                "without PINGs the server's idle timeout closes the connection"
-            )
+            try await eventually("the server's idle timeout to close the connection without PINGs") {
+                silent.status.isClosed
+            }
             // The pinging connection has by now been without requests at least as long.
             #expect(alive.status.isUsable)
             #expect(try await alive.send(HTTP2Request(path: "/still-there", body: [5])).body == [5])
-            #expect(try await eventually { connections.all.contains { $0.pingsReceived >= 3 } })
+            try await eventually { connections.all.contains { $0.pingsReceived >= 3 } }
             await alive.close()
         }
     }
@@ -686,7 +684,7 @@ struct HTTP2ConnectionTests {
             client.pingTimeout = .milliseconds(300)
             client.eventLoop = loop
             let connection = try await connect(to: server, configuration: client)
-            #expect(try await eventually(timeout: .seconds(3)) { connection.status.isClosed })
+            try await eventually(timeout: .seconds(3)) { connection.status.isClosed }
             #expect(connection.status.failure?.code == .pingTimeout)
             let error = await expectError { try await connection.send(HTTP2Request(path: "/dead")) }
             #expect((error as? HTTP2Error)?.code == .pingTimeout)
@@ -703,11 +701,11 @@ struct HTTP2ConnectionTests {
             group.addTask { try await server.run() }
             let connection = try await connect(to: server)
             async let inFlight = connection.send(HTTP2Request(path: "/in-flight"))
-            _ = try await eventually { connection.status.activeStreams == 1 }
+            try await eventually { connection.status.activeStreams == 1 }
             server.triggerGracefulShutdown()
             #expect(try await inFlight.status == 204)
             try await group.next()  // run() returned
-            #expect(try await eventually { connection.status.isClosed })
+            try await eventually { connection.status.isClosed }
             #expect(connection.status.goAway?.errorCode == .noError)
         }
     }

@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import Foundation
 import HTTP2
 import HeraldCore
@@ -138,17 +139,18 @@ struct HTTP2FailureTests {
     @Test("requests wait in FIFO order while the peer allows one stream")
     func fifo() async throws {
         let order = Recorder<String>()
-        let gate = Recorder<Bool>()
+        let gate = Latch()
         var configuration = HTTP2Server.Configuration()
         configuration.maxConcurrentStreams = 1
         let handler: HTTP2Server.Handler = { request in
             order.append(request.path)
             if request.path == "/0" {
-                _ = try? await eventually { !gate.all.isEmpty }  // hold the only stream
+                try? await gate.wait()  // hold the only stream
             }
             return HTTP2ServerResponse(status: 200)
         }
         try await withServer(tls: nil, configuration: configuration, handler: handler) { server in
+            defer { gate.open() }  // also when the test fails early, so that the server can stop
             let connection = try await HTTP2ClientConnection.connect(
                 host: "127.0.0.1",
                 port: server.port,
@@ -157,14 +159,14 @@ struct HTTP2FailureTests {
             )
             // Submit one at a time (each after the previous is queued) while /0 holds the stream.
             let first = Task { try await connection.send(HTTP2Request(path: "/0")) }
-            #expect(try await eventually { order.all == ["/0"] })
+            try await eventually { order.all == ["/0"] }
             var tasks = [first]
             for index in 1..<6 {
                 tasks.append(Task { try await connection.send(HTTP2Request(path: "/\(index)")) })
-                #expect(try await eventually { connection.status.queuedRequests == index })
+                try await eventually { connection.status.queuedRequests == index }
             }
             #expect(connection.status.activeStreams == 1)
-            gate.append(true)
+            gate.open()
             for task in tasks { _ = try await task.value }
             #expect(order.all == (0..<6).map { "/\($0)" })
             await connection.close()

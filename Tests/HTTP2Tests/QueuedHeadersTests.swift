@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import Foundation
 import HTTP2
 import HeraldCore
@@ -32,7 +33,7 @@ struct QueuedHeadersTests {
         let large = Task {
             try await connection.send(HTTP2Request(path: "/large", body: [UInt8](repeating: 7, count: bodySize)))
         }
-        #expect(try await eventually { connection.status.activeStreams == 1 })
+        try await eventually { connection.status.activeStreams == 1 }
 
         // Timeout: "before it was sent" (safe to retry) shows the HEADERS were still queued. The
         // first tries may go out before the output has backed up.
@@ -50,16 +51,16 @@ struct QueuedHeadersTests {
 
         // Cancellation once the request is in nghttp2 (it counts as active).
         let cancelled = Task { try await connection.send(HTTP2Request(path: "/cancel")) }
-        #expect(try await eventually { connection.status.activeStreams == afterTimeout + 1 })
+        try await eventually { connection.status.activeStreams == afterTimeout + 1 }
         cancelled.cancel()
         let cancelledResult = await cancelled.result
         #expect(throws: CancellationError.self) { try cancelledResult.get() }
 
         // GOAWAY arrives while a request's HEADERS wait: it can no longer be sent.
         let refused = Task { try await connection.send(HTTP2Request(path: "/refused")) }
-        #expect(try await eventually { connection.status.activeStreams == afterTimeout + 2 })
+        try await eventually { connection.status.activeStreams == afterTimeout + 2 }
         try peer.send(StalledPeer.goAway(lastStreamID: 1))
-        #expect(try await eventually { connection.status.goAway != nil })
+        try await eventually { connection.status.goAway != nil }
 
         // The peer reads again: nghttp2 prepares the queued HEADERS, reports each as not sent and
         // closes its stream.
@@ -67,13 +68,13 @@ struct QueuedHeadersTests {
         let refusedError = try #require(await refused.result.failure as? HTTP2Error)
         #expect(refusedError.code == .goAway)
         #expect(refusedError.isSafeToRetry)
-        #expect(try await eventually { connection.status.activeStreams == 1 })
+        try await eventually { connection.status.activeStreams == 1 }
 
         peer.close()
         await draining.value
         let largeError = try #require(await large.result.failure as? HTTP2Error)
         #expect(largeError.code == .connectionClosed)
-        #expect(try await eventually { connection.status.isClosed })
+        try await eventually { connection.status.isClosed }
     }
 }
 

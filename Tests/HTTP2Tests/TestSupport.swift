@@ -162,16 +162,6 @@ final class Recorder<Value: Sendable>: Sendable {
     }
 }
 
-/// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
-func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
-
 /// Bytes 0, 1, 2, … 250, 0, 1, … (251 is prime, so chunk boundaries do not line up with it).
 func patternBytes(count: Int, seed: Int = 0) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: ($0 + seed) % 251) }

@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import Foundation
 import HeraldCore
 import Testing
@@ -326,7 +327,7 @@ struct HTTPServerLiveTests {
         try await withServer(responder: makeTestRouter(slowGate: gate, started: started)) { server, port in
             let connection = try await RawConnection.open(port: port)
             try await connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-            try await withTimeout("the handler to start") { await started.wait() }
+            try await withDeadline("the handler to start") { await started.wait() }
             connection.abort()
             gate.open()
 
@@ -371,12 +372,12 @@ struct HTTPServerLiveTests {
             metrics: metrics
         )
         let running = Task { try await server.run() }
-        let port = try await withTimeout("the server to listen") { try await server.listeningPort() }
+        let port = try await withDeadline("the server to listen") { try await server.listeningPort() }
 
         let connection = try await RawConnection.open(port: port)
         defer { connection.close() }
         try await connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-        try await withTimeout("the handler to start") { await started.wait() }
+        try await withDeadline("the handler to start") { await started.wait() }
 
         server.triggerGracefulShutdown()
         try await eventually("new connections to be refused") { try await RawConnection.isRefused(port: port) }
@@ -388,7 +389,7 @@ struct HTTPServerLiveTests {
         #expect(response.status == 200)
         #expect(response.text == "slow done")
         #expect(response.headers["Connection"]?.lowercased() == "close")
-        try await withTimeout("run() to return") { try await running.value }
+        try await withDeadline("run() to return") { try await running.value }
         #expect(server.statistics.liveContexts == 0)
         #expect(metrics.value("herald_http_requests_in_flight") == 0)
     }
@@ -413,14 +414,14 @@ struct HTTPServerLiveTests {
             metrics: MetricsRegistry()
         )
         let running = Task { try await server.run() }
-        let port = try await withTimeout("the server to listen") { try await server.listeningPort() }
+        let port = try await withDeadline("the server to listen") { try await server.listeningPort() }
         let connection = try await RawConnection.open(port: port)
         defer { connection.close() }
         try await connection.send("GET /forever HTTP/1.1\r\nHost: x\r\n\r\n")
-        try await withTimeout("the handler to start") { await started.wait() }
+        try await withDeadline("the handler to start") { await started.wait() }
 
         server.triggerGracefulShutdown()
-        try await withTimeout("run() to return") { try await running.value }
+        try await withDeadline("run() to return") { try await running.value }
         // The cancelled handler's error answer may go out before run() closes the connection,
         // as in `cancellation()`. Either way the connection must end.
         #expect(try await connection.waitForEnd())
@@ -438,7 +439,7 @@ struct HTTPServerLiveTests {
             metrics: MetricsRegistry()
         )
         server.triggerGracefulShutdown()
-        try await withTimeout("run() to return") { try await server.run() }
+        try await withDeadline("run() to return") { try await server.run() }
         await #expect(throws: HTTPServerError.notListening) { try await server.listeningPort() }
         await #expect(throws: HTTPServerError.alreadyRunning) { try await server.run() }
     }
@@ -617,16 +618,16 @@ struct HTTPServerLiveTests {
             metrics: MetricsRegistry()
         )
         let running = Task { try await server.run() }
-        let port = try await withTimeout("the server to listen") { try await server.listeningPort() }
+        let port = try await withDeadline("the server to listen") { try await server.listeningPort() }
         let connection = try await RawConnection.open(port: port)
         defer { connection.close() }
         try await connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-        try await withTimeout("the handler to start") { await started.wait() }
+        try await withDeadline("the handler to start") { await started.wait() }
 
         running.cancel()
         // The handler ignores cancellation until its gate opens: run() waits for it, then returns.
         gate.open()
-        try await withTimeout("run() to return") { try await running.value }
+        try await withDeadline("run() to return") { try await running.value }
         // The handler may return before run() closes the connections; its answer then goes out
         // first (seen on a loaded machine). Either way the connection must end.
         #expect(try await connection.waitForEnd())

@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import Foundation
 import Glibc
 import HeraldCore
@@ -47,45 +48,6 @@ final class Gate: Sendable {
     }
 }
 
-struct TimeoutError: Error, CustomStringConvertible {
-    var what: String
-    var description: String { "timed out waiting for \(what)" }
-}
-
-/// Runs `body`, failing with ``TimeoutError`` if it takes longer than `limit` (a guard against
-/// hangs, not a timing assertion: limits are generous).
-func withTimeout<T: Sendable>(
-    _ what: String,
-    _ limit: Duration = .seconds(10),
-    _ body: @escaping @Sendable () async throws -> T
-) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            return nil
-        }
-        let first = try await group.next()!
-        group.cancelAll()
-        guard let first else { throw TimeoutError(what: what) }
-        return first
-    }
-}
-
-/// Polls `condition` every 20 ms until it holds, up to `limit`.
-func eventually(
-    _ what: String,
-    _ limit: Duration = .seconds(10),
-    _ condition: @escaping @Sendable () async throws -> Bool
-) async throws {
-    let deadline = ContinuousClock.now + limit
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    throw TimeoutError(what: what)
-}
-
 /// Runs a server on an ephemeral loopback port for the duration of `body`, then shuts it down
 /// gracefully and checks that `run()` returned.
 func withServer(
@@ -115,7 +77,7 @@ func withServer(
         }
     let running = Task { try await server.run() }
     do {
-        let port = try await withTimeout("the server to listen") { try await server.listeningPort() }
+        let port = try await withDeadline("the server to listen") { try await server.listeningPort() }
         try await body(server, port)
     } catch {
         server.triggerGracefulShutdown()
@@ -123,7 +85,7 @@ func withServer(
         throw error
     }
     server.triggerGracefulShutdown()
-    try await withTimeout("run() to return") { try await running.value }
+    try await withDeadline("run() to return") { try await running.value }
 }
 
 /// Runs blocking socket code on a thread of its own, never on Swift's cooperative pool (whose

@@ -7,16 +7,16 @@ import Testing
 /// What the `herald` executable says when it is started wrongly: no command, a command's help,
 /// a port another process holds.
 @Suite struct CommandLineTests {
-    @Test func noCommandPrintsUsageToStandardErrorAndExits2() throws {
-        let result = try JobsCommandTests.herald([])
+    @Test func noCommandPrintsUsageToStandardErrorAndExits2() async throws {
+        let result = try await JobsCommandTests.herald([])
         #expect(result.status == 2)
         #expect(result.output.isEmpty)
         #expect(result.error.contains("Usage: herald <command>"))
         #expect(result.error.contains("relay"))
     }
 
-    @Test func relayHelpIsTheRelaysOwn() throws {
-        let result = try JobsCommandTests.herald(["relay", "--help"])
+    @Test func relayHelpIsTheRelaysOwn() async throws {
+        let result = try await JobsCommandTests.herald(["relay", "--help"])
         #expect(result.status == 0)
         #expect(result.output.contains("Usage: herald relay"), "got:\n\(result.output)")
         for variable in ["APNS_AUTH_KEY", "APNS_KEY_ID", "APPLE_TEAM_ID", "TOPIC"] {

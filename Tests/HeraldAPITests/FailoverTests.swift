@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import AsyncTestSupport
 import DatabaseTestSupport
 import Foundation
 import HeraldCore
@@ -156,17 +157,6 @@ struct FailoverTests {
         _ = try? await running.value
     }
 
-    /// Waits until `condition` holds (checked every 100 ms) or the time runs out.
-    static func wait(upTo seconds: Int, _ what: String, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        Issue.record("\(what) did not happen within \(seconds) s")
-        throw CancellationError()
-    }
-
     @Test func twentyThousandJobsRunOnceEachOnTwoLiveInstances() async throws {
         try await Self.withFixture { fixture in
             let tokens = try await fixture.createNotifications(count: Self.notifications, prefix: 0xa1)
@@ -174,7 +164,11 @@ struct FailoverTests {
             let second = try HeraldProcess(arguments: ["serve"], environment: fixture.environment())
             _ = try await first.listeningPort()
             _ = try await second.listeningPort()
-            try await Self.wait(upTo: 240, "sending 20,000 notifications") {
+            try await eventually(
+                "sending 20,000 notifications",
+                timeout: .seconds(240),
+                pollingEvery: .milliseconds(100)
+            ) {
                 try await fixture.notificationsNotDone() == 0
             }
             let counts = fixture.deliveryCounts(Set(tokens))
@@ -197,13 +191,17 @@ struct FailoverTests {
             let survivor = try HeraldProcess(arguments: ["serve"], environment: fixture.environment())
             _ = try await victim.listeningPort()
             _ = try await survivor.listeningPort()
-            try await Self.wait(upTo: 120, "a quarter of the sends") {
+            try await eventually("a quarter of the sends", timeout: .seconds(120), pollingEvery: .milliseconds(100)) {
                 fixture.deliveryCounts(tokenSet).count >= Self.notifications / 4
             }
             victim.signal(SIGKILL)
             _ = try await victim.waitForExit(timeout: .seconds(10))
             let deliveredAtKill = fixture.deliveryCounts(tokenSet).count
-            try await Self.wait(upTo: 240, "the survivor finishing every notification") {
+            try await eventually(
+                "the survivor finishing every notification",
+                timeout: .seconds(240),
+                pollingEvery: .milliseconds(100)
+            ) {
                 try await fixture.notificationsNotDone() == 0
             }
             let counts = fixture.deliveryCounts(tokenSet)

@@ -2,6 +2,7 @@ import DatabaseTestSupport
 import Foundation
 import HeraldCore
 import Jobs
+import ProcessTestSupport
 import Storage
 import Testing
 
@@ -17,32 +18,20 @@ struct JobsCommandTests {
         _ arguments: [String],
         environment: [String: String?] = [:],
         directory: URL? = nil
-    ) throws -> (status: Int32, output: String, error: String) {
-        let process = Process()
-        process.executableURL = HeraldProcess.binary
-        process.arguments = arguments
+    ) async throws -> (status: Int32, output: String, error: String) {
+        var merged: [String: String]?
         if !environment.isEmpty {
-            var merged = ProcessInfo.processInfo.environment
-            for (name, value) in environment { merged[name] = value }
-            process.environment = merged
+            var variables = ProcessInfo.processInfo.environment
+            for (name, value) in environment { variables[name] = value }
+            merged = variables
         }
-        if let directory { process.currentDirectoryURL = directory }
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        // Waiting with a semaphore, not `waitUntilExit()`: that spins a run loop, which has been
-        // seen to hang when called from a test runner thread.
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = error.fileHandleForReading.readDataToEndOfFile()
-        exited.wait()
-        return (
-            process.terminationStatus, String(decoding: outputData, as: UTF8.self),
-            String(decoding: errorData, as: UTF8.self)
+        let result = try await ChildProcess.run(
+            HeraldProcess.binary.path,
+            arguments: arguments,
+            environment: merged,
+            workingDirectory: directory?.path
         )
+        return (result.termination.status, result.standardOutput, result.standardError)
     }
 
     @Test func statsListInspectRetryAndCancel() async throws {
@@ -64,39 +53,39 @@ struct JobsCommandTests {
             let deadID = dead.job.id.uuidString.lowercased()
             let laterID = later.job.id.uuidString.lowercased()
 
-            let stats = try Self.herald(["jobs", "stats", "--database-url", url])
+            let stats = try await Self.herald(["jobs", "stats", "--database-url", url])
             #expect(stats.status == 0)
             #expect(stats.output.contains("pending    1"))
             #expect(stats.output.contains("dead       1"))
             #expect(stats.output.contains("oldest due job: none is due"))
 
-            let list = try Self.herald(["jobs", "list", "--status", "dead", "--database-url", url])
+            let list = try await Self.herald(["jobs", "list", "--status", "dead", "--database-url", url])
             #expect(list.status == 0)
             #expect(list.output.contains(deadID))
             #expect(list.output.contains("APNs answered 503"))
             #expect(!list.output.contains(laterID))
 
-            let inspect = try Self.herald(["jobs", "inspect", deadID, "--database-url", url])
+            let inspect = try await Self.herald(["jobs", "inspect", deadID, "--database-url", url])
             #expect(inspect.output.contains("status: dead"))
             #expect(inspect.output.contains(#"payload: {"token":"ab"}"#))
 
-            let retry = try Self.herald(["jobs", "retry", deadID, "--database-url", url])
+            let retry = try await Self.herald(["jobs", "retry", deadID, "--database-url", url])
             #expect(retry.status == 0)
             #expect(retry.output.contains("pending again"))
-            let retryAgain = try Self.herald(["jobs", "retry", deadID, "--database-url", url])
+            let retryAgain = try await Self.herald(["jobs", "retry", deadID, "--database-url", url])
             #expect(retryAgain.status == 1)
             #expect(retryAgain.error.contains("it is pending"))
 
-            let cancel = try Self.herald(["jobs", "cancel", laterID, "--database-url", url])
+            let cancel = try await Self.herald(["jobs", "cancel", laterID, "--database-url", url])
             #expect(cancel.status == 0)
-            let unknown = try Self.herald(["jobs", "inspect", UUID().uuidString, "--database-url", url])
+            let unknown = try await Self.herald(["jobs", "inspect", UUID().uuidString, "--database-url", url])
             #expect(unknown.status == 1)
             #expect(unknown.error.contains("no job has the id"))
-            let badStatus = try Self.herald(["jobs", "list", "--status", "zombie", "--database-url", url])
+            let badStatus = try await Self.herald(["jobs", "list", "--status", "zombie", "--database-url", url])
             #expect(badStatus.status == 2)
             #expect(badStatus.error.contains("use one of pending, running"))
 
-            let after = try Self.herald(["jobs", "stats", "--database-url", url])
+            let after = try await Self.herald(["jobs", "stats", "--database-url", url])
             #expect(after.output.contains("cancelled  1"))
             #expect(after.output.contains("pending    1"))
         } catch {
@@ -110,11 +99,11 @@ struct JobsCommandTests {
     /// With `DATABASE_URL` unset in a folder without `herald.sqlite`, the read-only commands say
     /// which file is missing and what to set, and create nothing.
     @Test(arguments: [["stats"], ["list"], ["inspect", "0b7aac1e"]])
-    func readOnlyCommandsRefuseToCreateADatabase(action: [String]) throws {
+    func readOnlyCommandsRefuseToCreateADatabase(action: [String]) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-jobs-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let result = try Self.herald(["jobs"] + action, environment: ["DATABASE_URL": nil], directory: directory)
+        let result = try await Self.herald(["jobs"] + action, environment: ["DATABASE_URL": nil], directory: directory)
         #expect(result.status == 2, "stderr:\n\(result.error)")
         let path = directory.appendingPathComponent("herald.sqlite").standardizedFileURL.path
         #expect(result.error.contains("no database at \(path)"), "stderr:\n\(result.error)")
@@ -156,7 +145,7 @@ struct JobsCommandTests {
             let unique = ids[1]
             let uniquePrefix = String(unique.prefix(8))
 
-            let stats = try Self.herald(["jobs", "stats"], environment: ["DATABASE_URL": url])
+            let stats = try await Self.herald(["jobs", "stats"], environment: ["DATABASE_URL": url])
             #expect(stats.status == 0)
             guard case .sqlite(let path) = try DatabaseURL(parsing: url) else {
                 Issue.record("the test database is SQLite")
@@ -165,20 +154,22 @@ struct JobsCommandTests {
             let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
             #expect(stats.error.contains("database: sqlite:\(absolute)"), "stderr:\n\(stats.error)")
 
-            let inspect = try Self.herald(["jobs", "inspect", uniquePrefix, "--database-url", url])
+            let inspect = try await Self.herald(["jobs", "inspect", uniquePrefix, "--database-url", url])
             #expect(inspect.status == 0, "stderr:\n\(inspect.error)")
             #expect(inspect.output.contains("id: \(unique)"))
 
-            let ambiguous = try Self.herald(["jobs", "cancel", String(pair[0].prefix(common)), "--database-url", url])
+            let ambiguous = try await Self.herald([
+                "jobs", "cancel", String(pair[0].prefix(common)), "--database-url", url,
+            ])
             #expect(ambiguous.status == 2)
             #expect(ambiguous.error.contains("ambiguous"))
             #expect(ambiguous.error.contains(pair[0]) && ambiguous.error.contains(pair[1]))
 
-            let short = try Self.herald(["jobs", "retry", String(unique.prefix(3)), "--database-url", url])
+            let short = try await Self.herald(["jobs", "retry", String(unique.prefix(3)), "--database-url", url])
             #expect(short.status == 2)
             #expect(short.error.contains("at least 4 characters"))
 
-            let cancel = try Self.herald(["jobs", "cancel", uniquePrefix, "--database-url", url])
+            let cancel = try await Self.herald(["jobs", "cancel", uniquePrefix, "--database-url", url])
             #expect(cancel.status == 0, "stderr:\n\(cancel.error)")
             #expect(cancel.output.contains("job \(unique) cancelled"))
         } catch {

@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import AsyncTestSupport
 import DatabaseTestSupport
 import Foundation
 import HTTPRouting
@@ -154,14 +155,13 @@ struct NotificationAPITests {
             #expect(created.json["status"] as? String == "scheduled")
             #expect(created.json["send_at"] is String)
             let id = try #require(created.json["id"] as? String)
-            var status = ""
-            var read: (status: Int, json: [String: Any]) = (0, [:])
-            for _ in 0..<400 where status != "done" {
-                read = try await harness.request("GET", "/v1/notifications/\(id)?limit=20")
-                status = read.json["status"] as? String ?? ""
-                if status != "done" { try await Task.sleep(for: .milliseconds(25)) }
+            // The sends run on the job worker after the 202: poll the notification's status.
+            try await eventually("the notification to be done", timeout: .seconds(20)) {
+                let read = try await harness.request("GET", "/v1/notifications/\(id)?limit=20")
+                return read.json["status"] as? String == "done"
             }
-            #expect(status == "done")
+            let read = try await harness.request("GET", "/v1/notifications/\(id)?limit=20")
+            #expect(read.json["status"] as? String == "done")
             #expect((read.json["counts"] as? [String: Int])?["sent"] == 50)
             let results = try #require(read.json["results"] as? [[String: Any]])
             #expect(results.count == 20)

@@ -26,7 +26,7 @@ struct ServeInputExtremesTests {
         )
         let base = "http://127.0.0.1:\(try await herald.listeningPort())"
         try await body(base)
-        #expect(herald.process.isRunning, "herald died; its log:\n\(herald.log)")
+        #expect(herald.isRunning, "herald died; its log:\n\(herald.log)")
         #expect(try await fetch("\(base)/healthz").status == 200)
         herald.signal(SIGTERM)
         #expect(try await herald.waitForExit(timeout: .seconds(10)) == 0, "log:\n\(herald.log)")

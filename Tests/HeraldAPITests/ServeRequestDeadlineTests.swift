@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ProcessTestSupport
 import SocketTestSupport
 import Testing
 
@@ -24,7 +25,7 @@ struct ServeRequestDeadlineTests {
         let port = try await herald.listeningPort()
         let base = "http://127.0.0.1:\(port)"
         #expect(try await fetch(base + "/healthz").status == 200)
-        let pid = herald.process.processIdentifier
+        let pid = herald.child.pid
         let before = try Trickle.peakResidentBytes(of: pid)
 
         // Gives up after 25 s, far past the 2 s deadline: a server without one keeps every

@@ -146,16 +146,18 @@ struct ECDSATests {
     }
 
     @Test("a signature made by the openssl command verifies, and ours verifies with the openssl command")
-    func opensslInterop() throws {
+    func opensslInterop() async throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         let message = Array("Herald interop message \u{1F514}".utf8)
         try scratch.write("message.bin", message)
-        try requireOpenSSL([
+        try await requireOpenSSL([
             "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", scratch.path("key.pem"),
         ])
-        try requireOpenSSL(["pkey", "-in", scratch.path("key.pem"), "-pubout", "-out", scratch.path("public.pem")])
-        try requireOpenSSL([
+        try await requireOpenSSL([
+            "pkey", "-in", scratch.path("key.pem"), "-pubout", "-out", scratch.path("public.pem"),
+        ])
+        try await requireOpenSSL([
             "dgst", "-sha256", "-sign", scratch.path("key.pem"), "-out", scratch.path("openssl.sig"),
             scratch.path("message.bin"),
         ])
@@ -173,7 +175,7 @@ struct ECDSATests {
 
         let ours = try key.signature(for: message)
         try scratch.write("ours.sig", ours.derRepresentation)
-        let verified = try requireOpenSSL([
+        let verified = try await requireOpenSSL([
             "dgst", "-sha256", "-verify", scratch.path("public.pem"), "-signature", scratch.path("ours.sig"),
             scratch.path("message.bin"),
         ])

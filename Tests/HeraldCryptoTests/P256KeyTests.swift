@@ -4,15 +4,17 @@ import Testing
 @Suite("P-256 keys: PEM, raw and X9.63 forms")
 struct P256KeyTests {
     @Test("PKCS#8, SEC1 and SPKI from the openssl command parse to the same key")
-    func pemFormats() throws {
+    func pemFormats() async throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         // SEC1 ("EC PRIVATE KEY"), then the same key as PKCS#8 ("PRIVATE KEY", Apple's .p8 form) and SPKI.
-        try requireOpenSSL(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", scratch.path("sec1.pem")])
-        try requireOpenSSL([
+        try await requireOpenSSL([
+            "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", scratch.path("sec1.pem"),
+        ])
+        try await requireOpenSSL([
             "pkcs8", "-topk8", "-nocrypt", "-in", scratch.path("sec1.pem"), "-out", scratch.path("pkcs8.pem"),
         ])
-        try requireOpenSSL(["ec", "-in", scratch.path("sec1.pem"), "-pubout", "-out", scratch.path("spki.pem")])
+        try await requireOpenSSL(["ec", "-in", scratch.path("sec1.pem"), "-pubout", "-out", scratch.path("spki.pem")])
         let sec1Text = try scratch.readText("sec1.pem")
         let pkcs8Text = try scratch.readText("pkcs8.pem")
         #expect(sec1Text.hasPrefix("-----BEGIN EC PRIVATE KEY-----"))
@@ -30,14 +32,16 @@ struct P256KeyTests {
         #expect(spki.pemRepresentation == (try scratch.readText("spki.pem")))
 
         // `openssl ecparam -genkey` without -noout puts an EC PARAMETERS block before the key.
-        try requireOpenSSL(["ecparam", "-name", "prime256v1", "-genkey", "-out", scratch.path("with-parameters.pem")])
+        try await requireOpenSSL([
+            "ecparam", "-name", "prime256v1", "-genkey", "-out", scratch.path("with-parameters.pem"),
+        ])
         let withParameters = try scratch.readText("with-parameters.pem")
         #expect(withParameters.hasPrefix("-----BEGIN EC PARAMETERS-----"))
         #expect(try P256PrivateKey(pemRepresentation: withParameters).rawRepresentation.count == 32)
 
         // And the openssl command reads what we write.
         try scratch.write("ours.pem", sec1.pemRepresentation)
-        let text = try requireOpenSSL(["pkey", "-in", scratch.path("ours.pem"), "-noout", "-text"])
+        let text = try await requireOpenSSL(["pkey", "-in", scratch.path("ours.pem"), "-noout", "-text"])
         #expect(text.contains("NIST CURVE: P-256"))
     }
 
@@ -106,17 +110,17 @@ struct P256KeyTests {
     }
 
     @Test("keys on other curves and of other types are rejected, naming what was found")
-    func rejectsOtherKeys() throws {
+    func rejectsOtherKeys() async throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
-        try requireOpenSSL([
+        try await requireOpenSSL([
             "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384", "-out", scratch.path("p384.pem"),
         ])
-        try requireOpenSSL([
+        try await requireOpenSSL([
             "pkey", "-in", scratch.path("p384.pem"), "-pubout", "-out", scratch.path("p384-public.pem"),
         ])
-        try requireOpenSSL(["ec", "-in", scratch.path("p384.pem"), "-out", scratch.path("p384-sec1.pem")])
-        try requireOpenSSL(["genpkey", "-algorithm", "ED25519", "-out", scratch.path("ed25519.pem")])
+        try await requireOpenSSL(["ec", "-in", scratch.path("p384.pem"), "-out", scratch.path("p384-sec1.pem")])
+        try await requireOpenSSL(["genpkey", "-algorithm", "ED25519", "-out", scratch.path("ed25519.pem")])
 
         for file in ["p384.pem", "p384-sec1.pem"] {
             let error = #expect(throws: CryptoError.self, "\(file)") {
@@ -140,13 +144,13 @@ struct P256KeyTests {
     }
 
     @Test("encrypted private keys are rejected without prompting for a password")
-    func rejectsEncryptedKeys() throws {
+    func rejectsEncryptedKeys() async throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
-        try requireOpenSSL([
+        try await requireOpenSSL([
             "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", scratch.path("plain.pem"),
         ])
-        try requireOpenSSL([
+        try await requireOpenSSL([
             "pkcs8", "-topk8", "-in", scratch.path("plain.pem"), "-passout", "pass:secret", "-out",
             scratch.path("encrypted.pem"),
         ])

@@ -4,7 +4,7 @@ import Testing
 @Suite("SelfSignedCertificate")
 struct SelfSignedCertificateTests {
     @Test("the openssl command reads the certificate, its names, key and extensions")
-    func parsesWithOpenSSL() throws {
+    func parsesWithOpenSSL() async throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         let key = P256PrivateKey()
@@ -17,7 +17,7 @@ struct SelfSignedCertificateTests {
         #expect(certificate.privateKeyPEM == key.pemRepresentation)
         try scratch.write("certificate.pem", certificate.certificatePEM)
 
-        let text = try requireOpenSSL(["x509", "-in", scratch.path("certificate.pem"), "-noout", "-text"])
+        let text = try await requireOpenSSL(["x509", "-in", scratch.path("certificate.pem"), "-noout", "-text"])
         #expect(text.contains("Version: 3 (0x2)"))
         #expect(text.contains("Subject: CN = Herald Test CA"))
         #expect(text.contains("Issuer: CN = Herald Test CA"))
@@ -32,12 +32,14 @@ struct SelfSignedCertificateTests {
         #expect(text.contains("Subject Key Identifier"))
 
         // The certificate carries exactly our public key.
-        let publicKeyPEM = try requireOpenSSL(["x509", "-in", scratch.path("certificate.pem"), "-noout", "-pubkey"])
+        let publicKeyPEM = try await requireOpenSSL([
+            "x509", "-in", scratch.path("certificate.pem"), "-noout", "-pubkey",
+        ])
         #expect(try P256PublicKey(pemRepresentation: publicKeyPEM) == key.publicKey)
     }
 
     @Test("the certificate verifies as its own root for TLS server use, for its names only")
-    func verifiesWithOpenSSL() throws {
+    func verifiesWithOpenSSL() async throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         let certificate = try SelfSignedCertificate.generate(
@@ -49,10 +51,10 @@ struct SelfSignedCertificateTests {
         let path = scratch.path("certificate.pem")
         let base = ["verify", "-CAfile", path, "-purpose", "sslserver"]
 
-        #expect(try requireOpenSSL(base + ["-verify_hostname", "localhost", path]).contains("OK"))
-        #expect(try requireOpenSSL(base + ["-verify_ip", "127.0.0.1", path]).contains("OK"))
-        #expect(try runOpenSSL(base + ["-verify_hostname", "apns.example.com", path]).status != 0)
-        #expect(try runOpenSSL(base + ["-verify_ip", "10.0.0.1", path]).status != 0)
+        #expect(try await requireOpenSSL(base + ["-verify_hostname", "localhost", path]).contains("OK"))
+        #expect(try await requireOpenSSL(base + ["-verify_ip", "127.0.0.1", path]).contains("OK"))
+        #expect(try await runOpenSSL(base + ["-verify_hostname", "apns.example.com", path]).status != 0)
+        #expect(try await runOpenSSL(base + ["-verify_ip", "10.0.0.1", path]).status != 0)
         // Another certificate is not trusted by this one.
         let other = try SelfSignedCertificate.generate(
             commonName: "Other",
@@ -60,11 +62,11 @@ struct SelfSignedCertificateTests {
             key: P256PrivateKey()
         )
         try scratch.write("other.pem", other.certificatePEM)
-        #expect(try runOpenSSL(base + [scratch.path("other.pem")]).status != 0)
+        #expect(try await runOpenSSL(base + [scratch.path("other.pem")]).status != 0)
     }
 
     @Test("the validity period is what was asked for")
-    func validity() throws {
+    func validity() async throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         let certificate = try SelfSignedCertificate.generate(
@@ -76,8 +78,8 @@ struct SelfSignedCertificateTests {
         try scratch.write("certificate.pem", certificate.certificatePEM)
         let path = scratch.path("certificate.pem")
         // Valid for the next minute, expired within two hours.
-        #expect(try runOpenSSL(["x509", "-in", path, "-noout", "-checkend", "60"]).status == 0)
-        #expect(try runOpenSSL(["x509", "-in", path, "-noout", "-checkend", "7200"]).status != 0)
+        #expect(try await runOpenSSL(["x509", "-in", path, "-noout", "-checkend", "60"]).status == 0)
+        #expect(try await runOpenSSL(["x509", "-in", path, "-noout", "-checkend", "7200"]).status != 0)
     }
 
     @Test("bad names and validity are rejected; the description hides the private key")

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCrypto
+import ProcessTestSupport
 import Testing
 
 /// Bytes from hexadecimal text; whitespace is ignored so long vectors can be wrapped.
@@ -70,36 +71,22 @@ struct ScratchDirectory {
 
 /// Runs the system's `openssl` command-line tool (an independent implementation of the formats
 /// under test) with `arguments`, and returns its exit status and output.
-func runOpenSSL(_ arguments: [String]) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["openssl"] + arguments
-    let output = Pipe()
-    let errorOutput = Pipe()
-    process.standardOutput = output
-    process.standardError = errorOutput
-    process.standardInput = FileHandle.nullDevice
-    // Waiting with a semaphore, not `waitUntilExit()`: that spins a run loop, which has been
-    // seen to hang when called from a test runner thread.
-    let exited = DispatchSemaphore(value: 0)
-    process.terminationHandler = { _ in exited.signal() }
-    try process.run()
-    // Outputs here are a few kilobytes, well within a pipe's buffer, so reading one after the
-    // other cannot deadlock.
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    let errorData = errorOutput.fileHandleForReading.readDataToEndOfFile()
-    exited.wait()
+func runOpenSSL(_ arguments: [String]) async throws -> CommandResult {
+    let result = try await ChildProcess.run("/usr/bin/env", arguments: ["openssl"] + arguments)
     return CommandResult(
-        status: process.terminationStatus,
-        output: String(decoding: outputData, as: UTF8.self),
-        errorOutput: String(decoding: errorData, as: UTF8.self)
+        status: result.termination.status,
+        output: result.standardOutput,
+        errorOutput: result.standardError
     )
 }
 
 /// Runs `openssl` and fails the test unless it exits with status 0.
 @discardableResult
-func requireOpenSSL(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
-    let result = try runOpenSSL(arguments)
+func requireOpenSSL(
+    _ arguments: [String],
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> String {
+    let result = try await runOpenSSL(arguments)
     try #require(
         result.status == 0,
         "openssl \(arguments.joined(separator: " ")) failed: \(result.errorOutput)",

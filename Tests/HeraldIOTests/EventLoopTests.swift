@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import HeraldIO
 import Synchronization
 import Testing
@@ -18,7 +19,7 @@ import Testing
             }
         }
         loop.shutdown()
-        try await waitUntil { loop.isStopped }
+        try await eventually("the loop to stop") { loop.isStopped }
         #expect(seen.withLock { $0 } == Array(0..<100))
         #expect(onLoop.withLock { $0.allSatisfy { $0 } })
         #expect(!loop.inEventLoop)
@@ -28,7 +29,7 @@ import Testing
     func tasksAfterShutdownAreDropped() async throws {
         let loop = EventLoop(name: "stopped")
         loop.shutdown()
-        try await waitUntil { loop.isStopped }
+        try await eventually("the loop to stop") { loop.isStopped }
         let ran = Atomic<Bool>(false)
         weak var released: Captured?
         do {
@@ -41,20 +42,8 @@ import Testing
         // Before, the task waited in the stopped loop's queue, holding what it captured, and a
         // wake-up could still be written to the loop's eventfd after the loop had closed it.
         #expect(released == nil, "the dropped task must release what it captured")
-        try await Task.sleep(for: .milliseconds(50))
+        // Released means the closure is gone: it cannot run later either.
         let didRun = ran.load(ordering: .relaxed)
         #expect(!didRun)
-    }
-
-    /// Polls `condition` every 5 ms for up to 10 s (liveness, not timing).
-    private func waitUntil(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("condition not met within 10 s")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
     }
 }

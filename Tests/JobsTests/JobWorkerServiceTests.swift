@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import DatabaseTestSupport
 import Foundation
 import HeraldCore
@@ -32,8 +33,10 @@ struct JobWorkerServiceTests {
             let running = Task { try await worker.run() }
             let now = try await queue.enqueue(NewJob(kind: "k"))
             let soon = try await queue.enqueue(NewJob(kind: "k", dueAt: Date().addingTimeInterval(0.3)))
-            try await eventually { calls.count(now.job.id) == 1 && calls.count(soon.job.id) == 1 }
-            try await eventually { try await queue.job(id: soon.job.id)?.status == .done }
+            try await eventually(timeout: .seconds(20)) {
+                calls.count(now.job.id) == 1 && calls.count(soon.job.id) == 1
+            }
+            try await eventually(timeout: .seconds(20)) { try await queue.job(id: soon.job.id)?.status == .done }
             worker.triggerGracefulShutdown()
             try await running.value
             #expect(calls.total == 2)
@@ -43,9 +46,12 @@ struct JobWorkerServiceTests {
     @Test("graceful shutdown finishes running jobs and claims no more", arguments: [Backend.sqliteFile])
     func gracefulShutdown(backend: Backend) async throws {
         let calls = CallLog()
+        let started = Latch()
+        let release = Latch()
         var handlers = JobHandlers()
         handlers.register("slow") { job in
-            try? await Task.sleep(for: .milliseconds(300))
+            started.open()
+            try? await release.wait()
             calls.record(job)
             return .done
         }
@@ -59,8 +65,11 @@ struct JobWorkerServiceTests {
             )
             let first = try await queue.enqueue(NewJob(kind: "slow"))
             let running = Task { try await worker.run() }
-            try await eventually { try await queue.job(id: first.job.id)?.status == .running }
+            try await withDeadline("the slow job to start", timeout: .seconds(20)) { try await started.wait() }
+            #expect(try await queue.job(id: first.job.id)?.status == .running)
+            // The job is still running when shutdown begins, and finishes after.
             worker.triggerGracefulShutdown()
+            release.open()
             try await running.value
             #expect(try await queue.job(id: first.job.id)?.status == .done)
             let later = try await queue.enqueue(NewJob(kind: "slow"))
@@ -87,7 +96,7 @@ struct JobWorkerServiceTests {
             let running = Task { try await worker.run() }
             try await Task.sleep(for: .milliseconds(300))  // let it go to sleep on an empty queue
             let added = try await queueB.enqueue(NewJob(kind: "k"))
-            try await eventually { calls.count(added.job.id) == 1 }
+            try await eventually(timeout: .seconds(20)) { calls.count(added.job.id) == 1 }
             worker.triggerGracefulShutdown()
             try await running.value
         } catch {

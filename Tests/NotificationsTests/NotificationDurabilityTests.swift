@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import AsyncTestSupport
 import DatabaseTestSupport
 import Foundation
 import HeraldCore
@@ -41,7 +42,7 @@ struct NotificationDurabilityTests {
             let flushAt = start.addingTimeInterval(0.05)
             try await harness.clock.waitForSleep { $0 <= flushAt }
             harness.clock.advance(0.05)
-            try await eventuallyTrue { try await harness.store.counts(id: created.id)[.sent] == 1 }
+            try await eventually(timeout: .seconds(20)) { try await harness.store.counts(id: created.id)[.sent] == 1 }
             let counts = try await harness.store.counts(id: created.id)
             #expect(counts[.sent] == 1)
             #expect(counts[.pending] == 2, "the held pushes have no result yet")
@@ -209,20 +210,4 @@ struct NotificationDurabilityTests {
             #expect(try await harness.store.notification(id: background.id)?.status == .done)
         }
     }
-}
-
-/// Waits until `condition` holds, checking every 10 ms, for at most `seconds`; records an issue
-/// when it never does. For a database write that has no event to await; a liveness bound, not a
-/// timing assertion.
-func eventuallyTrue(
-    within seconds: Double = 20,
-    sourceLocation: SourceLocation = #_sourceLocation,
-    _ condition: () async throws -> Bool
-) async throws {
-    let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int64(seconds * 1000)))
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    Issue.record("condition not reached within \(seconds) s", sourceLocation: sourceLocation)
 }

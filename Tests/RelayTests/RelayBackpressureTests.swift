@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import AsyncTestSupport
 import Foundation
 import HeraldCore
 import Testing
@@ -28,10 +29,7 @@ struct RelayBackpressureTests {
             #expect(statuses == [202, 202, 202, 202])
             let delivered = try await relay.deliveries(token: token, count: 5)
             #expect(delivered.filter { $0.status == 200 }.count == 5)
-            for _ in 0..<200 where metrics.value("herald_relay_in_flight") != 0 {
-                try await Task.sleep(for: .milliseconds(25))
-            }
-            #expect(metrics.value("herald_relay_in_flight") == 0)
+            try await eventually("no push in flight") { metrics.value("herald_relay_in_flight") == 0 }
         }
     }
 
@@ -54,10 +52,7 @@ struct RelayBackpressureTests {
     /// The simulator records a push before the relay has its answer: waits for the answer, or the
     /// warm-up push would be the one filling the queue.
     private func waitForTheWarmUpAnswer(_ metrics: MetricsRegistry) async throws {
-        for _ in 0..<400 where metrics.value("herald_relay_in_flight") != 0 {
-            try await Task.sleep(for: .milliseconds(25))
-        }
-        try #require(metrics.value("herald_relay_in_flight") == 0)
+        try await eventually("the warm-up answer") { metrics.value("herald_relay_in_flight") == 0 }
     }
 
     /// A relay with a queue of one, filled with a push APNs answers after `apnsDelay`: `body`

@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import AsyncTestSupport
 import Foundation
 import HeraldCore
 import HeraldCrypto
@@ -140,9 +141,8 @@ struct RelayEndToEndTests {
             )
             #expect(try await relay.post("/push/\(token)/1").status == 202)
             _ = try await relay.deliveries(token: token)
-            for _ in 0..<200
-            where metrics.value("herald_relay_apns_responses_total", labels: [("reason", "Unregistered")]) == nil {
-                try await Task.sleep(for: .milliseconds(25))
+            try await eventually("the Unregistered answer to be counted") {
+                metrics.value("herald_relay_apns_responses_total", labels: [("reason", "Unregistered")]) != nil
             }
             #expect(metrics.value("herald_relay_apns_responses_total", labels: [("reason", "Unregistered")]) == 1)
         }
@@ -163,14 +163,10 @@ struct RelayEndToEndTests {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await revived.run() }
                 defer { revived.triggerGracefulShutdown() }
-                var status = 0
-                for _ in 0..<100 {
-                    status = try await relay.post("/push/\(token)/2").status
-                    if status == 202 { break }
-                    try await Task.sleep(for: .milliseconds(50))
+                try await eventually("the relay to accept pushes again", pollingEvery: .milliseconds(50)) {
+                    try await relay.post("/push/\(token)/2").status == 202
                 }
-                #expect(status == 202)
-                for _ in 0..<200 where revived.deliveries().isEmpty { try await Task.sleep(for: .milliseconds(25)) }
+                try await eventually("the revived simulator to receive the push") { !revived.deliveries().isEmpty }
                 #expect(revived.deliveries(APNSSimulatorDeliveryFilter(token: token)).count == 1)
             }
         }

@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import AsyncTestSupport
 import Foundation
 import HTTPRouting
 import HTTPServer
@@ -151,13 +152,11 @@ struct RelayHarness {
     /// Waits until the simulator has recorded `count` deliveries for `token` (the relay answers
     /// before APNs does) and returns them.
     func deliveries(token: String, count: Int = 1) async throws -> [APNSSimulatorDelivery] {
-        for _ in 0..<400 {
-            let found = simulator.deliveries(APNSSimulatorDeliveryFilter(token: token))
-            if found.count >= count { return found }
-            try await Task.sleep(for: .milliseconds(25))
+        let filter = APNSSimulatorDeliveryFilter(token: token)
+        try await eventually("the simulator to receive \(count) push(es) for \(token)") {
+            simulator.deliveries(filter).count >= count
         }
-        Issue.record("the simulator did not receive \(count) push(es) for \(token) within 10 s")
-        throw CancellationError()
+        return simulator.deliveries(filter)
     }
 }
 

@@ -1,4 +1,5 @@
 import APNsSimulator
+import AsyncTestSupport
 import Foundation
 import HeraldCore
 import Synchronization
@@ -42,9 +43,7 @@ import Testing
                 metrics.value("herald_relay_apns_responses_total", labels: [("reason", "Unregistered")]) ?? 0
             }
             func waitForRefusals(_ count: Double) async throws {
-                for _ in 0..<400 where refusals() < count {
-                    try await Task.sleep(for: .milliseconds(25))
-                }
+                try await eventually("\(Int(count)) refusals to be counted") { refusals() >= count }
                 #expect(refusals() == count)
             }
             func refusalLines() -> [String] {

@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import AsyncTestSupport
 import Foundation
 import HeraldCore
 import Relay
@@ -26,9 +27,8 @@ struct RelayShutdownTests {
             // The push accepted before shutdown still reaches APNs and gets its answer.
             let delivered = try await relay.deliveries(token: token, count: 2)
             #expect(delivered.filter { $0.status == 200 }.count == 2)
-            for _ in 0..<200
-            where metrics.value("herald_relay_apns_responses_total", labels: [("reason", "success")]) != 2 {
-                try await Task.sleep(for: .milliseconds(25))
+            try await eventually("both answers to be counted") {
+                metrics.value("herald_relay_apns_responses_total", labels: [("reason", "success")]) == 2
             }
             #expect(metrics.value("herald_relay_apns_responses_total", labels: [("reason", "success")]) == 2)
         }
@@ -41,6 +41,10 @@ struct RelayShutdownTests {
             let token = randomToken()
             #expect(try await relay.post("/push/\(token)/warm").status == 202)
             _ = try await relay.deliveries(token: token)
+            // The simulator records a push before the relay has its answer.
+            try await eventually("the warm-up answer") {
+                metrics.value("herald_relay_apns_responses_total", labels: [("reason", "success")]) == 1
+            }
             _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.seconds(2)), token: token))
             #expect(try await relay.post("/push/\(token)/slow").status == 202)
 

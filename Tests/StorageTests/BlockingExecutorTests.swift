@@ -84,16 +84,14 @@ struct BlockingExecutorTests {
     @Test("after shutdown, queued work finishes and new work is refused")
     func shutdown() async throws {
         let executor = BlockingExecutor(name: "test-shutdown", threadCount: 1)
-        let started = Atomic(false)
+        let (started, start) = AsyncStream.makeStream(of: Void.self)
         let done = Atomic(false)
         async let slow: Void = executor.run {
-            started.store(true, ordering: .sequentiallyConsistent)
+            start.yield()
             _ = usleep(50_000)
             done.store(true, ordering: .sequentiallyConsistent)
         }
-        while !started.load(ordering: .sequentiallyConsistent) {
-            try await Task.sleep(for: .milliseconds(1))
-        }
+        for await _ in started { break }
         await executor.shutdownGracefully()
         // Graceful shutdown waited for the work in flight.
         let finished = done.load(ordering: .sequentiallyConsistent)

@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import DatabaseTestSupport
 import Foundation
 import HeraldCore
@@ -142,19 +143,16 @@ struct DatabaseUnavailableTests {
             let pid = try await db.query("SELECT pg_backend_pid() AS pid", [])[0].int("pid")
             let admin = try await test.open()
             let sleeping = Task { try await db.execute("SELECT pg_sleep(30)", []) }
-            var terminated = false
-            for _ in 0..<500 where !terminated {
+            // PostgreSQL announces no statement start: poll its activity view.
+            try await eventually("the statement to be active on the server") {
                 let active = try await admin.query(
                     "SELECT count(*) AS n FROM pg_stat_activity WHERE pid = $1 AND state = 'active'",
                     [.integer(pid)]
                 )
-                if try active[0].int("n") == 1 {
-                    terminated = try await admin.query("SELECT pg_terminate_backend($1) AS ok", [.integer(pid)])[0]
-                        .bool("ok")
-                } else {
-                    try await Task.sleep(for: .milliseconds(10))
-                }
+                return try active[0].int("n") == 1
             }
+            let terminated = try await admin.query("SELECT pg_terminate_backend($1) AS ok", [.integer(pid)])[0]
+                .bool("ok")
             #expect(terminated)
             let lost = await expectDatabaseError { _ = try await sleeping.value }
             #expect(lost?.code == .connectionLost)

@@ -1,4 +1,5 @@
 import APNs
+import AsyncTestSupport
 import Foundation
 import HTTP2
 import HeraldCore
@@ -104,7 +105,7 @@ struct ConnectionEndToEndTests {
             #expect(h.pool.isAvailable)
 
             await h.server.stop()
-            #expect(try await eventually { h.pool.status.usableConnections == 0 }, "the pool did not notice the close")
+            try await eventually("the pool to notice the close") { h.pool.status.usableConnections == 0 }
 
             func expectUnreachable(retryAfter: Duration, sourceLocation: SourceLocation = #_sourceLocation) async {
                 do {
@@ -267,7 +268,7 @@ struct ConnectionEndToEndTests {
             #expect(h.metric("herald_apns_connects_total", [("result", "connected")]) == 2, "warmUp is idempotent")
             #expect(try await h.client.send(.alert()).isDelivered)
             let connection = try #require(h.server.received.first?.connection)
-            #expect(try await eventually { connection.pingsReceived >= 2 }, "no keep-alive PING")
+            try await eventually("a keep-alive PING") { connection.pingsReceived >= 2 }
             #expect(h.pool.status.usableConnections == 2)
         }
     }
@@ -282,7 +283,7 @@ struct ConnectionEndToEndTests {
                 return .proceed
             }
             let sends = Task { try await sendAll(h.client, (0..<20).map { .alert(token: deviceToken($0)) }) }
-            #expect(try await eventually { h.server.inFlight == 20 || barrier.isOpen })
+            try await eventually { h.server.inFlight == 20 || barrier.isOpen }
             await h.pool.shutdown()
             let results = try await sends.value
             #expect(results.allSatisfy { $0.isDelivered })

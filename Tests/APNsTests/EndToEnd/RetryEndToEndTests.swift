@@ -1,4 +1,5 @@
 import APNs
+import AsyncTestSupport
 import Foundation
 import HTTP2
 import Synchronization
@@ -48,7 +49,7 @@ struct RetryEndToEndTests {
             let attempts = h.requests(for: request.id)
             #expect(attempts.count == 3)
             #expect(Set(attempts.map(\.connectionID)).count == 3, "a retry after 503 reused the refusing connection")
-            #expect(try await eventually { h.pool.status.openConnections == 1 }, "refusing connections stay open")
+            try await eventually("refusing connections to stay open") { h.pool.status.openConnections == 1 }
             #expect(h.metric("herald_apns_requests_total", [("status", "503")]) == 2)
             #expect(h.metric("herald_apns_connects_total", [("result", "connected")]) == 3)
             #expect(

@@ -37,18 +37,3 @@ func withQueue(
         try await body(queue, worker, clock, test)
     }
 }
-
-/// Waits until `condition` holds, checking every 20 ms, for at most `seconds`; records an issue
-/// when it never does. A liveness bound, not a timing assertion.
-func eventually(
-    within seconds: Double = 20,
-    sourceLocation: SourceLocation = #_sourceLocation,
-    _ condition: () async throws -> Bool
-) async throws {
-    let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int64(seconds * 1000)))
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    Issue.record("condition not reached within \(seconds) s", sourceLocation: sourceLocation)
-}

@@ -212,17 +212,6 @@ final class Barrier: Sendable {
     }
 }
 
-/// Polls `condition` every 10 ms until it holds or `timeout` passes (a liveness bound, not a
-/// timing assertion); returns whether it held.
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
-
 /// Runs `body` in a task while stepping `clock` past each of `sleeps` retry waits.
 func stepping<T: Sendable>(
     _ clock: ManualClock,
