@@ -76,6 +76,10 @@ public final class JobWorker: Service {
     /// lease renewal finds the job no longer ours.
     private let runningJobs = Mutex<[UUID: LeaseWatch]>([:])
 
+    /// The pause after failed claims: 0.2 s, doubling to 10 s, without jitter (one loop per
+    /// process retries; nothing to spread out).
+    static let claimBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(10), jitter: .none)
+
     public init(
         queue: JobQueue,
         configuration: JobWorkerConfiguration = JobWorkerConfiguration(),
@@ -155,7 +159,7 @@ public final class JobWorker: Service {
                     }
                 } catch {
                     failures += 1
-                    let pause = min(10, 0.1 * pow(2, Double(min(failures, 7))))
+                    let pause = Self.claimBackoff.delay(afterAttempt: failures, fraction: 1).timeInterval
                     logger.error(
                         "claiming jobs failed; retrying",
                         metadata: ["error": .string("\(error)"), "retry_in_seconds": .string("\(pause)")]
@@ -163,13 +167,14 @@ public final class JobWorker: Service {
                     deadline = min(deadline, queue.clock.now().addingTimeInterval(pause))
                 }
             }
-            let wait = max(0, min(deadline.timeIntervalSince(queue.clock.now()), configuration.idleCheckInterval))
+            let current = queue.clock.now()
+            deadline = min(deadline, current.addingTimeInterval(configuration.idleCheckInterval))
             if Task.isCancelled {
                 // Shutdown's grace period ended: only the end of a running job (which signals)
                 // changes anything now; a cancellable wait would return at once and spin.
                 await queue.wakeup.waitIgnoringCancellation()
-            } else if wait > 0 {
-                await queue.wakeup.wait(for: .milliseconds(Int64((wait * 1000).rounded(.up))))
+            } else if deadline > current {
+                await queue.wakeup.wait(until: deadline)
             }
         }
     }
