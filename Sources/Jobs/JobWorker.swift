@@ -276,13 +276,12 @@ public final class JobWorker: Service {
     }
 
     /// Returns a job whose handler was cut short by shutdown to the queue, due at once, with its
-    /// attempt not counted. Written from a task of its own: this one is cancelled, and a cancelled
-    /// task cannot take a database connection.
+    /// attempt not counted. This task is cancelled, so the write is exempt from cancellation.
     private func release(_ job: Job) async {
         let queue = self.queue
         let owner = self.owner
         let logger = self.logger
-        await Task {
+        await withDatabaseCancellationIgnored {
             do {
                 let released = try await queue.release(job, owner: owner)
                 logger.notice(
@@ -297,7 +296,7 @@ public final class JobWorker: Service {
                     metadata: ["job": .string(job.id.uuidString.lowercased()), "error": .string("\(error)")]
                 )
             }
-        }.value
+        }
     }
 
     // MARK: Recording outcomes (group commit)
@@ -338,9 +337,11 @@ public final class JobWorker: Service {
         let owner = self.owner
         for attempt in 1...3 {
             do {
-                // In a task of its own, so that outcomes reached just before the worker was
-                // cancelled are still written (a cancelled task cannot take a connection).
-                let stored = try await Task { try await queue.finish(outcomes, owner: owner) }.value
+                // Exempt from cancellation, so that outcomes reached just before the worker was
+                // cancelled are still written.
+                let stored = try await withDatabaseCancellationIgnored {
+                    try await queue.finish(outcomes, owner: owner)
+                }
                 for ((job, outcome), recorded) in zip(outcomes, stored) { log(job, outcome, stored: recorded) }
                 return
             } catch {
