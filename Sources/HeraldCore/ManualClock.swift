@@ -50,25 +50,31 @@ public final class ManualClock: HeraldClock {
 
     /// Moves the clock `seconds` forward, waking every sleep whose deadline has come.
     public func advance(_ seconds: TimeInterval) {
-        move { $0.addingTimeInterval(seconds) }
+        move(uptimeStep: nil) { $0.addingTimeInterval(seconds) }
     }
 
     /// Moves the clock `duration` forward, waking every sleep whose deadline has come.
     public func advance(by duration: Duration) {
-        advance(duration.timeInterval)
+        move(uptimeStep: duration) { $0.addingTimeInterval(duration.timeInterval) }
     }
 
     /// Sets the wall time to `date` (back is allowed: a wall clock can be set back; ``uptime()``
     /// then stays where it is), waking every sleep whose deadline has come.
     public func set(_ date: Date) {
-        move { _ in date }
+        move(uptimeStep: nil) { _ in date }
     }
 
-    private func move(_ change: (Date) -> Date) {
+    /// Moves the wall time by `change`, and ``uptime()`` by `uptimeStep` (exact), or else by the
+    /// wall time's step when it is forward.
+    private func move(uptimeStep: Duration?, _ change: (Date) -> Date) {
         let due = state.withLock { state in
             let next = change(state.now)
             let step = next.timeIntervalSince(state.now)
-            if step > 0 { state.uptime += Duration(timeInterval: step) }
+            if let uptimeStep {
+                state.uptime += max(.zero, uptimeStep)
+            } else if step > 0 {
+                state.uptime += Duration(timeInterval: step)
+            }
             state.now = next
             return Self.takeDue(&state)
         }

@@ -41,9 +41,8 @@ public actor APNSTokenManager: APNSTokenProvider {
         didSet { publish() }
     }
 
-    /// The current token while it needs no refresh, readable without hopping onto the actor: the
-    /// send path asks for the token once per push, and an actor hop per push costs more than the
-    /// push itself at tens of thousands per second. Written only by the actor.
+    /// The current token while it needs no refresh, readable without hopping onto the actor, since
+    /// the send path asks for it once per push. Written only by the actor.
     private nonisolated let fastPath = Mutex<APNSTokenFastPath?>(nil)
 
     /// How many tokens this manager has signed; for metrics and tests.

@@ -373,8 +373,7 @@ final class SimulatorCore: Sendable {
     }
 
     /// A lowercase UUID, as APNs generates for `apns-id` and `apns-unique-id`. Not Foundation's
-    /// `UUID()`: it reads the kernel's random source and formats with `sprintf`, which measured a
-    /// sixth of the simulator's time per request.
+    /// `UUID()`, which reads the kernel's random source and formats with `sprintf` per call.
     static func makeID() -> String {
         APNSIdentifier.lowercaseString(APNSIdentifier.next())
     }
