@@ -16,8 +16,8 @@ import Testing
                 try await clock.sleep(for: .seconds(5))
                 return 5
             }
-            try await clock.waitForSleep(matching: { $0 == self.start.addingTimeInterval(10) })
-            try await clock.waitForSleep(matching: { $0 == self.start.addingTimeInterval(5) })
+            try await clock.waitForSleep(within: 120, matching: { $0 == self.start.addingTimeInterval(10) })
+            try await clock.waitForSleep(within: 120, matching: { $0 == self.start.addingTimeInterval(5) })
             #expect(clock.nextDeadline == start.addingTimeInterval(5))
             clock.advance(by: .seconds(4))
             #expect(clock.nextDeadline == start.addingTimeInterval(5))
@@ -41,7 +41,7 @@ import Testing
     @Test func cancellingASleeperEndsItWithCancellationError() async throws {
         let clock = ManualClock(start)
         let sleeper = Task { try await clock.sleep(for: .seconds(3600)) }
-        try await clock.waitForSleep()
+        try await clock.waitForSleep(within: 120)
         sleeper.cancel()
         await #expect(throws: CancellationError.self) { try await sleeper.value }
         #expect(clock.nextDeadline == nil)

@@ -11,7 +11,7 @@ import Testing
         let deadline = clock.now().addingTimeInterval(3600)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await wakeup.wait(until: deadline) }
-            try await clock.waitForSleep(matching: { $0 == deadline })
+            try await clock.waitForSleep(within: 120, matching: { $0 == deadline })
             clock.advance(3600)
             try await group.next()
         }
@@ -23,7 +23,7 @@ import Testing
         let wakeup = JobWakeup(clock: clock)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await wakeup.wait(for: .seconds(60)) }
-            try await clock.waitForSleep()
+            try await clock.waitForSleep(within: 120)
             wakeup.signal()
             try await group.next()
         }
