@@ -155,10 +155,10 @@ let package = Package(
             path: "Tests/SocketTestSupport",
             swiftSettings: swiftSettings
         ),
-        // A job clock the test moves (Jobs, Notifications).
+        // Re-exports HeraldCore's manual clock for the Jobs and Notifications tests.
         .target(
             name: "JobsTestSupport",
-            dependencies: ["Jobs"],
+            dependencies: ["HeraldCore"],
             path: "Tests/JobsTestSupport",
             swiftSettings: swiftSettings
         ),

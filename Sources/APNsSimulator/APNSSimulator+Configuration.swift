@@ -1,5 +1,5 @@
 public import APNs
-public import Foundation
+import Foundation
 public import HeraldCore
 public import HeraldIO
 
@@ -78,12 +78,9 @@ extension APNSSimulator {
 
         /// Larger bodies are answered 413 without a reason by the HTTP/2 layer. Default 1 MiB.
         public var maximumRequestBodySize = 1 << 20
-        /// The time for `iat` checks, token updates, 410 timestamps and records.
-        public var wallClock: @Sendable () -> Date = { Date() }
-        /// Waits for latency faults; tests pass one that does not sleep.
-        public var sleep: @Sendable (Duration) async throws -> Void = { duration in
-            try await Task.sleep(for: duration)
-        }
+        /// The time for `iat` checks, token updates, 410 timestamps and records, and the waits of
+        /// latency faults; tests pass a ``HeraldCore/ManualClock`` or one that holds the waits.
+        public var clock: any HeraldClock = SystemClock()
         /// The loop that runs the listeners and connections.
         public var eventLoop: EventLoop = .shared
         /// Start-up and connection problems at notice and above; refusals at debug.

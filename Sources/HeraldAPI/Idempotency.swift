@@ -1,6 +1,6 @@
 public import Foundation
 public import HTTPRouting
-import HeraldCore
+public import HeraldCore
 import HeraldCrypto
 public import Jobs
 public import Storage

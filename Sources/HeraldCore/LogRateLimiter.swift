@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Lets one log line per key through per interval, and counts the ones it holds back, so that
@@ -21,7 +22,7 @@ public final class LogRateLimiter<Key: Hashable & Sendable>: Sendable {
     public static var maximumKeys: Int { 256 }
 
     private struct Window {
-        var start: ContinuousClock.Instant
+        var start: Duration
         var suppressed = 0
     }
 
@@ -32,18 +33,22 @@ public final class LogRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
 
     private let interval: Duration
-    private let now: @Sendable () -> ContinuousClock.Instant
+    /// A monotonic reading: the clock's ``HeraldClock/uptime()``.
+    private let now: @Sendable () -> Duration
     private let state = Mutex(State())
 
     /// - Parameters:
     ///   - interval: how long a key stays quiet after a line it let through.
-    ///   - now: the clock; tests pass one they move.
-    public init(
-        interval: Duration = .seconds(1),
-        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
-    ) {
+    ///   - clock: its ``HeraldClock/uptime()`` times the windows; tests pass a ``ManualClock``.
+    public init(interval: Duration = .seconds(1), clock: any HeraldClock = SystemClock()) {
         self.interval = interval
-        self.now = now
+        self.now = { clock.uptime() }
+    }
+
+    /// A limiter timed by readings of `ContinuousClock`, for callers that hold such a reading.
+    public convenience init(interval: Duration, now: @escaping @Sendable () -> ContinuousClock.Instant) {
+        let origin = now()
+        self.init(interval: interval, clock: SplitReadingClock { origin.duration(to: now()) })
     }
 
     /// Whether to log this line for `key`: nil to drop it (it is counted), or the number of lines
@@ -61,7 +66,7 @@ public final class LogRateLimiter<Key: Hashable & Sendable>: Sendable {
         }
     }
 
-    private static func admit(at time: ContinuousClock.Instant, interval: Duration, window: inout Window?) -> Int? {
+    private static func admit(at time: Duration, interval: Duration, window: inout Window?) -> Int? {
         guard var current = window else {
             window = Window(start: time)
             return 0
@@ -74,4 +79,13 @@ public final class LogRateLimiter<Key: Hashable & Sendable>: Sendable {
         window = Window(start: time)
         return current.suppressed
     }
+}
+
+/// A monotonic reading seen as a ``HeraldClock`` whose wall time is the system's.
+private struct SplitReadingClock: HeraldClock {
+    let reading: @Sendable () -> Duration
+
+    func now() -> Date { Date() }
+    func uptime() -> Duration { reading() }
+    func sleep(until deadline: Date) async throws { try await SystemClock().sleep(until: deadline) }
 }

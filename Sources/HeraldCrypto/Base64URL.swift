@@ -1,23 +1,66 @@
 import Foundation
 
-/// Base64 with the URL- and filename-safe alphabet (RFC 4648 §5), as JWTs, VAPID keys and
-/// WebPush subscriptions use it.
+/// Base64 with the URL- and filename-safe alphabet (RFC 4648 §5), as JWTs, VAPID keys,
+/// WebPush subscriptions and the relay's payload use it.
 public enum Base64URL {
-    /// Encodes `bytes` with `-` and `_` for `+` and `/`, and without `=` padding (JWT form).
-    public static func encode(_ bytes: [UInt8]) -> String {
-        var text = Data(bytes).base64EncodedString()
-        while text.last == "=" {
-            text.removeLast()
+    private static let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+    /// Encodes `bytes` with `-` and `_` for `+` and `/`; without `=` padding (the JWT form) unless
+    /// `padded`.
+    public static func encode(_ bytes: [UInt8], padded: Bool = false) -> String {
+        String(unsafeUninitializedCapacity: encodedCount(bytes.count, padded: padded)) { output in
+            bytes.withUnsafeBufferPointer { encode($0, into: output, at: 0, padded: padded) }
         }
-        return String(
-            text.map { character in
-                switch character {
-                case "+": "-"
-                case "/": "_"
-                default: character
+    }
+
+    /// The characters ``encode(_:into:at:padded:)`` writes for `byteCount` bytes.
+    public static func encodedCount(_ byteCount: Int, padded: Bool) -> Int {
+        padded ? (byteCount + 2) / 3 * 4 : (byteCount * 4 + 2) / 3
+    }
+
+    /// Writes `input` encoded into `output` from `offset`, for callers that size their output
+    /// once with ``encodedCount(_:padded:)``; returns the offset after the last character.
+    ///
+    /// - Precondition: `output` holds ``encodedCount(_:padded:)`` bytes from `offset`.
+    @discardableResult
+    public static func encode(
+        _ input: UnsafeBufferPointer<UInt8>,
+        into output: UnsafeMutableBufferPointer<UInt8>,
+        at offset: Int,
+        padded: Bool
+    ) -> Int {
+        let needed = encodedCount(input.count, padded: padded)
+        precondition(offset >= 0 && offset + needed <= output.count, "base64url output overflows its buffer")
+        let table = alphabet.utf8Start
+        var index = 0
+        var position = offset
+        while index + 3 <= input.count {
+            let chunk = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+            output[position] = table[Int(chunk >> 18)]
+            output[position + 1] = table[Int(chunk >> 12 & 0x3F)]
+            output[position + 2] = table[Int(chunk >> 6 & 0x3F)]
+            output[position + 3] = table[Int(chunk & 0x3F)]
+            index += 3
+            position += 4
+        }
+        let rest = input.count - index
+        if rest > 0 {
+            let chunk = UInt32(input[index]) << 16 | (rest == 2 ? UInt32(input[index + 1]) << 8 : 0)
+            output[position] = table[Int(chunk >> 18)]
+            output[position + 1] = table[Int(chunk >> 12 & 0x3F)]
+            position += 2
+            if rest == 2 {
+                output[position] = table[Int(chunk >> 6 & 0x3F)]
+                position += 1
+            }
+            if padded {
+                for _ in rest..<3 {
+                    output[position] = UInt8(ascii: "=")
+                    position += 1
                 }
             }
-        )
+        }
+        return position
     }
 
     /// Decodes URL-safe base64, with or without `=` padding. Returns nil for anything else: a

@@ -1,4 +1,5 @@
 public import Foundation
+public import HeraldCore
 
 /// What a handler reports about one attempt.
 public enum JobOutcome: Sendable, Hashable {
@@ -54,9 +55,16 @@ public struct JobKindOptions: Sendable, Hashable {
     /// at ``retryMaximum``, scaled by `jitter` in 0.5…1 so that jobs failing together do not retry
     /// together.
     public func retryDelay(afterAttempt attempt: Int, jitter: Double) -> TimeInterval {
-        let exponent = Double(min(max(attempt - 1, 0), 40))
-        let delay = min(retryMaximum, retryBase * pow(2, exponent))
-        return delay * (0.5 + 0.5 * min(max(jitter, 0), 1))
+        retryBackoff.delay(afterAttempt: attempt, fraction: jitter).timeInterval
+    }
+
+    /// The retry waits as HeraldCore's one backoff type: equal jitter under the doubling ceiling.
+    public var retryBackoff: Backoff {
+        Backoff(
+            initial: Duration(timeInterval: retryBase),
+            maximum: Duration(timeInterval: retryMaximum),
+            jitter: .equal
+        )
     }
 }
 
@@ -115,28 +123,9 @@ public struct JobHandlers: Sendable {
     public var kinds: [String] { entries.keys.sorted() }
 }
 
-/// Where the queue reads the time; tests inject a clock they move by hand.
-public protocol JobClock: Sendable {
-    func now() -> Date
+/// Where the queue reads the time and sleeps: Herald's one clock; tests inject a
+/// ``HeraldCore/ManualClock`` they move by hand.
+public typealias JobClock = HeraldClock
 
-    /// Returns once this clock reads `deadline` or later.
-    ///
-    /// - Throws: `CancellationError` when the task is cancelled first.
-    func sleep(until deadline: Date) async throws
-}
-
-extension JobClock {
-    /// Sleeps on the wall clock for the time between now and `deadline`.
-    public func sleep(until deadline: Date) async throws {
-        let seconds = min(deadline.timeIntervalSince(now()), 86_400 * 365)
-        guard seconds > 0 else { return try Task.checkCancellation() }
-        try await Task.sleep(for: .microseconds(Int64((seconds * 1_000_000).rounded(.up))))
-    }
-}
-
-/// The wall clock.
-public struct SystemJobClock: JobClock {
-    public init() {}
-
-    public func now() -> Date { Date() }
-}
+/// The real clock.
+public typealias SystemJobClock = SystemClock

@@ -24,8 +24,9 @@ public final class JobQueue: Sendable {
     public let database: any Database
     public let handlers: JobHandlers
     public let clock: any JobClock
-    /// Signalled when this process adds a job or a running one finishes.
-    public let wakeup = JobWakeup()
+    /// Signalled when this process adds a job or a running one finishes; its timed waits run on
+    /// ``clock``.
+    public let wakeup: JobWakeup
     let metrics: JobMetrics
 
     public init(
@@ -37,6 +38,7 @@ public final class JobQueue: Sendable {
         self.database = database
         self.handlers = handlers
         self.clock = clock
+        self.wakeup = JobWakeup(clock: clock)
         self.metrics = JobMetrics(registry: metrics)
     }
 

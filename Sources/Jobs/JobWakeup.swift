@@ -1,6 +1,8 @@
+public import Foundation
+public import HeraldCore
 import Synchronization
 
-/// A wake-up call for one waiter: ``signal()`` ends the current or the next ``wait(for:)``.
+/// A wake-up call for one waiter: ``signal()`` ends the current or the next ``wait(until:)``.
 ///
 /// Signals are not counted: several before a wait end that one wait only, which is what a worker
 /// that re-reads the queue after each wake needs.
@@ -12,8 +14,12 @@ public final class JobWakeup: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The clock timed waits sleep on.
+    public let clock: any HeraldClock
 
-    public init() {}
+    public init(clock: any HeraldClock = SystemClock()) {
+        self.clock = clock
+    }
 
     /// Wakes the waiter, or the next one if nobody waits.
     public func signal() {
@@ -28,8 +34,15 @@ public final class JobWakeup: Sendable {
         waiter?.resume()
     }
 
-    /// Returns on a signal, after `timeout` (never when `nil`), or when the task is cancelled.
+    /// Returns on a signal, after `timeout` on ``clock`` (never when `nil`), or when the task is
+    /// cancelled.
     public func wait(for timeout: Duration?) async {
+        await wait(until: timeout.map { clock.now().addingTimeInterval($0.timeInterval) })
+    }
+
+    /// Returns on a signal, once ``clock`` reads `deadline` (never when `nil`), or when the task is
+    /// cancelled.
+    public func wait(until deadline: Date?) async {
         if state.withLock({ state in
             defer { state.signalled = false }
             return state.signalled
@@ -38,8 +51,8 @@ public final class JobWakeup: Sendable {
         }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.waitForSignal() }
-            if let timeout {
-                group.addTask { try? await Task.sleep(for: timeout) }
+            if let deadline {
+                group.addTask { try? await self.clock.sleep(until: deadline) }
             }
             await group.next()
             group.cancelAll()

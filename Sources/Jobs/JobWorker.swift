@@ -76,6 +76,10 @@ public final class JobWorker: Service {
     /// lease renewal finds the job no longer ours.
     private let runningJobs = Mutex<[UUID: LeaseWatch]>([:])
 
+    /// The pause after failed claims: 0.2 s, doubling to 10 s, without jitter (one loop per
+    /// process retries; nothing to spread out).
+    static let claimBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(10), jitter: .none)
+
     public init(
         queue: JobQueue,
         configuration: JobWorkerConfiguration = JobWorkerConfiguration(),
@@ -159,7 +163,7 @@ public final class JobWorker: Service {
                     }
                 } catch {
                     failures += 1
-                    let pause = min(10, 0.1 * pow(2, Double(min(failures, 7))))
+                    let pause = Self.claimBackoff.delay(afterAttempt: failures, fraction: 1).timeInterval
                     logger.error(
                         "claiming jobs failed; retrying",
                         metadata: ["error": .string("\(error)"), "retry_in_seconds": .string("\(pause)")]
@@ -167,13 +171,14 @@ public final class JobWorker: Service {
                     deadline = min(deadline, queue.clock.now().addingTimeInterval(pause))
                 }
             }
-            let wait = max(0, min(deadline.timeIntervalSince(queue.clock.now()), configuration.idleCheckInterval))
+            let current = queue.clock.now()
+            deadline = min(deadline, current.addingTimeInterval(configuration.idleCheckInterval))
             if Task.isCancelled {
                 // Shutdown's grace period ended: only the end of a running job (which signals)
                 // changes anything now; a cancellable wait would return at once and spin.
                 await queue.wakeup.waitIgnoringCancellation()
-            } else if wait > 0 {
-                await queue.wakeup.wait(for: .milliseconds(Int64((wait * 1000).rounded(.up))))
+            } else if deadline > current {
+                await queue.wakeup.wait(until: deadline)
             }
         }
     }
@@ -275,13 +280,12 @@ public final class JobWorker: Service {
     }
 
     /// Returns a job whose handler was cut short by shutdown to the queue, due at once, with its
-    /// attempt not counted. Written from a task of its own: this one is cancelled, and a cancelled
-    /// task cannot take a database connection.
+    /// attempt not counted. This task is cancelled, so the write is exempt from cancellation.
     private func release(_ job: Job) async {
         let queue = self.queue
         let owner = self.owner
         let logger = self.logger
-        await Task {
+        await withDatabaseCancellationIgnored {
             do {
                 let released = try await queue.release(job, owner: owner)
                 logger.notice(
@@ -296,7 +300,7 @@ public final class JobWorker: Service {
                     metadata: ["job": .string(job.id.uuidString.lowercased()), "error": .string("\(error)")]
                 )
             }
-        }.value
+        }
     }
 
     // MARK: Recording outcomes (group commit)
@@ -337,9 +341,11 @@ public final class JobWorker: Service {
         let owner = self.owner
         for attempt in 1...3 {
             do {
-                // In a task of its own, so that outcomes reached just before the worker was
-                // cancelled are still written (a cancelled task cannot take a connection).
-                let stored = try await Task { try await queue.finish(outcomes, owner: owner) }.value
+                // Exempt from cancellation, so that outcomes reached just before the worker was
+                // cancelled are still written.
+                let stored = try await withDatabaseCancellationIgnored {
+                    try await queue.finish(outcomes, owner: owner)
+                }
                 for ((job, outcome), recorded) in zip(outcomes, stored) { log(job, outcome, stored: recorded) }
                 return
             } catch {

@@ -1,4 +1,5 @@
 public import Foundation
+public import HeraldCore
 public import Jobs
 
 /// Deletes finished notifications, their per-token results and old dead-token records: a

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Jobs
 import Synchronization
 

@@ -4,7 +4,7 @@ import Synchronization
 ///
 /// With one resource it is an async mutex (SQLite's single connection); with several, a
 /// connection pool (PostgreSQL). A waiting task that is cancelled stops waiting and throws
-/// `CancellationError`. State lives in a `Mutex`; continuations are resumed after unlocking.
+/// `CancellationError`, unless it runs inside ``withDatabaseCancellationIgnored(_:)``. State lives in a `Mutex`; continuations are resumed after unlocking.
 final class LeasePool<Resource: Sendable>: Sendable {
     private struct Waiter {
         var id: UInt64
@@ -64,7 +64,7 @@ final class LeasePool<Resource: Sendable>: Sendable {
     private func takeIdle() throws -> Resource? {
         try state.withLock { state throws -> Resource? in
             if let error = state.closedError { throw error }
-            if Task.isCancelled { throw CancellationError() }
+            if DatabaseCancellation.stopsCheckout { throw CancellationError() }
             return state.idle.popLast()
         }
     }
@@ -115,13 +115,14 @@ final class LeasePool<Resource: Sendable>: Sendable {
             state.nextWaiterID += 1
             return state.nextWaiterID
         }
+        let ignoresCancellation = DatabaseCancellation.ignored
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Resource, any Error>) in
                 let action = state.withLock { state -> AcquireAction in
                     if let error = state.closedError { return .fail(error) }
                     // The cancellation flag is set before the handler runs, and both take the lock:
                     // either the handler sees this waiter, or this check sees the flag.
-                    if Task.isCancelled { return .fail(CancellationError()) }
+                    if DatabaseCancellation.stopsCheckout { return .fail(CancellationError()) }
                     if let resource = state.idle.popLast() { return .resume(resource) }
                     state.waiters.append(Waiter(id: id, continuation: continuation))
                     return .wait
@@ -133,6 +134,7 @@ final class LeasePool<Resource: Sendable>: Sendable {
                 }
             }
         } onCancel: {
+            guard !ignoresCancellation else { return }
             let waiter = state.withLock { state -> Waiter? in
                 guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
                 return state.waiters.remove(at: index)

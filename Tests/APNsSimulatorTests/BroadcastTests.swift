@@ -95,7 +95,7 @@ import Testing
                 bundleID: Self.bundleID,
                 storagePolicy: .mostRecentMessageStored
             )
-            let later = APNSExpiration.at(fixture.clock.now.addingTimeInterval(3600))
+            let later = APNSExpiration.at(fixture.clock.now().addingTimeInterval(3600))
 
             let delivered = try await client.send(try Self.update(policy0, policy: .noMessageStored))
             guard case .delivered(let delivery) = delivered else {

@@ -4,6 +4,7 @@ import Foundation
 import HTTP2
 import HTTPRouting
 import HTTPServer
+import HeraldCore
 import Synchronization
 import Testing
 
@@ -59,7 +60,7 @@ import Testing
             #expect(voip["payload"] == ["call": 42])
             #expect(voip["jwt"]?["kid"] == .string(fixture.key.keyID))
             #expect(voip["jwt"]?["iss"] == .string(fixture.key.teamID))
-            #expect(voip["jwt"]?["iat"] == .integer(Int64(fixture.clock.now.timeIntervalSince1970)))
+            #expect(voip["jwt"]?["iat"] == .integer(Int64(fixture.clock.now().timeIntervalSince1970)))
             #expect(voip["status"] == 200)
             #expect(voip["reason"] == .null)
             let oldest = deliveries[3]
@@ -187,7 +188,7 @@ import Testing
 
     @Test func latencyFaultsWaitBeforeAnswering() async throws {
         let gate = SleepGate()
-        try await withSimulator(configure: { $0.sleep = gate.sleep }) { fixture in
+        try await withSimulator(configure: { $0.clock = GatedClock(wall: $0.clock, gate: gate) }) { fixture in
             _ = try await Self.call(
                 fixture.simulator.control,
                 "POST",
@@ -408,6 +409,23 @@ final class Flag: Sendable {
 enum RFC3339Date {
     static func parse(_ text: String) -> Date? {
         try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)
+    }
+}
+
+/// A clock whose sleeps wait at `gate`; the time of day is `wall`'s.
+struct GatedClock: HeraldClock {
+    let wall: any HeraldClock
+    let gate: SleepGate
+
+    func now() -> Date { wall.now() }
+    func uptime() -> Duration { wall.uptime() }
+
+    func sleep(until deadline: Date) async throws {
+        try await gate.sleep(Duration(timeInterval: max(0, deadline.timeIntervalSince(now()))))
+    }
+
+    func sleep(for duration: Duration) async throws {
+        try await gate.sleep(duration)
     }
 }
 

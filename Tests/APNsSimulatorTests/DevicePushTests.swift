@@ -48,7 +48,7 @@ import Testing
             #expect(recorded.apnsID == id.uuidString.lowercased())
             #expect(recorded.providerToken?.keyID == fixture.key.keyID)
             #expect(recorded.providerToken?.teamID == fixture.key.teamID)
-            #expect(recorded.providerToken?.issuedAt == Int64(fixture.clock.now.timeIntervalSince1970))
+            #expect(recorded.providerToken?.issuedAt == Int64(fixture.clock.now().timeIntervalSince1970))
             #expect(recorded.payloadJSON?["aps"]?["alert"]?["title"] == "Hello")
             await pool.shutdown()
         }
@@ -120,7 +120,7 @@ import Testing
     @Test func aTokenOlderThanAnHourIsExpiredProviderToken() async throws {
         try await withSimulator { fixture in
             // The client stamps iat from a clock two hours behind the simulator's.
-            let behind = fixture.clock.now.addingTimeInterval(-7200)
+            let behind = fixture.clock.now().addingTimeInterval(-7200)
             let (client, pool) = fixture.makeClient(wallClock: { behind })
             let answer = try await client.send(try Self.alert()).answer
             #expect(answer.status == 403)
@@ -150,7 +150,7 @@ import Testing
                 transport: pool,
                 credentials: .token(fixture.key),
                 retryPolicy: .never,
-                wallClock: { fixture.clock.now.addingTimeInterval(1) }
+                wallClock: { fixture.clock.now().addingTimeInterval(1) }
             )
             let answer = try await second.send(try Self.alert()).answer
             #expect(answer.status == 429)

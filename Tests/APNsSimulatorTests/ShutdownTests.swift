@@ -10,7 +10,7 @@ import Testing
     @Test func gracefulShutdownSendsGoAwayShutdown() async throws {
         let clock = TestClock()
         let local = try APNSSimulator.inProcess(topics: [SimulatorFixture.bundleID]) { configuration in
-            configuration.wallClock = clock.wallClock
+            configuration.clock = clock
         }
         let simulator = local.simulator
         let caFile = try #require(simulator.caFile)

@@ -7,7 +7,7 @@ import Testing
     struct Harness {
         var clock: ManualClock
         var fake: FakeAPNs
-        var tokens: APNSTokenManager<ManualClock>
+        var tokens: APNSTokenManager
         var client: APNSClient
     }
 

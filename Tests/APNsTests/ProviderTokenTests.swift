@@ -119,7 +119,7 @@ import Testing
 }
 
 @Suite struct TokenManagerTests {
-    private func manager(_ clock: ManualClock) throws -> APNSTokenManager<ManualClock> {
+    private func manager(_ clock: ManualClock) throws -> APNSTokenManager {
         APNSTokenManager(signingKey: try Fixtures.signingKey(), clock: clock, wallClock: clock.wallClock)
     }
 

@@ -322,18 +322,11 @@ struct DatabaseFailureAPITests {
         }
     }
 
-    /// A clock a test moves by hand.
-    final class TestClock: JobClock {
-        let current = Mutex(Date())
-        func now() -> Date { current.withLock { $0 } }
-        func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
-    }
-
     @Test("keys expire after 24 hours: the prune job deletes them and the key can be used again")
     func expiry() async throws {
         try await withDatabase(.sqliteMemory) { db, _ in
             try await Migrator.migrate(db, TestSchema.migrations, logger: TestDatabase.quiet)
-            let clock = TestClock()
+            let clock = ManualClock(Date())
             let store = IdempotencyStore(database: db, clock: clock)
             let created = Mutex(0)
             let request = HTTPRequest(
@@ -350,12 +343,12 @@ struct DatabaseFailureAPITests {
                 return .json(["n": count], status: 201)
             }
             #expect(try await store.run(request, handler).body == Array(#"{"n":1}"#.utf8))
-            clock.advance(by: 86_000)
+            clock.advance(86_000)
             #expect(try await store.run(request, handler).body == Array(#"{"n":1}"#.utf8))
             #expect(try await store.prune(now: clock.now()) == 0)
-            clock.advance(by: 401)
+            clock.advance(401)
             #expect(try await store.run(request, handler).body == Array(#"{"n":2}"#.utf8))
-            clock.advance(by: 86_401)
+            clock.advance(86_401)
             #expect(try await store.prune(now: clock.now()) == 1)
             #expect(try await db.query("SELECT count(*) AS n FROM idempotency_keys", [])[0].int("n") == 0)
             // A handler that fails releases the key: the retry runs.

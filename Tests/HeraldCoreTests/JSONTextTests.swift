@@ -29,4 +29,32 @@ import Testing
             #expect(decoded == string)
         }
     }
+
+    /// The short forms `JSONEncoder` uses for backspace and form feed, as the relay's payload needs.
+    @Test func escapesAsJSONEncoderDoes() throws {
+        #expect(JSONText.quote("\u{8}\u{C}\u{0}\u{7F}/") == "\"\\b\\f\\u0000\u{7F}/\"")
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        for value in ["a\u{8}b\u{C}c\t\n\r\"\\", "\u{1}\u{1F}\u{7F} caf\u{E9}", "\u{2028}\u{1F600}", ""] {
+            let expected = String(decoding: try encoder.encode(value), as: UTF8.self)
+            #expect(JSONText.quote(value) == expected)
+        }
+    }
+
+    @Test func writesIntoABufferSizedByTheCount() {
+        let value = "tab\there \"q\" \u{1}\u{8} caf\u{E9}"
+        let count = JSONText.quotedCount(value)
+        let bytes = [UInt8](unsafeUninitializedCapacity: count + 3) { buffer, written in
+            buffer[0] = UInt8(ascii: "[")
+            let end = JSONText.write(quoted: value, into: buffer, at: 1)
+            #expect(end == count + 1)
+            buffer[end] = UInt8(ascii: ",")
+            buffer[end + 1] = UInt8(ascii: "]")
+            written = end + 2
+        }
+        #expect(String(decoding: bytes, as: UTF8.self) == "[" + JSONText.quote(value) + ",]")
+        var out: [UInt8] = Array("x=".utf8)
+        JSONText.append(quoted: value, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "x=" + JSONText.quote(value))
+    }
 }

@@ -3,21 +3,10 @@ import Synchronization
 import Testing
 
 @Suite struct LogRateLimiterTests {
-    /// A clock the test moves.
-    final class TestClock: Sendable {
-        private let instant = Mutex(ContinuousClock.now)
-
-        var now: ContinuousClock.Instant { instant.withLock { $0 } }
-
-        func advance(by duration: Duration) {
-            instant.withLock { $0 += duration }
-        }
-    }
-
     @Test("one line per key per interval; the next line carries the count of those held back")
     func onePerKeyPerInterval() {
-        let clock = TestClock()
-        let limiter = LogRateLimiter<String>(interval: .seconds(1)) { clock.now }
+        let clock = ManualClock()
+        let limiter = LogRateLimiter<String>(interval: .seconds(1), clock: clock)
         #expect(limiter.admit("BadDeviceToken") == 0)
         #expect(limiter.admit("Unregistered") == 0)
         for _ in 0..<5 { #expect(limiter.admit("BadDeviceToken") == nil) }
@@ -34,8 +23,8 @@ import Testing
 
     @Test("keys beyond the limit share one window instead of each getting a line")
     func manyKeysShareAWindow() {
-        let clock = TestClock()
-        let limiter = LogRateLimiter<Int>(interval: .seconds(1)) { clock.now }
+        let clock = ManualClock()
+        let limiter = LogRateLimiter<Int>(interval: .seconds(1), clock: clock)
         let limit = LogRateLimiter<Int>.maximumKeys
         for key in 0..<limit { #expect(limiter.admit(key) == 0) }
         #expect(limiter.admit(limit) == 0)

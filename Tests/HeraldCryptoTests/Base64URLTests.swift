@@ -67,4 +67,36 @@ struct Base64URLTests {
             #expect(Base64URL.decode(padded) == bytes)
         }
     }
+
+    // RFC 4648 §10 test vectors, padded, as the relay's payload carries them.
+    @Test(
+        arguments: [
+            ("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ]
+    )
+    func paddedVectors(text: String, encoded: String) {
+        #expect(Base64URL.encode(Array(text.utf8), padded: true) == encoded)
+        #expect(Base64URL.decode(encoded) == Array(text.utf8))
+    }
+
+    @Test("writes into a buffer sized by the count, matching Foundation with the URL alphabet")
+    func writesIntoABuffer() {
+        for count in 0...67 {
+            let bytes = SecureRandom.bytes(count)
+            let standard = Data(bytes).base64EncodedString()
+            let urlSafe = standard.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            for padded in [false, true] {
+                let size = Base64URL.encodedCount(count, padded: padded)
+                let written = [UInt8](unsafeUninitializedCapacity: size + 1) { buffer, written in
+                    buffer[0] = UInt8(ascii: ">")
+                    written = bytes.withUnsafeBufferPointer {
+                        Base64URL.encode($0, into: buffer, at: 1, padded: padded)
+                    }
+                }
+                let expected = padded ? urlSafe : String(urlSafe.prefix { $0 != "=" })
+                #expect(String(decoding: written, as: UTF8.self) == ">" + expected)
+            }
+        }
+    }
 }

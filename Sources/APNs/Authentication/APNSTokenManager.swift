@@ -1,4 +1,5 @@
 public import Foundation
+public import HeraldCore
 import Synchronization
 
 /// Owns the provider token for one signing key, shared by every connection and caller.
@@ -8,8 +9,8 @@ import Synchronization
 /// faster (APNS.md §2.1). So:
 ///
 /// - The first ``token()`` signs a token; later calls return it until it is
-///   ``refreshInterval`` (50 minutes) old, by the monotonic clock or by the wall clock (which
-///   supplies `iat`), whichever says older.
+///   ``refreshInterval`` (50 minutes) old, by the clock's monotonic ``HeraldClock/uptime()`` or by
+///   its wall clock (which supplies `iat`), whichever says older.
 /// - No token is ever signed less than ``minimumRefreshInterval`` (20 minutes) after the previous
 ///   one, measured on the monotonic clock, whatever the callers do.
 /// - ``invalidate(ifCurrent:)`` handles `ExpiredProviderToken`: when `token` is still the current
@@ -25,59 +26,68 @@ import Synchronization
 /// callers cannot interleave: a thousand callers of a fresh manager cause one signature.
 ///
 /// ```swift
-/// let manager = APNSTokenManager(signingKey: key, clock: ContinuousClock())
+/// let manager = APNSTokenManager(signingKey: key, clock: SystemClock())
 /// let jwt = try await manager.token()
 /// ```
-public actor APNSTokenManager<C: Clock<Duration>>: APNSTokenProvider {
+public actor APNSTokenManager: APNSTokenProvider {
     public nonisolated let signingKey: APNSSigningKey
     /// Age at which a token is replaced. 50 minutes by default (Apple's limit is 60).
     public nonisolated let refreshInterval: Duration
     /// Shortest time between two signatures. 20 minutes, Apple's limit.
     public nonisolated let minimumRefreshInterval: Duration
 
-    private let clock: C
-    private let wallClock: @Sendable () -> Date
+    private nonisolated let clock: any HeraldClock
     private var current: Current? {
         didSet { publish() }
     }
 
-    /// The current token while it needs no refresh, readable without hopping onto the actor: the
-    /// send path asks for the token once per push, and an actor hop per push costs more than the
-    /// push itself at tens of thousands per second. Written only by the actor.
+    /// The current token while it needs no refresh, readable without hopping onto the actor, since
+    /// the send path asks for it once per push. Written only by the actor.
     private nonisolated let fastPath = Mutex<APNSTokenFastPath?>(nil)
-    /// The origin of ``APNSTokenFastPath/refreshAfter``: a fast path of a fixed layout (no
-    /// `C.Instant`) is read without generic value-witness calls.
-    private nonisolated let epoch: C.Instant
 
     /// How many tokens this manager has signed; for metrics and tests.
     public private(set) var tokensGenerated = 0
 
     private struct Current {
         var token: APNSProviderToken
-        var createdAt: C.Instant
+        /// The clock's ``HeraldClock/uptime()`` at signing.
+        var createdAt: Duration
         var rejected: Bool
     }
 
     /// - Parameters:
     ///   - signingKey: the key tokens are signed with.
-    ///   - clock: the monotonic clock that times refreshes.
-    ///   - wallClock: the time written into `iat`; `Date.init` outside tests.
+    ///   - clock: times refreshes (its monotonic reading) and supplies `iat` (its wall clock).
     ///   - refreshInterval: clamped to 20…60 minutes.
     ///   - minimumRefreshInterval: clamped to at least 20 minutes and at most `refreshInterval`.
     public init(
         signingKey: APNSSigningKey,
-        clock: C,
-        wallClock: @escaping @Sendable () -> Date = { Date() },
+        clock: any HeraldClock = SystemClock(),
         refreshInterval: Duration = .seconds(50 * 60),
         minimumRefreshInterval: Duration = .seconds(20 * 60)
     ) {
         let refresh = min(max(refreshInterval, .seconds(20 * 60)), .seconds(60 * 60))
         self.signingKey = signingKey
         self.clock = clock
-        self.epoch = clock.now
-        self.wallClock = wallClock
         self.refreshInterval = refresh
         self.minimumRefreshInterval = min(max(minimumRefreshInterval, .seconds(20 * 60)), refresh)
+    }
+
+    /// A manager timing refreshes on `clock` and stamping `iat` from `wallClock`, for callers that
+    /// hold the two apart; the pair becomes one ``HeraldClock``.
+    public init<C: Clock<Duration>>(
+        signingKey: APNSSigningKey,
+        clock: C,
+        wallClock: @escaping @Sendable () -> Date = { Date() },
+        refreshInterval: Duration = .seconds(50 * 60),
+        minimumRefreshInterval: Duration = .seconds(20 * 60)
+    ) {
+        self.init(
+            signingKey: signingKey,
+            clock: SplitClock(clock: clock, wallClock: wallClock),
+            refreshInterval: refreshInterval,
+            minimumRefreshInterval: minimumRefreshInterval
+        )
     }
 
     /// The current token, signing a new one when none exists, the current one is
@@ -90,16 +100,16 @@ public actor APNSTokenManager<C: Clock<Duration>>: APNSTokenProvider {
 
     /// Like ``token()``, with the token's ids and `iat`.
     public func currentToken() throws(APNSCredentialError) -> APNSProviderToken {
-        let now = clock.now
+        let now = clock.uptime()
         if let current {
-            let age = current.createdAt.duration(to: now)
-            let wallAge = Duration.seconds(wallClock().timeIntervalSince(current.token.issuedAt))
+            let age = now - current.createdAt
+            let wallAge = Duration.seconds(clock.now().timeIntervalSince(current.token.issuedAt))
             let due = age >= refreshInterval || wallAge >= refreshInterval || current.rejected
             if !due || age < minimumRefreshInterval {
                 return current.token
             }
         }
-        let token = try APNSProviderToken(signingKey: signingKey, issuedAt: wallClock())
+        let token = try APNSProviderToken(signingKey: signingKey, issuedAt: clock.now())
         current = Current(token: token, createdAt: now, rejected: false)
         tokensGenerated += 1
         return token
@@ -114,7 +124,7 @@ public actor APNSTokenManager<C: Clock<Duration>>: APNSTokenProvider {
     /// ``cachedToken()`` with its header value, made once per token.
     public nonisolated func cachedAuthorization() -> APNSAuthorization? {
         guard let fast = fastPath.withLock({ $0 }) else { return nil }
-        guard epoch.duration(to: clock.now) < fast.refreshAfter, wallClock() < fast.wallRefreshAt else { return nil }
+        guard clock.uptime() < fast.refreshAfter, clock.now() < fast.wallRefreshAt else { return nil }
         return fast.authorization
     }
 
@@ -123,7 +133,7 @@ public actor APNSTokenManager<C: Clock<Duration>>: APNSTokenProvider {
             guard !current.rejected else { return nil }
             return APNSTokenFastPath(
                 authorization: APNSAuthorization(token: current.token.value),
-                refreshAfter: epoch.duration(to: current.createdAt) + refreshInterval,
+                refreshAfter: current.createdAt + refreshInterval,
                 wallRefreshAt: current.token.issuedAt.addingTimeInterval(
                     TimeInterval(refreshInterval.components.seconds)
                 )
@@ -149,7 +159,7 @@ public actor APNSTokenManager<C: Clock<Duration>>: APNSTokenProvider {
 /// fields.
 private final class APNSTokenFastPath: Sendable {
     let authorization: APNSAuthorization
-    /// Due once the manager's clock is this far past its epoch.
+    /// Due once the manager's clock's ``HeraldClock/uptime()`` reaches this.
     let refreshAfter: Duration
     let wallRefreshAt: Date
 
@@ -157,5 +167,27 @@ private final class APNSTokenFastPath: Sendable {
         self.authorization = authorization
         self.refreshAfter = refreshAfter
         self.wallRefreshAt = wallRefreshAt
+    }
+}
+
+/// A Swift `Clock` for intervals and sleeps and a closure for the time of day, seen as one
+/// ``HeraldClock``.
+struct SplitClock<C: Clock<Duration>>: HeraldClock {
+    let clock: C
+    let origin: C.Instant
+    let wallClock: @Sendable () -> Date
+
+    init(clock: C, wallClock: @escaping @Sendable () -> Date) {
+        self.clock = clock
+        self.origin = clock.now
+        self.wallClock = wallClock
+    }
+
+    func now() -> Date { wallClock() }
+
+    func uptime() -> Duration { origin.duration(to: clock.now) }
+
+    func sleep(until deadline: Date) async throws {
+        try await clock.sleep(for: Duration(timeInterval: max(0, deadline.timeIntervalSince(wallClock()))))
     }
 }

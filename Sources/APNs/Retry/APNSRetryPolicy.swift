@@ -1,3 +1,5 @@
+public import HeraldCore
+
 /// When the client sends a refused or failed request again, and after how long.
 ///
 /// Retried: responses whose status is in ``retryableStatuses`` (429, 500, 503 by default) unless
@@ -89,25 +91,16 @@ public struct APNSRetryPolicy: Sendable {
     /// A full-jitter wait after attempt `attempt` (1-based): uniform in
     /// `0...min(maxBackoff, initialBackoff × 2^(attempt-1))`, in whole nanoseconds.
     public func backoff(afterAttempt attempt: Int, using random: inout some RandomNumberGenerator) -> Duration {
-        let ceiling = Self.nanoseconds(ceiling(afterAttempt: attempt))
-        guard ceiling > 0 else { return .zero }
-        return .nanoseconds(Int64.random(in: 0...ceiling, using: &random))
+        schedule.delay(afterAttempt: attempt, using: &random)
     }
 
     /// The largest wait ``backoff(afterAttempt:using:)`` can return.
     public func ceiling(afterAttempt attempt: Int) -> Duration {
-        let cap = Self.nanoseconds(maxBackoff)
-        var ceiling = Self.nanoseconds(initialBackoff)
-        for _ in 1..<max(1, attempt) {
-            guard ceiling < cap else { break }
-            ceiling = ceiling > Int64.max / 2 ? Int64.max : ceiling * 2
-        }
-        return .nanoseconds(max(0, min(ceiling, cap)))
+        schedule.ceiling(afterAttempt: attempt)
     }
 
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds < Int64.max / 1_000_000_000 else { return Int64.max }
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    /// The waits as HeraldCore's one backoff type: full jitter under the doubling ceiling.
+    public var schedule: Backoff {
+        Backoff(initial: initialBackoff, maximum: maxBackoff, jitter: .full)
     }
 }

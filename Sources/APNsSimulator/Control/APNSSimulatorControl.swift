@@ -157,7 +157,7 @@ public struct APNSSimulatorControl: HTTPResponder {
             return jsonResponse(writer.json)
         }
         router.post(prefix + "/tokens") { request in
-            switch ControlInput.tokenState(request.body, now: core.wallClock()) {
+            switch ControlInput.tokenState(request.body, now: core.clock.now()) {
             case .success(let token):
                 let (stored, limit) = store.withState { ($0.tokens.set(token), $0.tokens.limit) }
                 guard stored else {

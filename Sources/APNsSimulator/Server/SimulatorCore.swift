@@ -18,8 +18,7 @@ final class SimulatorCore: Sendable {
     private let streamLimitAfterRejection: Int?
     /// The environment played, for environment-bound keys and certificates; nil: either.
     private let environment: APNSEnvironment?
-    let wallClock: @Sendable () -> Date
-    private let sleep: @Sendable (Duration) async throws -> Void
+    let clock: any HeraldClock
     private let logger: Logger
 
     init(configuration: APNSSimulator.Configuration) {
@@ -46,14 +45,13 @@ final class SimulatorCore: Sendable {
         self.maxConcurrentStreams = configuration.maxConcurrentStreams
         self.streamLimitAfterRejection = configuration.streamLimitAfterRejection
         self.environment = configuration.environment
-        self.wallClock = configuration.wallClock
-        self.sleep = configuration.sleep
+        self.clock = configuration.clock
         self.logger = configuration.logger
     }
 
     /// The answer to one request on listener `listener`.
     func respond(to request: HTTP2ServerRequest, listener: Int) async -> HTTP2ServerResponse {
-        let now = wallClock()
+        let now = clock.now()
         let connection = connections.connection(for: request.connection, listener: listener)
         var input = SimulatorRequest(
             method: request.method,
@@ -111,7 +109,7 @@ final class SimulatorCore: Sendable {
             )
         }
         if effects.delay > .zero {
-            try? await sleep(effects.delay)
+            try? await clock.sleep(for: effects.delay)
         }
         if effects.close {
             request.connection.closeAbruptly()
@@ -375,8 +373,7 @@ final class SimulatorCore: Sendable {
     }
 
     /// A lowercase UUID, as APNs generates for `apns-id` and `apns-unique-id`. Not Foundation's
-    /// `UUID()`: it reads the kernel's random source and formats with `sprintf`, which measured a
-    /// sixth of the simulator's time per request.
+    /// `UUID()`, which reads the kernel's random source and formats with `sprintf` per call.
     static func makeID() -> String {
         APNSIdentifier.lowercaseString(APNSIdentifier.next())
     }

@@ -12,6 +12,8 @@ final class PostgresDatabase: Database {
     private let pool: LeasePool<PostgresConnection>
     private let settings: PostgresSettings
     private let isClosed = Atomic(false)
+    /// The pause before listening again after a failure: 0.2 s, doubling to 5 s, without jitter.
+    private static let listenBackoff = Backoff(initial: .milliseconds(200), maximum: .seconds(5), jitter: .none)
 
     private init(connections: [PostgresConnection], settings: PostgresSettings) {
         self.pool = LeasePool(connections)
@@ -131,7 +133,7 @@ final class PostgresDatabase: Database {
                         "listening for PostgreSQL notifications failed; retrying",
                         metadata: ["driver": "postgres", "channel": .string(channel), "error": .string("\(error)")]
                     )
-                    try? await Task.sleep(for: .milliseconds(min(5_000, 100 * (1 << min(failures, 6)))))
+                    try? await Task.sleep(for: Self.listenBackoff.delay(afterAttempt: failures))
                 }
             }
         }

@@ -8,22 +8,32 @@ import HeraldIO
 import Synchronization
 import Testing
 
-/// A wall clock that moves only when a test says so.
-final class TestClock: Sendable {
+/// A wall clock that moves only when a test says so; intervals and sleeps are real.
+final class TestClock: HeraldClock {
     private let current: Mutex<Date>
 
     init(_ start: Date = Date()) {
         current = Mutex(Date(timeIntervalSince1970: start.timeIntervalSince1970.rounded(.down)))
     }
 
-    var now: Date { current.withLock { $0 } }
+    func now() -> Date { current.withLock { $0 } }
+
+    func uptime() -> Duration { SystemClock().uptime() }
+
+    func sleep(until deadline: Date) async throws {
+        try await SystemClock().sleep(for: Duration(timeInterval: max(0, deadline.timeIntervalSince(now()))))
+    }
+
+    func sleep(for duration: Duration) async throws {
+        try await SystemClock().sleep(for: duration)
+    }
 
     func advance(by seconds: TimeInterval) {
         current.withLock { $0 = $0.addingTimeInterval(seconds) }
     }
 
     var wallClock: @Sendable () -> Date {
-        { [self] in now }
+        { [self] in now() }
     }
 }
 
@@ -44,7 +54,7 @@ struct SimulatorFixture: Sendable {
 
     /// A fresh provider token, `iat` = the simulator's clock (or `issuedAt`).
     func jwt(key: APNSSigningKey? = nil, issuedAt: Date? = nil) throws -> String {
-        try APNSProviderToken(signingKey: key ?? self.key, issuedAt: issuedAt ?? clock.now).value
+        try APNSProviderToken(signingKey: key ?? self.key, issuedAt: issuedAt ?? clock.now()).value
     }
 
     /// A client on its own pool, with a token manager on the simulator's clock, never retrying.
@@ -116,7 +126,7 @@ func withSimulator<T: Sendable>(
     let clock = TestClock()
     let local = try APNSSimulator.inProcess(topics: topics) { configuration in
         configuration.cleartextPort = 0
-        configuration.wallClock = clock.wallClock
+        configuration.clock = clock
         configuration.logger = Logger(label: "test.simulator", level: .error)
         configure(&configuration)
     }

@@ -44,7 +44,7 @@ struct NotificationHarness {
         configuration.deliveryCapacity = 20_000
         configuration.logger = Logger(label: "test.simulator", level: .error)
         if let held {
-            configuration.sleep = { duration in await held.hold(duration) }
+            configuration.clock = HeldClock(held: held)
         }
         let simulator = try APNSSimulator(configuration: configuration)
         var endpoints = APNSEndpoints()
@@ -156,6 +156,23 @@ struct NotificationHarness {
 /// Responses the simulator holds back until the test lets them go: a delay fault of `n` seconds
 /// (`APNSSimulatorFault(.delay(.seconds(n)), token: …)`) makes that response wait for
 /// ``release(_:)`` of `n`, whatever the clock.
+/// The simulator's clock when responses are held: the real time, and latency waits that
+/// ``HeldResponses`` holds.
+struct HeldClock: HeraldClock {
+    let held: HeldResponses
+
+    func now() -> Date { SystemClock().now() }
+    func uptime() -> Duration { SystemClock().uptime() }
+
+    func sleep(until deadline: Date) async throws {
+        await held.hold(Duration(timeInterval: max(0, deadline.timeIntervalSince(now()))))
+    }
+
+    func sleep(for duration: Duration) async throws {
+        await held.hold(duration)
+    }
+}
+
 final class HeldResponses: Sendable {
     private struct Hold {
         var held = 0

@@ -10,7 +10,7 @@ struct EndToEndHarness {
     let server: TestAPNsServer
     let pool: APNSConnectionPool
     let client: APNSClient
-    let tokens: APNSTokenManager<ManualClock>
+    let tokens: APNSTokenManager
     let clock: ManualClock
     let metrics: MetricsRegistry
     let logs: LogCapture
