@@ -1,4 +1,4 @@
-public import HTTPServer
+public import HTTPRouting
 public import Notifications
 
 extension NotificationError {

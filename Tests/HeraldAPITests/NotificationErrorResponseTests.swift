@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import HTTPRouting
 import HeraldAPI
 import Notifications
 import Testing

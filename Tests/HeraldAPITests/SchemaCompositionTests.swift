@@ -36,7 +36,7 @@ struct SchemaCompositionTests {
         do {
             // `herald jobs` opens only a database that exists: an empty SQLite file is one.
             await (try await byHerald.open()).close()
-            let run = try JobsCommandTests.herald(["jobs", "stats", "--database-url", byHerald.url])
+            let run = try await JobsCommandTests.herald(["jobs", "stats", "--database-url", byHerald.url])
             #expect(run.status == 0, "herald jobs stats: \(run.error)")
 
             let legacy = try await byLegacy.open()
@@ -72,7 +72,7 @@ struct SchemaCompositionTests {
             let before = try await Self.recorded(db)
             let schemaBefore = try await Self.schema(db)
 
-            let run = try JobsCommandTests.herald(["jobs", "stats", "--database-url", test.url])
+            let run = try await JobsCommandTests.herald(["jobs", "stats", "--database-url", test.url])
             #expect(run.status == 0, "herald jobs stats: \(run.error)")
             // herald jobs logs warnings: a renamed or unknown migration would show here.
             #expect(!run.error.contains("migration"), "stderr: \(run.error)")
