@@ -113,7 +113,7 @@ let package = Package(
         ),
         .target(
             name: "Relay",
-            dependencies: ["HeraldCore", "HTTPRouting", "APNs"],
+            dependencies: ["HeraldCore", "HeraldCrypto", "HTTPRouting", "APNs"],
             swiftSettings: swiftSettings
         ),
         .target(

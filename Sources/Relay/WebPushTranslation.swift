@@ -155,16 +155,4 @@ public struct WebPushTranslation: Sendable {
         }
         return nil
     }
-
-    /// Base64 with the URL-safe alphabet and `=` padding, as the iOS extensions decode `m`.
-    static func urlSafeBase64(_ bytes: [UInt8]) -> String {
-        let encoded = [UInt8](unsafeUninitializedCapacity: (bytes.count + 2) / 3 * 4) { buffer, written in
-            var writer = PayloadWriter(buffer)
-            bytes.withUnsafeBufferPointer { writer.appendURLSafeBase64($0) }
-            written = writer.count
-        }
-        return String(decoding: encoded, as: UTF8.self)
-    }
-
-    static let urlSafeAlphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 }

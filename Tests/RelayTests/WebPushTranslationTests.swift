@@ -3,6 +3,7 @@ import Foundation
 import HTTPRouting
 import HTTPServer
 import HeraldCore
+import HeraldCrypto
 import Testing
 
 @testable import Relay
@@ -228,7 +229,7 @@ struct WebPushTranslationTests {
             let body = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 251) }
             let m = Data(body).base64EncodedString()
                 .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            #expect(WebPushTranslation.urlSafeBase64(body) == m)
+            #expect(Base64URL.encode(body, padded: true) == m)
             let plain = EncoderPayload(e: "aes128gcm", i: id, m: m)
             #expect(
                 WebPushTranslation.payload(encoding: "aes128gcm", id: id, body: body, salt: nil, dh: nil)
