@@ -5,10 +5,8 @@ public import HeraldCore
 /// ``HTTPServer/Configuration/maxBodySize``).
 public struct HTTPRequest: Sendable {
     /// What the client sent, in one box shared by copies until one changes a field: middleware
-    /// and the router pass requests on by value, and a copy of seven separate fields cost seven
-    /// retains and seven releases. The accessors yield the fields in place (`_read`): a handler
-    /// reading a header or the body borrows it, where a getter's copy cost a retain and a release
-    /// per read.
+    /// and the router pass requests on by value, and one box is one retain. The accessors yield
+    /// the fields in place (`_read`), so a handler reading a header or the body borrows it.
     private var received: CopyOnWriteBox<Received>
     /// Path parameters filled in by ``Router`` (`{token}` → `parameters["token"]`), decoded.
     public var parameters: PathParameters

@@ -39,9 +39,7 @@ public struct HTTPResponse: Sendable {
     }
 
     /// The fields in one box, shared by copies until one of them changes: the router and each
-    /// middleware pass the response on and change a field or two, and a copy of six fields cost
-    /// six retains and releases, two of them (the route's pattern and rule) on objects every
-    /// request shares.
+    /// middleware pass the response on and change a field or two, with one retain per copy.
     private var storage: CopyOnWriteBox<Fields>
 
     private struct Fields: Sendable {

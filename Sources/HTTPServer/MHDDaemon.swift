@@ -32,10 +32,8 @@ final class MHDDaemon: @unchecked Sendable {
     /// Starts libmicrohttpd with internal `poll` threads and suspend/resume enabled.
     ///
     /// `poll`, not epoll: with epoll (libmicrohttpd 0.9.75, edge-triggered, a thread pool), a burst
-    /// of new connections sometimes left every one of them accepted with its request unread and
-    /// every thread asleep, until another connection arrived (`CONCURRENCY_SERIES` in
-    /// `Benchmarks/relay-load.sh`: 10 of 483 runs, 1 of 84 in the C floor). `poll` reports
-    /// unread data until it is read; it ran none in 350 runs, at the same rates.
+    /// of new connections could leave them all accepted with their requests unread and every
+    /// thread asleep; `poll` reports unread data until it is read (docs/PERFORMANCE.md).
     ///
     /// - Throws: ``HTTPServerError`` when the configuration is unusable or the daemon does not
     ///   start (address in use, no permission, …).

@@ -23,20 +23,17 @@ public final class RelayService: Service {
         /// before it is accepted (202). Each waiting push holds about 2.5 KB (its stream, header
         /// block, payload and request), so this bounds memory when senders outpace APNs to about
         /// 10 MB, by slowing them down rather than refusing them. The bound sits well above the
-        /// backlog that scheduling hiccups build on a busy machine (measured: up to a few
-        /// thousand pushes for a few milliseconds at 60,000 relays per second).
+        /// backlog that scheduling hiccups build on a busy machine.
         public var maxQueuedBeforeWaiting = 4_096
         /// How long an HTTP thread may pause, reading no new requests, when a relay request finds
         /// ``maxQueuedBeforeWaiting`` pushes waiting. It goes on once APNs has answered a batch
         /// of them (1/64 of the bound), and accepts the next requests at once; when fewer came
         /// in the whole pause (APNs is slow), it goes on with whatever room they made. A request
-        /// still without room after the pause waits in a task, with its connection suspended: far
-        /// more work per request, which with many sender connections took a quarter of the
-        /// relay's rate (measured with 256). When APNs answered nothing during a pause, threads
-        /// do not pause for the next 100 ms, so that a stalled APNs connection holds up the
-        /// thread's other requests (health checks, the other environment) for at most one pause
-        /// in a while. Shorter pauses ran out at 256 senders on a busy machine (5 ms: one request
-        /// in 20 still waited in a task; 20 ms: none). Zero never pauses.
+        /// still without room after the pause waits in a task, with its connection suspended, which
+        /// is far more work per request (docs/PERFORMANCE.md). When APNs answered nothing during a
+        /// pause, threads do not pause for the next 100 ms, so that a stalled APNs connection
+        /// holds up the thread's other requests (health checks, the other environment) for at most
+        /// one pause in a while. Zero never pauses.
         public var maximumPause: Duration = .milliseconds(20)
         public init(topic: String) {
             self.topic = topic
@@ -248,8 +245,8 @@ public final class RelayService: Service {
     }
 
     /// Whether `route`'s pool has a usable connection. The answer is reused for
-    /// ``Liveness/window``: asking the pool takes its lock and builds a status, which showed in
-    /// profiles at relay rates, while a connection can be lost at any moment anyway.
+    /// ``Liveness/window``: asking the pool takes its lock and builds a status for every push,
+    /// while a connection can be lost at any moment anyway.
     ///
     /// `fresh` asks the pool even within the window: after a pause, in which the connection may
     /// have been lost (its failed pushes are what made the room).

@@ -9,8 +9,7 @@ import HeraldCore
 /// built on an HTTP thread and released on the APNs connection's loop thread). Glibc's per-thread
 /// cache holds seven blocks per size, so those frees fall back to the allocating thread's arena
 /// and its lock, and that thread's next allocations take the slow path; jemalloc returns them in
-/// batches. Measured on the relay, two relays alternating on one sink: 10–14% less CPU per
-/// request (README, "Memory allocator").
+/// batches (docs/PERFORMANCE.md has the figures).
 enum Allocator {
     /// "jemalloc 5.3.0-0-g…", for `herald --version` and the start-up line.
     static var description: String {

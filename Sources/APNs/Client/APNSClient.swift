@@ -35,9 +35,8 @@ public struct APNSClient: Sendable {
         set { shared = shared.with(logger: newValue) }
     }
 
-    /// Everything in one box: a push in flight keeps a copy of its client for retries, and
-    /// copying nine fields cost nine retains and releases per push, on objects every sending
-    /// thread shares. Changing the logger makes a new box.
+    /// Everything in one box: a push in flight keeps a copy of its client for retries, and one
+    /// box is one retain per copy. Changing the logger makes a new box.
     private var shared: Shared
 
     private final class Shared: Sendable {
