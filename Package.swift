@@ -134,8 +134,7 @@ let package = Package(
         .target(
             name: "FuzzHarness",
             dependencies: [
-                "HTTPRouting", "HTTPServer", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator",
-                "HeraldCrypto",
+                "HTTPRouting", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto",
                 "Storage",
             ],
             swiftSettings: swiftSettings
