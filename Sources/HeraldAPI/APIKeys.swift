@@ -27,7 +27,7 @@ public struct APIKeys: Sendable, CustomStringConvertible {
     /// - Throws: ``HeraldCore/ConfigurationError`` naming the position of a key that is too short,
     ///   too long or holds spaces or control characters (never the key itself).
     public static func load(environment: [String: String]) throws(ConfigurationError) -> APIKeys {
-        guard let text = environment["HERALD_API_KEYS"] else { return APIKeys([]) }
+        guard let text = EnvironmentReader(environment).string(.apiKeys) else { return APIKeys([]) }
         var problems: [String] = []
         var keys: [String] = []
         for (index, part) in text.split(separator: ",", omittingEmptySubsequences: false).enumerated() {

@@ -9,10 +9,9 @@ public enum JobSettings {
     public static func load(environment: [String: String]) throws(ConfigurationError) -> JobWorkerConfiguration {
         var reader = EnvironmentReader(environment)
         var configuration = JobWorkerConfiguration()
-        configuration.concurrency = reader.integer("HERALD_JOB_CONCURRENCY", default: 64, range: 1...1_024)
-        configuration.lease = Double(reader.integer("HERALD_JOB_LEASE_SECONDS", default: 30, range: 5...3_600))
-        configuration.retention =
-            Double(reader.integer("HERALD_JOB_RETENTION_HOURS", default: 168, range: 1...87_600)) * 3_600
+        configuration.concurrency = reader.integer(.jobConcurrency) ?? 64
+        configuration.lease = Double(reader.integer(.jobLeaseSeconds) ?? 30)
+        configuration.retention = Double(reader.integer(.jobRetentionHours) ?? 168) * 3_600
         try reader.validate()
         return configuration
     }

@@ -33,64 +33,36 @@ public struct ServerConfiguration: Sendable, Equatable {
         overrides: [String: String] = [:]
     ) throws(ConfigurationError) -> ServerConfiguration {
         var merged = environment
-        if let host = overrides["host"] { merged["HOST"] = host }
-        if let port = overrides["port"] { merged["PORT"] = port }
-        if let url = overrides["database-url"] { merged["DATABASE_URL"] = url }
+        if let host = overrides["host"] { merged[Setting.host.name] = host }
+        if let port = overrides["port"] { merged[Setting.port.name] = port }
+        if let url = overrides["database-url"] { merged[Setting.databaseURL.name] = url }
 
         var reader = EnvironmentReader(merged)
         var configuration = ServerConfiguration()
-        configuration.host = reader.string("HOST") ?? configuration.host
-        configuration.port = reader.integer("PORT", default: configuration.port, range: 0...65_535)
+        configuration.host = reader.string(.host) ?? configuration.host
+        configuration.port = reader.integer(.port) ?? configuration.port
         configuration.logLevel = reader.choice(
-            "LOG_LEVEL",
+            .logLevel,
             default: configuration.logLevel,
             { LogLevel(name: $0) },
             allowed: LogLevel.allCases.map(\.description).joined(separator: ", ")
         )
         configuration.logFormat = reader.choice(
-            "LOG_FORMAT",
+            .logFormat,
             default: configuration.logFormat,
             { StreamLogHandler.Format(rawValue: $0.lowercased()) },
             allowed: "text, json"
         )
-        configuration.maxBodySize = reader.integer(
-            "HERALD_MAX_BODY_BYTES",
-            default: configuration.maxBodySize,
-            range: 4096...(64 << 20)
-        )
-        configuration.databaseStatementTimeout = .seconds(
-            reader.integer("HERALD_DB_STATEMENT_TIMEOUT", default: 30, range: 0...86_400)
-        )
-        configuration.databaseAcquireTimeout = .seconds(
-            reader.integer("HERALD_DB_ACQUIRE_TIMEOUT", default: 30, range: 1...600)
-        )
-        if let text = reader.string("HERALD_REQUEST_TIMEOUT") {
-            if let seconds = Int(text), (1...3_600).contains(seconds) {
-                configuration.requestTimeout = .seconds(seconds)
-            } else {
-                reader.report(
-                    "HERALD_REQUEST_TIMEOUT=\(text) is not valid: use a whole number of seconds from 1 to 3600 "
-                        + "(how long a client may take to send one request, headers and body; default 30)"
-                )
-            }
-        }
-        if let text = reader.string("HERALD_MAX_CONNECTIONS_PER_IP") {
-            if let limit = Int(text), (1...1_024).contains(limit) {
-                configuration.maxConnectionsPerIP = limit
-            } else {
-                reader.report(
-                    "HERALD_MAX_CONNECTIONS_PER_IP=\(text) is not valid: use a whole number from 1 to 1024 "
-                        + "(open connections per client address), or leave it unset for no limit"
-                )
-            }
-        }
-        if let url = reader.string("DATABASE_URL") {
+        configuration.maxBodySize = reader.integer(.maxBodyBytes) ?? configuration.maxBodySize
+        configuration.databaseStatementTimeout = .seconds(reader.integer(.databaseStatementTimeout) ?? 30)
+        configuration.databaseAcquireTimeout = .seconds(reader.integer(.databaseAcquireTimeout) ?? 30)
+        configuration.requestTimeout = .seconds(reader.integer(.requestTimeout) ?? 30)
+        configuration.maxConnectionsPerIP = reader.integer(.maxConnectionsPerIP)
+        if let url = reader.string(.databaseURL) {
             if url.hasPrefix("sqlite:") || url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
                 configuration.databaseURL = url
             } else {
-                reader.report(
-                    "DATABASE_URL is not valid: use sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE"
-                )
+                reader.report("DATABASE_URL is not valid: use \(Setting.databaseURL.accepted)")
             }
         }
         try reader.validate()

@@ -11,9 +11,10 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
 }
 
 /// Reads typed settings from an environment dictionary, collecting every problem instead of
-/// stopping at the first, so an operator fixes them all in one go.
+/// stopping at the first, so an operator fixes them all in one go. It reads only the variables of
+/// ``Setting/all``: each read names a ``Setting``, so no variable escapes the reference.
 public struct EnvironmentReader: Sendable {
-    public let environment: [String: String]
+    private let environment: [String: String]
     public private(set) var problems: [String] = []
 
     public init(_ environment: [String: String]) {
@@ -21,34 +22,48 @@ public struct EnvironmentReader: Sendable {
     }
 
     /// The trimmed value, or `nil` when unset or blank.
-    public func string(_ name: String) -> String? {
-        guard let value = environment[name]?.trimmingWhitespace(), !value.isEmpty else { return nil }
+    public func string(_ setting: Setting) -> String? {
+        guard let value = environment[setting.name]?.trimmingWhitespace(), !value.isEmpty else { return nil }
         return value
     }
 
-    public mutating func require(_ name: String, _ meaning: String) -> String? {
-        guard let value = string(name) else {
-            problems.append("\(name) is not set: set it to \(meaning)")
+    /// Whether the variable holds a value (blank counts as unset).
+    public func isSet(_ setting: Setting) -> Bool {
+        string(setting) != nil
+    }
+
+    public mutating func require(_ setting: Setting, _ meaning: String) -> String? {
+        guard let value = string(setting) else {
+            problems.append("\(setting.name) is not set: set it to \(meaning)")
             return nil
         }
         return value
     }
 
-    public mutating func integer(_ name: String, default fallback: Int, range: ClosedRange<Int>) -> Int {
-        guard let text = string(name) else { return fallback }
-        guard let value = Int(text), range.contains(value) else {
+    /// A whole number in ``Setting/range``; unset, the setting's default (`nil` when it has none).
+    public mutating func integer(_ setting: Setting) -> Int? {
+        let fallback = setting.defaultValue.flatMap { Int($0) }
+        guard let text = string(setting) else { return fallback }
+        guard let value = Int(text), setting.range.map({ $0.contains(value) }) ?? true else {
             problems.append(
-                "\(name)=\(text) is not valid: use a whole number from \(range.lowerBound) to \(range.upperBound)"
+                "\(setting.name)=\(text) is not valid: use \(setting.accepted) "
+                    + (setting.defaultValue.map { "(default \($0))" }
+                        ?? "(or leave it unset: \(setting.defaultDescription))")
             )
             return fallback
         }
         return value
     }
 
-    public mutating func choice<T>(_ name: String, default fallback: T, _ parse: (String) -> T?, allowed: String) -> T {
-        guard let text = string(name) else { return fallback }
+    public mutating func choice<T>(
+        _ setting: Setting,
+        default fallback: T,
+        _ parse: (String) -> T?,
+        allowed: String
+    ) -> T {
+        guard let text = string(setting) else { return fallback }
         guard let value = parse(text) else {
-            problems.append("\(name)=\(text) is not valid: use one of \(allowed)")
+            problems.append("\(setting.name)=\(text) is not valid: use one of \(allowed)")
             return fallback
         }
         return value

@@ -60,7 +60,7 @@ public final class APNSClientProvider: Sendable {
     ///
     /// - Parameters:
     ///   - app: a bundle ID, or `nil` for the first configured app.
-    ///   - environment: `nil` for the app's own (production for apps that serve both).
+    ///   - environment: `nil` for the app's default (``APNs/APNSAppConfiguration/defaultEnvironment``).
     /// - Throws: ``NotificationError``: unavailable when no app is configured, invalid for an unknown app or
     ///   an environment the app does not serve.
     public func resolve(
@@ -90,7 +90,7 @@ public final class APNSClientProvider: Sendable {
             }
             return (match, environment)
         }
-        return (first, first.environment ?? .production)
+        return (first, first.defaultEnvironment)
     }
 
     /// The shared client for `app` in `environment`, made on first use.

@@ -42,7 +42,7 @@ struct APNsContext {
 
     func environment(for app: APNSAppConfiguration, sandbox: Bool) -> APNSEnvironment {
         if sandbox { return .sandbox }
-        return app.environment ?? .production
+        return app.defaultEnvironment
     }
 
     /// A pool to `endpoint` with TLS settings for `app`'s credentials.

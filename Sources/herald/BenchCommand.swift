@@ -66,9 +66,9 @@ enum BenchCommand {
             for problem in error.problems { printError("herald bench: \(problem)") }
             return 2
         }
-        let credentialVariables = ["APNS_AUTH_KEY", "APNS_AUTH_KEY_FILE", "HERALD_APPS_FILE"]
+        let reader = EnvironmentReader(environment)
         let app: APNSAppConfiguration
-        if credentialVariables.contains(where: { environment[$0] != nil }) {
+        if [Setting.apnsAuthKey, .apnsAuthKeyFile, .appsFile].contains(where: { reader.isSet($0) }) {
             do {
                 app = try APNSAppConfiguration.load(environment: environment)[0]
             } catch {

@@ -71,7 +71,7 @@ enum JobsBenchCommand {
             return 0
         }
         let logger = Logger(label: "herald.jobs", level: .warning)
-        guard let url = parsed.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"] else {
+        guard let url = parsed.value("database-url") ?? Setting.databaseURL.processValue else {
             printError("herald jobs work: --database-url URL is required")
             return 2
         }
@@ -113,7 +113,7 @@ enum JobsBenchCommand {
                 print(spec.help, terminator: "")
                 return 0
             }
-            guard let url = parsed.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"] else {
+            guard let url = parsed.value("database-url") ?? Setting.databaseURL.processValue else {
                 throw UsageError("--database-url URL is required")
             }
             let sqlite = url.hasPrefix("sqlite:")

@@ -72,7 +72,7 @@ enum JobsCommand {
             printError("herald jobs \(action): unexpected argument '\(parsed.positionals[1])'")
             return 2
         }
-        let given = parsed.value("database-url") ?? ProcessInfo.processInfo.environment["DATABASE_URL"]
+        let given = parsed.value("database-url") ?? Setting.databaseURL.processValue
         let url: String
         switch existingDatabase(given ?? "sqlite:herald.sqlite", given: given != nil) {
         case .success(let existing): url = existing

@@ -17,13 +17,18 @@ enum ServeCommand {
     static let spec = CommandSpec(
         name: "herald serve",
         summary: "Run Herald's HTTP API. Settings come from the environment (README.md, Configuration).",
-        usage: "herald serve [--host HOST] [--port PORT] [--database-url URL] [--simulator "
+        usage: "herald serve [--host HOST] [--port PORT] [--database-url URL] [--simulator [--env-file FILE] "
             + "[--simulator-max-deliveries N] [--simulator-max-tokens N] [--simulator-max-faults N] "
             + "[--simulator-max-channels N]]",
         options: [
             .init(
                 "simulator",
                 help: "Send to an in-process APNs simulator with a generated key instead of Apple (docs/SIMULATOR.md)."
+            ),
+            .init(
+                "env-file",
+                value: "FILE",
+                help: "With --simulator: also write the variables herald send, channels and broadcast need to FILE."
             ),
             .init("host", value: "HOST", help: "Address to listen on (HOST; default 0.0.0.0)."),
             .init("port", value: "PORT", help: "Port to listen on (PORT; default 3000)."),
@@ -52,8 +57,11 @@ enum ServeCommand {
         ]
     )
 
-    /// The variables that turn on APNs (and with it the relay).
-    static let credentialVariables = ["APNS_AUTH_KEY", "APNS_AUTH_KEY_FILE", "APNS_KEY_ID", "APPLE_TEAM_ID", "TOPIC"]
+    /// Whether `environment` configures an APNs app (and with it the relay).
+    static func configuresAPNs(_ environment: [String: String]) -> Bool {
+        let reader = EnvironmentReader(environment)
+        return (APNSAppConfiguration.singleAppSettings + [.appsFile]).contains { reader.isSet($0) }
+    }
 
     static func run(_ arguments: [String], relayRequired: Bool = false) async -> Int32 {
         let name = relayRequired ? "herald relay" : "herald serve"
@@ -66,7 +74,7 @@ enum ServeCommand {
             return 2
         }
         if parsed.wantsHelp {
-            print(commandSpec.help, terminator: "")
+            print(commandSpec.help + (relayRequired ? "" : SettingsReference.helpSection), terminator: "")
             return 0
         }
         if let extra = parsed.positionals.first {
@@ -96,6 +104,9 @@ enum ServeCommand {
             problems += error.problems
         }
         let useSimulator = parsed.flag("simulator")
+        if parsed.value("env-file") != nil, !useSimulator {
+            problems.append("--env-file goes with --simulator: add --simulator, or drop --env-file")
+        }
         var simulatorBounds = APNSSimulator.Configuration()
         do throws(UsageError) {
             try APNSSimulatorCommandLine.applyBounds(parsed, prefix: "simulator-", to: &simulatorBounds)
@@ -105,9 +116,7 @@ enum ServeCommand {
         var apns: APNsSettings?
         if useSimulator {
             // The simulator stands in for Apple: no credentials are read.
-        } else if relayRequired || credentialVariables.contains(where: { environment[$0] != nil })
-            || environment["HERALD_APPS_FILE"] != nil
-        {
+        } else if relayRequired || configuresAPNs(environment) {
             do {
                 apns = try APNsSettings.load(environment: environment, relayRequired: relayRequired)
             } catch {
@@ -128,7 +137,11 @@ enum ServeCommand {
         var simulator: DemoSimulator?
         if useSimulator {
             do {
-                var demo = try DemoSimulator(topic: environment["TOPIC"], bounds: simulatorBounds, logger: logger)
+                var demo = try DemoSimulator(
+                    topic: EnvironmentReader(environment).string(.topic),
+                    bounds: simulatorBounds,
+                    logger: logger
+                )
                 if apiKeys.isEmpty {
                     // A key for this session, printed once at start-up (to the terminal, not the log).
                     let key = DemoSimulator.generateAPIKey()
@@ -137,11 +150,18 @@ enum ServeCommand {
                 }
                 simulator = demo
                 apns = demo.settings
+                if let path = parsed.value("env-file") { try demo.exports.write(to: path) }
+            } catch let error as SimulatorExportError {
+                simulator?.removeFiles()
+                printError("\(name): \(error)")
+                return 2
             } catch {
+                simulator?.removeFiles()
                 logger.error("cannot start the APNs simulator", metadata: ["error": .string("\(error)")])
                 return 1
             }
         }
+        defer { simulator?.removeFiles() }
         do {
             try await serve(
                 configuration,
@@ -341,12 +361,12 @@ struct APNsSettings {
         if relayRequired {
             // The relay's contract (RELAY.md, Configuration): exactly the seed service's variables.
             var reader = EnvironmentReader(environment)
-            if reader.string("APNS_AUTH_KEY") == nil && reader.string("APNS_AUTH_KEY_FILE") == nil {
+            if !reader.isSet(.apnsAuthKey) && !reader.isSet(.apnsAuthKeyFile) {
                 reader.report("APNS_AUTH_KEY is not set: set it to the contents of your .p8 key (PEM, newlines kept)")
             }
-            _ = reader.require("APNS_KEY_ID", "the 10-character key id of that .p8 key")
-            _ = reader.require("APPLE_TEAM_ID", "your 10-character Apple team id")
-            _ = reader.require("TOPIC", "the iOS app's bundle id, e.g. org.example.app")
+            _ = reader.require(.apnsKeyID, "the 10-character key id of that .p8 key")
+            _ = reader.require(.appleTeamID, "your 10-character Apple team id")
+            _ = reader.require(.topic, "the iOS app's bundle id, e.g. org.example.app")
             problems += reader.problems
         }
         var apps: [APNSAppConfiguration] = []
@@ -364,7 +384,7 @@ struct APNsSettings {
             problems += error.problems
         }
         if !problems.isEmpty { throw ConfigurationError(problems: problems) }
-        let topic = environment["TOPIC"]?.trimmingCharacters(in: .whitespaces)
+        let topic = EnvironmentReader(environment).string(.topic)
         let relayApp = apps.first { $0.bundleID == topic } ?? apps[0]
         return APNsSettings(apps: apps, endpoints: endpoints, relayApp: relayApp)
     }
@@ -411,79 +431,5 @@ struct APNsReadiness: ReadinessCheck {
         var description: String {
             "cannot connect to \(endpoints.joined(separator: ", "))" + (reason.map { ": \($0)" } ?? "")
         }
-    }
-}
-
-/// `herald serve --simulator`: an APNs simulator in this process, on a free port, trusting a key
-/// generated at start-up, with Herald's APNs client pointed at it. Nothing reaches Apple.
-struct DemoSimulator {
-    let simulator: APNSSimulator
-    let settings: APNsSettings
-    let logger: Logger
-    /// The `/v1` key generated for this session when `HERALD_API_KEYS` is unset.
-    var sessionAPIKey: String?
-
-    /// 32 random bytes, hex.
-    static func generateAPIKey() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
-    }
-
-    /// - Parameter bounds: its registry bounds (the rest of it is ignored).
-    init(topic: String?, bounds: APNSSimulator.Configuration = .init(), logger: Logger) throws {
-        let key = try APNSSigningKey(keyID: "SIMULATED1", teamID: "SIMTEAM001", privateKey: P256PrivateKey())
-        let bundleID = topic.flatMap { $0.isEmpty ? nil : $0 } ?? "com.example.app"
-        var configuration = APNSSimulator.Configuration()
-        configuration.port = 0
-        configuration.keys = [APNSSimulatorKey(keyID: key.keyID, publicKey: key.privateKey.publicKey)]
-        configuration.teamID = key.teamID
-        configuration.topics = [bundleID]
-        configuration.logger = Logger(label: "herald.simulator")
-        configuration.deliveryCapacity = bounds.deliveryCapacity
-        configuration.tokenLimit = bounds.tokenLimit
-        configuration.faultLimit = bounds.faultLimit
-        configuration.totalChannelLimit = bounds.totalChannelLimit
-        simulator = try APNSSimulator(configuration: configuration)
-        var endpoints = APNSEndpoints()
-        endpoints.production = simulator.endpoint
-        endpoints.sandbox = simulator.endpoint
-        endpoints.managementProduction = simulator.endpoint
-        endpoints.managementSandbox = simulator.endpoint
-        endpoints.caFile = simulator.caFile
-        let app = APNSAppConfiguration(bundleID: bundleID, credentials: .token(key))
-        settings = APNsSettings(apps: [app], endpoints: endpoints, relayApp: app)
-        self.logger = logger
-    }
-
-    /// Tells a newcomer what runs where.
-    func announce(port: Int, host: String) {
-        let base = "http://\(host == "0.0.0.0" ? "localhost" : host):\(port)"
-        if let key = sessionAPIKey {
-            // Printed once to the terminal, never logged: the key is a secret.
-            let token = String(repeating: "ab", count: 32)
-            let text = """
-                HERALD_API_KEYS is unset: this session's API key for /v1 and /simulator is
-                  \(key)
-                Try:
-                  curl -s -X POST \(base)/v1/notifications -H 'Authorization: Bearer \(key)' \\
-                    -H 'Content-Type: application/json' \\
-                    -d '{"tokens":["\(token)"],"payload":{"aps":{"alert":"Hello"}}}'
-                  curl -s \(base)/simulator/deliveries -H 'Authorization: Bearer \(key)'
-
-                """
-            FileHandle.standardOutput.write(Data(text.utf8))
-        }
-        logger.notice(
-            "APNs simulator mode: nothing is sent to Apple",
-            metadata: [
-                "simulator": .string(simulator.url),
-                "ca_file": .string(simulator.caFile ?? "-"),
-                "topic": .string(settings.relayApp.bundleID),
-                "deliveries": .string("\(base)/simulator/deliveries (Authorization: Bearer <API key>)"),
-                "try": .string(
-                    "curl -X POST -H 'Content-Encoding: aes128gcm' --data-binary x \(base)/push/\(String(repeating: "ab", count: 32))/1"
-                ),
-            ]
-        )
     }
 }

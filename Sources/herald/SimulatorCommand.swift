@@ -7,11 +7,26 @@ import HeraldCrypto
 /// `herald simulator`: a validating APNs-compatible server with a JSON control API, until
 /// SIGINT/SIGTERM. See docs/SIMULATOR.md.
 enum SimulatorCommand {
+    /// The simulator's options, plus `--env-file` (the library's spec knows no herald command).
+    static var spec: CommandSpec {
+        var spec = APNSSimulatorCommandLine.spec
+        spec.usage += " [--env-file FILE]"
+        spec.options.append(
+            .init(
+                "env-file",
+                value: "FILE",
+                help: "Also write the variables herald send, channels and broadcast need to FILE (NAME=value lines)."
+            )
+        )
+        return spec
+    }
+
     static func run(_ arguments: [String]) async -> Int32 {
-        let spec = APNSSimulatorCommandLine.spec
         let options: APNSSimulatorCommandLine.Options
+        let environmentFile: String?
         do throws(UsageError) {
             let parsed = try spec.parse(arguments)
+            environmentFile = parsed.value("env-file")
             if parsed.wantsHelp {
                 print(spec.help, terminator: "")
                 return 0
@@ -22,9 +37,8 @@ enum SimulatorCommand {
             return 2
         }
 
-        let environment = ProcessInfo.processInfo.environment
-        let level = environment["LOG_LEVEL"].flatMap(LogLevel.init(name:)) ?? .info
-        let format = environment["LOG_FORMAT"].flatMap(StreamLogHandler.Format.init(rawValue:)) ?? .text
+        let level = Setting.logLevel.processValue.flatMap(LogLevel.init(name:)) ?? .info
+        let format = Setting.logFormat.processValue.flatMap(StreamLogHandler.Format.init(rawValue:)) ?? .text
         LoggingSystem.bootstrap(level: level, handler: StreamLogHandler(format: format))
         let logger = Logger(label: "herald.simulator")
         var configuration = options.configuration
@@ -59,8 +73,12 @@ enum SimulatorCommand {
                 tasks.addTask { try await group.run() }
                 tasks.addTask {
                     let controlURL = try await simulator.controlURL()
+                    let exports = exports(simulator, options: options, keyFile: keyFile)
+                    if let environmentFile { try exports.write(to: environmentFile) }
                     // Written at once (not buffered like print) so that a pipe or a log sees it now.
-                    let text = banner(simulator, options: options, keyFile: keyFile, controlURL: controlURL)
+                    var text = banner(simulator, options: options, keyFile: keyFile, controlURL: controlURL)
+                    text += "\n\n" + exports.shellBlock
+                    if let environmentFile { text += "\n# (also written to \(environmentFile))" }
                     FileHandle.standardOutput.write(Data((text + "\n").utf8))
                 }
                 try await tasks.waitForAll()
@@ -70,6 +88,24 @@ enum SimulatorCommand {
             return 1
         }
         return 0
+    }
+
+    /// What `herald send`, `herald channels` and `herald broadcast` need to reach `simulator`.
+    static func exports(
+        _ simulator: APNSSimulator,
+        options: APNSSimulatorCommandLine.Options,
+        keyFile: String?
+    ) -> SimulatorExports {
+        let configuration = simulator.configuration
+        let key = configuration.keys.first
+        return SimulatorExports(
+            url: simulator.url,
+            caFile: simulator.caFile,
+            keyFile: options.generatedKey == nil ? nil : keyFile,
+            keyID: options.generatedKey?.keyID ?? key?.keyID,
+            teamID: options.generatedKey?.teamID ?? key?.teamID ?? configuration.teamID,
+            topic: configuration.topics.first ?? "com.example.app"
+        )
     }
 
     /// What a newcomer needs: where to send, what to trust, which key signs, how to look.

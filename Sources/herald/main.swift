@@ -15,7 +15,8 @@ enum Herald {
         Usage: herald <command> [options]
 
         Commands:
-          serve      Run the HTTP API (configuration from the environment; see README.md).
+          serve      Run the HTTP API (configuration from the environment; `herald serve --help` lists it).
+          config     Check the configuration and print it, secrets redacted (docs/CONFIGURATION.md).
           relay      Run the Mastodon WebPush → APNs relay (APNS_AUTH_KEY, APNS_KEY_ID, APPLE_TEAM_ID, TOPIC).
           send       Send one push to one device and print APNs' answer.
           channels   Create, read, list and delete broadcast channels.
@@ -47,6 +48,8 @@ enum Herald {
             return 0
         case "serve":
             return await ServeCommand.run(arguments)
+        case "config":
+            return ConfigCommand.run(arguments)
         case "relay":
             return await ServeCommand.run(arguments, relayRequired: true)
         case "send":

@@ -29,6 +29,19 @@ import Testing
         "TOPIC": Fixtures.bundleID,
     ]
 
+    /// `APNS_ENVIRONMENT` chooses where a push naming no environment goes; the app still serves both.
+    @Test func apnsEnvironmentIsTheDefaultEnvironment() throws {
+        let unset = try APNSAppConfiguration.load(environment: singleApp, readFile: reader([:]))
+        #expect(unset[0].defaultEnvironment == .production)
+        var environment = singleApp
+        environment["APNS_ENVIRONMENT"] = "sandbox"
+        let sandbox = try APNSAppConfiguration.load(environment: environment, readFile: reader([:]))
+        #expect(sandbox[0].defaultEnvironment == .sandbox)
+        #expect(sandbox[0].serves(.production) && sandbox[0].serves(.sandbox))
+        environment["APNS_ENVIRONMENT"] = "staging"
+        #expect(problems(environment) == ["APNS_ENVIRONMENT=staging is not valid: use one of production, sandbox"])
+    }
+
     @Test func singleAppFromVariables() throws {
         let apps = try APNSAppConfiguration.load(environment: singleApp, readFile: reader([:]))
         #expect(apps.count == 1)

@@ -32,9 +32,8 @@ extension APNSAppConfiguration {
     ) throws(ConfigurationError) -> [APNSAppConfiguration] {
         var reader = EnvironmentReader(environment)
         var apps: [APNSAppConfiguration] = []
-        let singleAppVariables = ["APNS_AUTH_KEY", "APNS_AUTH_KEY_FILE", "APNS_KEY_ID", "APPLE_TEAM_ID", "TOPIC"]
-        let appsFile = reader.string("HERALD_APPS_FILE")
-        if appsFile == nil || singleAppVariables.contains(where: { reader.string($0) != nil }) {
+        let appsFile = reader.string(.appsFile)
+        if appsFile == nil || singleAppSettings.contains(where: { reader.isSet($0) }) {
             if let app = loadSingleApp(&reader, readFile: readFile, appsFileSet: appsFile != nil) {
                 apps.append(app)
             }
@@ -44,6 +43,13 @@ extension APNSAppConfiguration {
             apps += loadAppsFile(path: appsFile, readFile: readFile, problems: &problems)
             problems.forEach { reader.report($0) }
         }
+        let preferred = reader.choice(
+            .apnsEnvironment,
+            default: APNSEnvironment.production,
+            { APNSEnvironment(name: $0) },
+            allowed: "production, sandbox"
+        )
+        for index in apps.indices { apps[index].preferredEnvironment = preferred }
         for (index, app) in apps.enumerated() {
             let clash = apps[..<index].contains {
                 $0.bundleID == app.bundleID
@@ -62,6 +68,9 @@ extension APNSAppConfiguration {
 
     // MARK: Single app
 
+    /// The variables of the app configured without an apps file; setting any of them asks for it.
+    public static let singleAppSettings: [Setting] = [.apnsAuthKey, .apnsAuthKeyFile, .apnsKeyID, .appleTeamID, .topic]
+
     private static func loadSingleApp(
         _ reader: inout EnvironmentReader,
         readFile: (String) throws -> String,
@@ -69,7 +78,7 @@ extension APNSAppConfiguration {
     ) -> APNSAppConfiguration? {
         let orAppsFile = appsFileSet ? "" : " (or set HERALD_APPS_FILE to an apps file)"
         var pem: String?
-        switch (reader.string("APNS_AUTH_KEY"), reader.string("APNS_AUTH_KEY_FILE")) {
+        switch (reader.string(.apnsAuthKey), reader.string(.apnsAuthKeyFile)) {
         case (.some, .some):
             reader.report("APNS_AUTH_KEY and APNS_AUTH_KEY_FILE are both set: keep only one")
         case (.some(let text), nil):
@@ -86,12 +95,12 @@ extension APNSAppConfiguration {
                     + orAppsFile
             )
         }
-        let keyID = reader.require("APNS_KEY_ID", "the 10-character Key ID of the .p8 key" + orAppsFile)
+        let keyID = reader.require(.apnsKeyID, "the 10-character Key ID of the .p8 key" + orAppsFile)
         let teamID = reader.require(
-            "APPLE_TEAM_ID",
+            .appleTeamID,
             "the 10-character Team ID of the Apple developer account" + orAppsFile
         )
-        let topic = reader.require("TOPIC", "the app's bundle ID, e.g. com.example.app" + orAppsFile)
+        let topic = reader.require(.topic, "the app's bundle ID, e.g. com.example.app" + orAppsFile)
         var problems: [String] = []
         let key = makeKey(
             pem: pem.map(unescapeNewlines),

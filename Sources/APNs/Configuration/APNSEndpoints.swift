@@ -41,21 +41,21 @@ public struct APNSEndpoints: Sendable, Hashable {
     ) throws(ConfigurationError) -> APNSEndpoints {
         var reader = EnvironmentReader(environment)
         var endpoints = APNSEndpoints()
-        func read(_ name: String, into endpoint: inout APNSEndpoint) {
-            guard let text = reader.string(name) else { return }
+        func read(_ setting: Setting, into endpoint: inout APNSEndpoint) {
+            guard let text = reader.string(setting) else { return }
             if let parsed = APNSEndpoint(url: text) {
                 endpoint = parsed
             } else {
                 reader.report(
-                    "\(name)=\(text) is not valid: use https://HOST[:PORT] (http:// for a cleartext simulator)"
+                    "\(setting.name)=\(text) is not valid: use https://HOST[:PORT] (http:// for a cleartext simulator)"
                 )
             }
         }
-        read("APNS_PRODUCTION_URL", into: &endpoints.production)
-        read("APNS_SANDBOX_URL", into: &endpoints.sandbox)
-        read("APNS_MANAGEMENT_PRODUCTION_URL", into: &endpoints.managementProduction)
-        read("APNS_MANAGEMENT_SANDBOX_URL", into: &endpoints.managementSandbox)
-        if let path = reader.string("APNS_CA_FILE") {
+        read(.apnsProductionURL, into: &endpoints.production)
+        read(.apnsSandboxURL, into: &endpoints.sandbox)
+        read(.apnsManagementProductionURL, into: &endpoints.managementProduction)
+        read(.apnsManagementSandboxURL, into: &endpoints.managementSandbox)
+        if let path = reader.string(.apnsCAFile) {
             if fileExists(path) {
                 endpoints.caFile = path
             } else {

@@ -1,0 +1,265 @@
+// Every environment variable Herald reads (DESIGN.md, Configuration). The names are a public
+// contract: add new ones, do not rename these.
+extension Setting {
+    /// Every setting, in the order of the reference (docs/CONFIGURATION.md).
+    public static let all: [Setting] = [
+        host, port, maxBodyBytes, requestTimeout, maxConnectionsPerIP,
+        logLevel, logFormat,
+        databaseURL, databaseStatementTimeout, databaseAcquireTimeout,
+        apiKeys,
+        apnsAuthKey, apnsAuthKeyFile, apnsKeyID, appleTeamID, topic, apnsEnvironment, appsFile,
+        apnsProductionURL, apnsSandboxURL, apnsManagementProductionURL, apnsManagementSandboxURL, apnsCAFile,
+        jobConcurrency, jobLeaseSeconds, jobRetentionHours,
+    ]
+
+    /// The setting called `name`, if Herald reads one.
+    public static func named(_ name: String) -> Setting? {
+        all.first { $0.name == name }
+    }
+
+    // MARK: HTTP server
+
+    public static let host = Setting(
+        "HOST",
+        group: .server,
+        meaning: "The address the HTTP API listens on.",
+        default: "0.0.0.0",
+        example: "127.0.0.1",
+        accepted: "an IPv4 or IPv6 address or a host name",
+        flag: "--host"
+    )
+    public static let port = Setting(
+        "PORT",
+        group: .server,
+        meaning: "The port the HTTP API listens on (0 picks a free one).",
+        default: "3000",
+        example: "8080",
+        accepted: "a whole number from 0 to 65535",
+        range: 0...65_535,
+        flag: "--port"
+    )
+    public static let maxBodyBytes = Setting.integer(
+        "HERALD_MAX_BODY_BYTES",
+        group: .server,
+        meaning: "The largest request body /v1 and the relay accept, in bytes (POST /v1/notifications "
+            + "sets its own, larger limit).",
+        default: 1 << 20,
+        example: 2 << 20,
+        range: 4096...(64 << 20)
+    )
+    public static let requestTimeout = Setting.integer(
+        "HERALD_REQUEST_TIMEOUT",
+        group: .server,
+        meaning: "How long a client may take to send one request, headers and body, in seconds.",
+        default: 30,
+        example: 10,
+        range: 1...3_600,
+        unit: "seconds"
+    )
+    public static let maxConnectionsPerIP = Setting.integer(
+        "HERALD_MAX_CONNECTIONS_PER_IP",
+        group: .server,
+        meaning: "Open connections at most per client address.",
+        default: nil,
+        whenUnset: "no limit",
+        example: 64,
+        range: 1...1_024
+    )
+
+    // MARK: Logging
+
+    public static let logLevel = Setting(
+        "LOG_LEVEL",
+        group: .logging,
+        meaning: "The least severe log level written.",
+        default: "info",
+        example: "debug",
+        accepted: "trace, debug, info, notice, warning, error or critical"
+    )
+    public static let logFormat = Setting(
+        "LOG_FORMAT",
+        group: .logging,
+        meaning: "How log lines are written: text for people, json for log collectors.",
+        default: "text",
+        example: "json",
+        accepted: "text or json"
+    )
+
+    // MARK: Database
+
+    public static let databaseURL = Setting(
+        "DATABASE_URL",
+        group: .database,
+        meaning: "Where Herald keeps notifications, jobs and idempotency keys: an SQLite file for one instance, "
+            + "PostgreSQL for several sharing one database.",
+        default: "sqlite:herald.sqlite",
+        example: "postgres://herald:secret@db.internal:5432/herald",
+        secrecy: .urlPassword,
+        accepted: "sqlite:PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE",
+        flag: "--database-url"
+    )
+    public static let databaseStatementTimeout = Setting.integer(
+        "HERALD_DB_STATEMENT_TIMEOUT",
+        group: .database,
+        meaning: "PostgreSQL's statement timeout in seconds (0 turns it off).",
+        default: 30,
+        example: 10,
+        range: 0...86_400,
+        unit: "seconds"
+    )
+    public static let databaseAcquireTimeout = Setting.integer(
+        "HERALD_DB_ACQUIRE_TIMEOUT",
+        group: .database,
+        meaning: "How long a request waits for a pooled PostgreSQL connection before answering 503, in seconds.",
+        default: 30,
+        example: 5,
+        range: 1...600,
+        unit: "seconds"
+    )
+
+    // MARK: API keys
+
+    public static let apiKeys = Setting(
+        "HERALD_API_KEYS",
+        group: .apiKeys,
+        meaning: "The keys /v1 accepts as Authorization: Bearer <key>, comma-separated.",
+        whenUnset: "/v1 answers 401 to every request",
+        example: "k1-0123456789abcdef0123456789abcdef,k2-fedcba9876543210fedcba9876543210",
+        secrecy: .whole,
+        accepted: "16 to 512 printable ASCII characters per key, no spaces (e.g. from `openssl rand -hex 32`)"
+    )
+
+    // MARK: APNs
+
+    public static let apnsAuthKey = Setting(
+        "APNS_AUTH_KEY",
+        group: .apns,
+        meaning: "The contents of the app's .p8 token key (PEM, newlines kept or written as \\n); "
+            + "or use APNS_AUTH_KEY_FILE.",
+        whenUnset: "no APNs app from variables",
+        example: "-----BEGIN PRIVATE KEY-----\\nMIGTAgEAMBMG…\\n-----END PRIVATE KEY-----",
+        secrecy: .whole,
+        accepted: "a P-256 private key in PEM form (the whole AuthKey_KEYID.p8 file)"
+    )
+    public static let apnsAuthKeyFile = Setting(
+        "APNS_AUTH_KEY_FILE",
+        group: .apns,
+        meaning: "The path of the app's .p8 token key; or use APNS_AUTH_KEY.",
+        whenUnset: "no APNs app from variables",
+        example: "/etc/herald/AuthKey_ABC123DEFG.p8",
+        accepted: "the path of a readable .p8 file"
+    )
+    public static let apnsKeyID = Setting(
+        "APNS_KEY_ID",
+        group: .apns,
+        meaning: "The Key ID of that .p8 key.",
+        whenUnset: "required with APNS_AUTH_KEY or APNS_AUTH_KEY_FILE",
+        example: "ABC123DEFG",
+        accepted: "10 capital letters and digits"
+    )
+    public static let appleTeamID = Setting(
+        "APPLE_TEAM_ID",
+        group: .apns,
+        meaning: "The Team ID of the Apple developer account that owns the key.",
+        whenUnset: "required with APNS_AUTH_KEY or APNS_AUTH_KEY_FILE",
+        example: "DEF123GHIJ",
+        accepted: "10 capital letters and digits"
+    )
+    public static let topic = Setting(
+        "TOPIC",
+        group: .apns,
+        meaning: "The app's bundle ID: the default app, and the app the relay pushes to.",
+        whenUnset: "required with APNS_AUTH_KEY or APNS_AUTH_KEY_FILE",
+        example: "com.example.app",
+        accepted: "a bundle ID: letters, digits, '.', '-' and '_'"
+    )
+    public static let apnsEnvironment = Setting(
+        "APNS_ENVIRONMENT",
+        group: .apns,
+        meaning: "Where a push that names no environment goes, for every app that serves both: sandbox for "
+            + "development builds, production for TestFlight and App Store builds.",
+        default: "production",
+        example: "sandbox",
+        accepted: "production or sandbox"
+    )
+    public static let appsFile = Setting(
+        "HERALD_APPS_FILE",
+        group: .apns,
+        meaning: "A JSON file describing several apps and their credentials, in addition to the app of the "
+            + "variables above.",
+        whenUnset: "only the app of the variables above",
+        example: "/etc/herald/apps.json",
+        accepted: "the path of a readable JSON file: {\"apps\": [{\"bundle_id\": …, \"key_file\": …, …}]}"
+    )
+    public static let apnsProductionURL = Setting(
+        "APNS_PRODUCTION_URL",
+        group: .apns,
+        meaning: "Where production device pushes and broadcasts go (point it at a simulator to test).",
+        default: "https://api.push.apple.com",
+        example: "https://127.0.0.1:8443",
+        accepted: "https://HOST[:PORT] (http:// for a cleartext simulator)"
+    )
+    public static let apnsSandboxURL = Setting(
+        "APNS_SANDBOX_URL",
+        group: .apns,
+        meaning: "Where sandbox (development) device pushes and broadcasts go.",
+        default: "https://api.sandbox.push.apple.com",
+        example: "https://127.0.0.1:8443",
+        accepted: "https://HOST[:PORT] (http:// for a cleartext simulator)"
+    )
+    public static let apnsManagementProductionURL = Setting(
+        "APNS_MANAGEMENT_PRODUCTION_URL",
+        group: .apns,
+        meaning: "Where production broadcast channels are created, listed and deleted.",
+        default: "https://api-manage-broadcast.push.apple.com:2196",
+        example: "https://127.0.0.1:8443",
+        accepted: "https://HOST[:PORT] (http:// for a cleartext simulator)"
+    )
+    public static let apnsManagementSandboxURL = Setting(
+        "APNS_MANAGEMENT_SANDBOX_URL",
+        group: .apns,
+        meaning: "Where sandbox broadcast channels are created, listed and deleted.",
+        default: "https://api-manage-broadcast.sandbox.push.apple.com:2195",
+        example: "https://127.0.0.1:8443",
+        accepted: "https://HOST[:PORT] (http:// for a cleartext simulator)"
+    )
+    public static let apnsCAFile = Setting(
+        "APNS_CA_FILE",
+        group: .apns,
+        meaning: "Extra root certificates (PEM) to trust for APNs connections, added to the system store "
+            + "(a simulator's certificate).",
+        whenUnset: "the system store only",
+        example: "/tmp/herald-apns-simulator-8443.pem",
+        accepted: "the path of a PEM file"
+    )
+
+    // MARK: Jobs
+
+    public static let jobConcurrency = Setting.integer(
+        "HERALD_JOB_CONCURRENCY",
+        group: .jobs,
+        meaning: "How many durable jobs (scheduled sends, retries, clean-ups) one instance runs at once.",
+        default: 64,
+        example: 128,
+        range: 1...1_024
+    )
+    public static let jobLeaseSeconds = Setting.integer(
+        "HERALD_JOB_LEASE_SECONDS",
+        group: .jobs,
+        meaning: "How long a claimed job is held before another instance may take it over, in seconds "
+            + "(renewed while it runs).",
+        default: 30,
+        example: 60,
+        range: 5...3_600,
+        unit: "seconds"
+    )
+    public static let jobRetentionHours = Setting.integer(
+        "HERALD_JOB_RETENTION_HOURS",
+        group: .jobs,
+        meaning: "How long finished jobs and notifications are kept, in hours.",
+        default: 168,
+        example: 720,
+        range: 1...87_600,
+        unit: "hours"
+    )
+}

@@ -1,0 +1,131 @@
+import APNs
+import APNsSimulator
+import Foundation
+import HeraldCore
+import HeraldCrypto
+
+/// `herald serve --simulator`: an APNs simulator in this process, on a free port, trusting a key
+/// generated at start-up, with Herald's APNs client pointed at it. Nothing reaches Apple.
+struct DemoSimulator {
+    let simulator: APNSSimulator
+    let settings: APNsSettings
+    let logger: Logger
+    /// The generated key's `.p8`, readable by this user only, for `herald send` and the like;
+    /// removed by ``removeFiles()``.
+    let keyFile: String
+    /// The `/v1` key generated for this session when `HERALD_API_KEYS` is unset.
+    var sessionAPIKey: String?
+
+    /// 32 random bytes, hex.
+    static func generateAPIKey() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    /// - Parameter bounds: its registry bounds (the rest of it is ignored).
+    init(topic: String?, bounds: APNSSimulator.Configuration = .init(), logger: Logger) throws {
+        let key = try APNSSigningKey(keyID: "SIMULATED1", teamID: "SIMTEAM001", privateKey: P256PrivateKey())
+        let bundleID = topic.flatMap { $0.isEmpty ? nil : $0 } ?? "com.example.app"
+        var configuration = APNSSimulator.Configuration()
+        configuration.port = 0
+        configuration.keys = [APNSSimulatorKey(keyID: key.keyID, publicKey: key.privateKey.publicKey)]
+        configuration.teamID = key.teamID
+        configuration.topics = [bundleID]
+        configuration.logger = Logger(label: "herald.simulator")
+        configuration.deliveryCapacity = bounds.deliveryCapacity
+        configuration.tokenLimit = bounds.tokenLimit
+        configuration.faultLimit = bounds.faultLimit
+        configuration.totalChannelLimit = bounds.totalChannelLimit
+        simulator = try APNSSimulator(configuration: configuration)
+        var endpoints = APNSEndpoints()
+        endpoints.production = simulator.endpoint
+        endpoints.sandbox = simulator.endpoint
+        endpoints.managementProduction = simulator.endpoint
+        endpoints.managementSandbox = simulator.endpoint
+        endpoints.caFile = simulator.caFile
+        let app = APNSAppConfiguration(bundleID: bundleID, credentials: .token(key))
+        settings = APNsSettings(apps: [app], endpoints: endpoints, relayApp: app)
+        self.logger = logger
+        keyFile =
+            FileManager.default.temporaryDirectory
+            .appendingPathComponent("herald-serve-simulator-\(simulator.port)-AuthKey_\(key.keyID).p8").path
+        guard
+            FileManager.default.createFile(
+                atPath: keyFile,
+                contents: Data(key.privateKey.pemRepresentation.utf8),
+                attributes: [.posixPermissions: 0o600]
+            )
+        else {
+            throw SimulatorExportError(path: keyFile)
+        }
+    }
+
+    /// What `herald send`, `herald channels` and `herald broadcast` need to reach this simulator.
+    var exports: SimulatorExports {
+        var exports = SimulatorExports(
+            url: simulator.url,
+            caFile: simulator.caFile,
+            keyFile: keyFile,
+            keyID: "SIMULATED1",
+            teamID: "SIMTEAM001",
+            topic: settings.relayApp.bundleID
+        )
+        if let sessionAPIKey {
+            // In the shell that evaluates the block, the next `herald serve` keeps this key.
+            exports.values.append((.apiKeys, sessionAPIKey))
+        }
+        return exports
+    }
+
+    /// Removes the key file written at start-up.
+    func removeFiles() {
+        try? FileManager.default.removeItem(atPath: keyFile)
+    }
+
+    /// Tells a newcomer what runs where: the API key, the variables for the other commands, a first
+    /// request. Written to the terminal (standard output), never to the log: it holds secrets.
+    func announce(port: Int, host: String) {
+        let base = "http://\(host == "0.0.0.0" ? "localhost" : host):\(port)"
+        var text: String
+        let key: String
+        if let sessionAPIKey {
+            key = sessionAPIKey
+            text = """
+                HERALD_API_KEYS is unset: this session's API key for /v1 and /simulator is
+                  \(sessionAPIKey)
+                It changes at every start; set HERALD_API_KEYS (the export below does) to keep one.
+
+                """
+        } else {
+            key = "<a key of HERALD_API_KEYS>"
+            text = """
+                HERALD_API_KEYS is set: /v1 and /simulator take its keys, and they stay the same across restarts.
+
+                """
+        }
+        let token = String(repeating: "ab", count: 32)
+        text += exports.shellBlock + "\n\n"
+        text += """
+            Try:
+              curl -s -X POST \(base)/v1/notifications -H 'Authorization: Bearer \(key)' \\
+                -H 'Content-Type: application/json' \\
+                -d '{"tokens":["\(token)"],"payload":{"aps":{"alert":"Hello"}}}'
+              curl -s \(base)/simulator/deliveries -H 'Authorization: Bearer \(key)'
+              herald send --token \(token) --alert Hello   (after the exports above)
+
+            """
+        FileHandle.standardOutput.write(Data(text.utf8))
+        logger.notice(
+            "APNs simulator mode: nothing is sent to Apple",
+            metadata: [
+                "simulator": .string(simulator.url),
+                "ca_file": .string(simulator.caFile ?? "-"),
+                "topic": .string(settings.relayApp.bundleID),
+                "deliveries": .string("\(base)/simulator/deliveries (Authorization: Bearer <API key>)"),
+                "try": .string(
+                    "curl -X POST -H 'Content-Encoding: aes128gcm' --data-binary x \(base)/push/\(String(repeating: "ab", count: 32))/1"
+                ),
+            ]
+        )
+    }
+}
