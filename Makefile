@@ -1,7 +1,7 @@
 # The two commands a newcomer needs (README.md): `make run` and `make test`.
 SWIFT ?= swift
 
-.PHONY: run test build release lint format bench-http clean fuzz
+.PHONY: run test build release install lint format bench-http clean fuzz
 
 run: release
 	@scripts/run.sh
@@ -16,6 +16,17 @@ build:
 release:
 	@scripts/bootstrap.sh
 	$(SWIFT) build -c release --product herald
+
+# `make install` (as root, or with DESTDIR): builds the release executable and installs it as
+# $(DESTDIR)$(PREFIX)/bin/herald. CONFIG=debug installs the debug build (scripts/test.sh does).
+PREFIX ?= /usr/local
+CONFIG ?= release
+
+install:
+	@scripts/bootstrap.sh
+	$(SWIFT) build -c $(CONFIG) --product herald
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	install -m 755 "$$($(SWIFT) build -c $(CONFIG) --show-bin-path)/herald" "$(DESTDIR)$(PREFIX)/bin/herald"
 
 lint:
 	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests

@@ -34,6 +34,25 @@ elsewhere=$(sed -E 's/.* to ([^ ]+) \[.*/\1/' <<<"$bindings" | grep -v '/libjema
 [ -z "$elsewhere" ] || { echo "malloc or free bound outside libjemalloc: $(sort -u <<<"$elsewhere")" >&2; exit 1; }
 echo "allocator: $(sed 's/.*(\(.*\))/\1/' <<<"$version"), $(wc -l <<<"$bindings") malloc/free bindings, all to libjemalloc"
 
+# The service unit must pass systemd-analyze verify. verify also requires ExecStart's binary to
+# exist, and /usr/local/bin/herald need not on a build machine: so it checks a copy of the unit
+# whose ExecStart names the binary just built, every other line unchanged.
+echo "== systemd-analyze verify contrib/herald.service"
+unit_dir=$(mktemp -d)
+sed "s|^ExecStart=/usr/local/bin/herald |ExecStart=$herald |" contrib/herald.service >"$unit_dir/herald.service"
+grep -q "^ExecStart=$herald serve" "$unit_dir/herald.service" || { echo "herald.service: no ExecStart=/usr/local/bin/herald serve" >&2; exit 1; }
+systemd-analyze verify "$unit_dir/herald.service"
+rm -rf "$unit_dir"
+echo "herald.service: verified"
+
+# `make install` puts a working herald in PREFIX/bin (here under a temporary DESTDIR). It installs
+# the debug build just made, which spares make test a release build (same install steps).
+echo "== make install"
+install_root=$(mktemp -d)
+make --no-print-directory install CONFIG=debug DESTDIR="$install_root"
+"$install_root/usr/local/bin/herald" --version
+rm -rf "$install_root"
+
 # Memory errors and data races are found by tools, not by reading: the suites of the modules that
 # hold C pointers (event loop and TLS, the HTTP/2 client and server, the APNs client, the
 # libmicrohttpd server, SQLite and libpq) run once under AddressSanitizer and
