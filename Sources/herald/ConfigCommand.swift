@@ -51,6 +51,7 @@ enum ConfigCommand {
         if let port = parsed.value("port") { environment[Setting.port.name] = port }
         if let url = parsed.value("database-url") { environment[Setting.databaseURL.name] = url }
 
+        for note in unknownVariables(environment) { printError("herald config: note: \(note)") }
         let (problems, apps) = check(environment)
         guard problems.isEmpty else {
             for problem in problems { printError("herald config: \(problem)") }
@@ -107,6 +108,20 @@ enum ConfigCommand {
             problems += reader.problems
         }
         return (problems, apps)
+    }
+
+    /// Variables that look like Herald's but are not read (a typo such as `HERALD_API_KEY`): Herald
+    /// ignores them, so they are notes, not problems. `HERALD_TEST_*` belong to the test suite.
+    static func unknownVariables(_ environment: [String: String]) -> [String] {
+        let known = Set(Setting.all.map(\.name))
+        return environment.keys.sorted()
+            .filter { ($0.hasPrefix("HERALD_") || $0.hasPrefix("APNS_")) && !$0.hasPrefix("HERALD_TEST_") }
+            .filter { !known.contains($0) }
+            .map { name in
+                let similar = Setting.all.first { $0.name.hasPrefix(name) || name.hasPrefix($0.name) }
+                return "\(name) is not a Herald setting and is ignored"
+                    + (similar.map { ": did you mean \($0.name)?" } ?? ": herald serve --help lists every setting")
+            }
     }
 
     /// The configuration in effect, one variable a line, grouped as in the reference.

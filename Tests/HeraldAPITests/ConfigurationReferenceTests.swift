@@ -79,10 +79,16 @@ import Testing
                 "HERALD_API_KEYS": apiKeys,
                 "APNS_AUTH_KEY": pem, "APNS_KEY_ID": "ABC123DEFG", "APPLE_TEAM_ID": "DEF123GHIJ",
                 "TOPIC": "org.example.app", "APNS_ENVIRONMENT": "sandbox", "HERALD_JOB_CONCURRENCY": "8",
-                "HOST": nil, "HERALD_MAX_CONNECTIONS_PER_IP": nil,
+                "HOST": nil, "HERALD_MAX_CONNECTIONS_PER_IP": nil, "HERALD_API_KEY": "typo-0123456789abcdef",
             ]
         )
         #expect(result.status == 0, "stderr: \(result.error)")
+        #expect(
+            result.error.contains(
+                "herald config: note: HERALD_API_KEY is not a Herald setting and is ignored: did you mean HERALD_API_KEYS?"
+            ),
+            "stderr: \(result.error)"
+        )
         let lines = result.output.split(separator: "\n").map {
             $0.replacingOccurrences(of: " +", with: " ", options: .regularExpression)
         }
