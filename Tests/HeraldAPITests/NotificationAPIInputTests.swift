@@ -1,6 +1,8 @@
 import APNsSimulator
 import DatabaseTestSupport
 import Foundation
+import HTTPRouting
+import HeraldAPI
 import HeraldCore
 import Jobs
 import Storage
@@ -262,6 +264,36 @@ struct NotificationAPIInputTests {
                 #expect(answer.status == 400, "\(query)")
                 #expect(Self.error(answer.json).field == field, "\(query): \(answer.json)")
             }
+        }
+    }
+}
+
+/// A refusal replayed for a repeated `Idempotency-Key` keeps its error code for the access log.
+@Suite("Idempotency: replayed refusals")
+struct IdempotentRefusalTests {
+    @Test("a replayed 4xx carries its error code, as the first answer did", arguments: [Backend.sqliteFile, .postgres])
+    func replayedCode(_ backend: Backend) async throws {
+        try await withDatabase(backend) { db, _ in
+            try await Migrator.migrate(db, TestSchema.migrations, logger: TestDatabase.quiet)
+            let store = IdempotencyStore(database: db)
+            let request = HTTPRequest(
+                method: "POST",
+                path: "/v1/notifications",
+                headers: ["Authorization": "Bearer replay-key", "Idempotency-Key": "refused-1"],
+                body: Array("{}".utf8)
+            )
+            let refuse: (HTTPRequest) async throws -> HTTPResponse = { _ in
+                .error(status: 400, code: "missing_field", message: "tokens is missing", field: "tokens")
+            }
+            let first = try await store.run(request, refuse)
+            let replay = try await store.run(request) { _ in
+                Issue.record("the handler ran again")
+                return HTTPResponse()
+            }
+            #expect(first.errorCode == "missing_field")
+            #expect(replay.status == 400)
+            #expect(replay.headers["Idempotent-Replayed"] == "true")
+            #expect(replay.errorCode == "missing_field")
         }
     }
 }
