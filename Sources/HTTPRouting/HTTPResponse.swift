@@ -32,6 +32,12 @@ public struct HTTPResponse: Sendable {
         get { storage.fields.loggedPath }
         set { storage.fields.loggedPath = newValue }
     }
+    /// The `code` of an error answer made by ``error(status:code:message:field:)``, which the
+    /// access log shows beside the status.
+    public var errorCode: String? {
+        get { storage.fields.errorCode }
+        set { storage.fields.errorCode = newValue }
+    }
     /// The rule of the route that answered, applied only when a line is written.
     var loggedPathRule: LoggedPathRule? {
         get { storage.fields.loggedPathRule }
@@ -49,11 +55,20 @@ public struct HTTPResponse: Sendable {
         var route: String?
         var loggedPath: String?
         var loggedPathRule: LoggedPathRule?
+        var errorCode: String?
     }
 
     public init(status: Int = 200, headers: HTTPHeaders = .init(), body: [UInt8] = []) {
         storage = CopyOnWriteBox(
-            Fields(status: status, headers: headers, body: body, route: nil, loggedPath: nil, loggedPathRule: nil)
+            Fields(
+                status: status,
+                headers: headers,
+                body: body,
+                route: nil,
+                loggedPath: nil,
+                loggedPathRule: nil,
+                errorCode: nil
+            )
         )
     }
 
@@ -87,7 +102,13 @@ public struct HTTPResponse: Sendable {
         var json = "{\"error\":{\"code\":\(JSONText.quote(code)),\"message\":\(JSONText.quote(message))"
         if let field { json += ",\"field\":\(JSONText.quote(field))" }
         json += "}}"
-        return HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Array(json.utf8))
+        var response = HTTPResponse(
+            status: status,
+            headers: ["Content-Type": "application/json"],
+            body: Array(json.utf8)
+        )
+        response.errorCode = code
+        return response
     }
 
     /// The encoder ``json(_:status:)`` uses: RFC 3339 dates, no escaped slashes, sorted keys (so

@@ -163,7 +163,14 @@ public struct IdempotencyStore: Sendable {
         }
         headers.replaceOrAdd(name: "Idempotent-Replayed", value: "true")
         let body = Array((try row.optionalString("response_body") ?? "").utf8)
-        return HTTPResponse(status: Int(status), headers: headers, body: body)
+        var response = HTTPResponse(status: Int(status), headers: headers, body: body)
+        // A replayed refusal is logged with its code, as the first answer was.
+        if status >= 400, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+            let code = (object["error"] as? [String: Any])?["code"] as? String
+        {
+            response.errorCode = code
+        }
+        return response
     }
 
     /// The request's key, `nil` without the header.

@@ -9,9 +9,15 @@ public import Notifications
 ///
 /// - `POST /v1/notifications` → 202 `{"id", "status", "send_at", "tokens"}` once stored;
 ///   with `?wait=true` (≤ 1,000 tokens, no `send_at`) → 200 with every token's result.
+/// - `GET /v1/notifications?status=&app=&created_after=&created_before=&limit=&cursor=` → newest
+///   first, keyset-paged.
 /// - `GET /v1/notifications/{id}?limit=&cursor=` → status, counts and a page of results.
 /// - `DELETE /v1/notifications/{id}` → cancels a scheduled notification; 409 once it started.
 /// - `GET /v1/dead-tokens?app=&environment=&since=&limit=&cursor=` → tokens APNs called dead.
+///
+/// Input is strict: an unknown query parameter is 400 `unknown_parameter`, a body not sent as
+/// `application/json` is 415, and JSON with trailing commas or duplicate keys is 400 naming the
+/// line and column (unlike the relay's routes, which keep feditext-apns' lenient contract).
 public struct NotificationRoutes: Sendable {
     public let service: NotificationService
     public let keys: APIKeys
@@ -34,26 +40,45 @@ public struct NotificationRoutes: Sendable {
         for prefix in ["/v1/notifications", "/v1/dead-tokens"] { router.admit(under: prefix, keys.admission) }
         // 10,000 tokens of up to 200 characters: this route alone takes bodies up to 4 MiB.
         router.on("POST", "/v1/notifications", maxBodySize: NotificationLimits.maximumBodyBytes) { request in
-            try await routes.authorized(request) { request in
+            try await routes.authorized(request, "POST /v1/notifications", query: ["wait"]) { request in
                 try await routes.idempotency.run(request) { try await routes.create($0) }
             }
         }
+        router.get("/v1/notifications") { request in
+            try await routes.authorized(request, "GET /v1/notifications", query: Self.listParameters) {
+                try await routes.list($0)
+            }
+        }
         router.get("/v1/notifications/{id}") { request in
-            try await routes.authorized(request) { try await routes.read($0) }
+            try await routes.authorized(request, "GET /v1/notifications/{id}", query: ["limit", "cursor"]) {
+                try await routes.read($0)
+            }
         }
         router.delete("/v1/notifications/{id}") { request in
-            try await routes.authorized(request) { try await routes.cancel($0) }
+            try await routes.authorized(request, "DELETE /v1/notifications/{id}", query: []) {
+                try await routes.cancel($0)
+            }
         }
         router.get("/v1/dead-tokens") { request in
-            try await routes.authorized(request) { try await routes.deadTokens($0) }
+            try await routes.authorized(request, "GET /v1/dead-tokens", query: Self.deadTokenParameters) {
+                try await routes.deadTokens($0)
+            }
         }
     }
 
+    /// The query parameters of `GET /v1/dead-tokens`.
+    static let deadTokenParameters = ["app", "environment", "since", "limit", "cursor"]
+
+    /// Checks the key and the request's form (query parameters in `known`, a JSON body), then runs `body`.
     private func authorized(
         _ request: HTTPRequest,
+        _ route: String,
+        query known: [String],
         _ body: (HTTPRequest) async throws -> HTTPResponse
     ) async throws -> HTTPResponse {
         try keys.authorize(request)
+        try request.rejectUnknownQueryParameters(known, route: route)
+        try request.requireJSONContentType()
         do {
             return try await body(request)
         } catch let error as NotificationError {
@@ -169,22 +194,7 @@ public struct NotificationRoutes: Sendable {
             }
             environment = APNSEnvironment(rawValue: name)
         }
-        var since: Date?
-        if let text = request.queryValue("since") {
-            // Unix seconds are range-checked here: a later time cannot be stored as milliseconds.
-            let seconds = Int64(text).flatMap { (0...EpochTime.maximumSeconds).contains($0) ? $0 : nil }
-            guard let date = RFC3339.date(from: text) ?? seconds.map({ Date(timeIntervalSince1970: Double($0)) })
-            else {
-                throw HTTPError(
-                    status: 400,
-                    code: "invalid_since",
-                    message: "since must be an RFC 3339 time such as 2030-01-01T00:00:00Z or Unix seconds "
-                        + "from 0 to \(EpochTime.maximumSeconds)",
-                    field: "since"
-                )
-            }
-            since = date
-        }
+        let since = try time(request, "since")
         var cursor: DeadTokenCursor?
         if let text = request.queryValue("cursor") {
             guard let parsed = DeadTokenCursor(text) else {
@@ -197,18 +207,8 @@ public struct NotificationRoutes: Sendable {
             }
             cursor = parsed
         }
-        let app = request.queryValue("app")
-        if let app, app.isEmpty || app.utf8.count > NotificationLimits.maximumNameBytes {
-            throw HTTPError(
-                status: 400,
-                code: "invalid_app",
-                message:
-                    "app must be the bundle ID of a configured app, 1 to \(NotificationLimits.maximumNameBytes) bytes",
-                field: "app"
-            )
-        }
         return DeadTokensQuery(
-            app: app,
+            app: try app(request),
             environment: environment,
             since: since,
             limit: try limit(request),
@@ -241,6 +241,48 @@ public struct NotificationRoutes: Sendable {
             )
         }
         return limit
+    }
+
+    /// A time query parameter: RFC 3339 or Unix seconds (400 `invalid_<name>` otherwise, with a
+    /// hint when the number looks like milliseconds).
+    static func time(_ request: HTTPRequest, _ name: String) throws(HTTPError) -> Date? {
+        guard let text = request.queryValue(name) else { return nil }
+        if let date = RFC3339.date(from: text) { return date }
+        // Unix seconds are range-checked here: a later time cannot be stored as milliseconds.
+        if let seconds = Int64(text), (0...NotificationLimits.millisecondsThreshold).contains(seconds) {
+            return Date(timeIntervalSince1970: Double(seconds))
+        }
+        if let number = Int64(text), number > NotificationLimits.millisecondsThreshold {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_\(name)",
+                message: "\(name) \(number) looks like milliseconds: send Unix seconds (\(number / 1_000)) or an "
+                    + "RFC 3339 time such as 2030-01-01T00:00:00Z",
+                field: name
+            )
+        }
+        throw HTTPError(
+            status: 400,
+            code: "invalid_\(name)",
+            message: "\(name) must be an RFC 3339 time such as 2030-01-01T00:00:00Z or Unix seconds "
+                + "from 0 to \(NotificationLimits.millisecondsThreshold)",
+            field: name
+        )
+    }
+
+    /// The `app` query parameter, length-checked.
+    static func app(_ request: HTTPRequest) throws(HTTPError) -> String? {
+        let app = request.queryValue("app")
+        if let app, app.isEmpty || app.utf8.count > NotificationLimits.maximumNameBytes {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_app",
+                message:
+                    "app must be the bundle ID of a configured app, 1 to \(NotificationLimits.maximumNameBytes) bytes",
+                field: "app"
+            )
+        }
+        return app
     }
 
     static func flag(_ request: HTTPRequest, _ name: String) throws(HTTPError) -> Bool {

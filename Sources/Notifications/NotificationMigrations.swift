@@ -66,5 +66,16 @@ public enum NotificationMigrations {
                 ALTER TABLE notifications ADD COLUMN send_lease_expires_at BIGINT;
                 """
         ),
+        // GET /v1/notifications lists newest first, keyset-paged on (created_at, id), optionally
+        // by status or app: one index per way in, each already in the listing's order.
+        Migration(
+            version: 6,
+            name: "notifications_listing",
+            sql: """
+                CREATE INDEX notifications_created ON notifications (created_at, id);
+                CREATE INDEX notifications_status_created ON notifications (status, created_at, id);
+                CREATE INDEX notifications_app_created ON notifications (app, created_at, id);
+                """
+        ),
     ]
 }

@@ -6,7 +6,7 @@ public import Foundation
 /// ```
 /// scheduled ──due, picked up──▶ sending ──every token has a final result──▶ done
 ///     │                            └──── app no longer configured, or attempts used up ──▶ failed
-///     └──DELETE──▶ cancelled
+///     └──DELETE──▶ cancelled (its tokens without a result too)
 /// ```
 public enum NotificationStatus: String, Sendable, Hashable, CaseIterable, Codable {
     case scheduled
@@ -34,12 +34,14 @@ public enum DeliveryStatus: String, Sendable, Hashable, CaseIterable, Codable {
     case retrying
     /// Still failing when the job's attempts were used up.
     case failed
+    /// Not sent: the notification was cancelled first.
+    case cancelled
 
     /// Whether no later attempt sends this token again.
     public var isFinal: Bool {
         switch self {
         case .pending, .retrying: false
-        case .sent, .rejected, .dead, .failed: true
+        case .sent, .rejected, .dead, .failed, .cancelled: true
         }
     }
 }

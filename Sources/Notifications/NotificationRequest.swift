@@ -19,6 +19,9 @@ public enum NotificationLimits {
     public static let maximumScheduleAhead: TimeInterval = 366 * 24 * 3_600
     /// How far in the past `send_at` may be (clock skew); it is then sent at once.
     public static let pastTolerance: TimeInterval = 300
+    /// Unix seconds above this (the year 5138) are taken for milliseconds sent by mistake and
+    /// refused with a hint about units.
+    public static let millisecondsThreshold: Int64 = 100_000_000_000
 }
 
 /// A validated `POST /v1/notifications` body. Which app and environment it goes to is resolved
@@ -106,6 +109,11 @@ public struct NotificationRequest: Sendable, Hashable {
                     + "(split the tokens over several notifications)"
             )
         }
+        // JSONSerialization accepts trailing commas and keeps the last of duplicate keys: a strict
+        // pass first refuses both, with the line and column to fix.
+        if let fault = JSONSyntax.check(body, maximumDepth: NotificationLimits.maximumDepth) {
+            throw Self.error(for: fault)
+        }
         let parsed: Any
         do {
             parsed = try JSONSerialization.jsonObject(with: Data(body), options: [])
@@ -192,6 +200,33 @@ public struct NotificationRequest: Sendable, Hashable {
         )
         try request.validateForAPNs()
         return request
+    }
+
+    /// The refusal for a body the strict JSON check faulted.
+    static func error(for fault: JSONSyntax.Fault) -> NotificationError {
+        switch fault.kind {
+        case .tooDeep:
+            var key: String?
+            if case .key(let name)? = fault.path.first { key = name }
+            return .invalid(
+                "too_deep",
+                "\(key.map(quoted) ?? "the body") nests arrays and objects more than "
+                    + "\(NotificationLimits.maximumDepth) levels deep",
+                field: key.map { String($0.prefix(64)) }
+            )
+        case .duplicateKey:
+            return .invalid(
+                "duplicate_key",
+                "the body repeats a key at line \(fault.line), column \(fault.column): \(fault.message)",
+                field: fault.pathText
+            )
+        case .syntax:
+            return .invalid(
+                "invalid_json",
+                "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",
+                field: nil
+            )
+        }
     }
 
     /// The checks ``APNSClient`` would make on each push, made once on a sample request.
@@ -287,6 +322,9 @@ public struct NotificationRequest: Sendable, Hashable {
         guard let value, !(value is NSNull) else { return .omitted }
         if let seconds = integer(value) {
             if seconds == 0 { return .immediately }
+            if Int64(seconds) > NotificationLimits.millisecondsThreshold {
+                throw .invalid("invalid_expiration", millisecondsHint("expiration", seconds), field: "expiration")
+            }
             guard seconds > 0, Int64(seconds) <= EpochTime.maximumSeconds else {
                 throw .invalid(
                     "invalid_expiration",
@@ -311,6 +349,9 @@ public struct NotificationRequest: Sendable, Hashable {
         guard let value, !(value is NSNull) else { return nil }
         let date: Date
         if let seconds = integer(value) {
+            if Int64(seconds) > NotificationLimits.millisecondsThreshold {
+                throw .invalid("invalid_send_at", millisecondsHint("send_at", seconds), field: "send_at")
+            }
             date = Date(timeIntervalSince1970: TimeInterval(seconds))
         } else if let text = value as? String, let parsed = RFC3339.date(from: text) {
             date = parsed
@@ -339,6 +380,12 @@ public struct NotificationRequest: Sendable, Hashable {
     }
 
     // MARK: Helpers
+
+    /// What to say about Unix seconds so large they are milliseconds sent by mistake.
+    static func millisecondsHint(_ field: String, _ value: Int) -> String {
+        "\(field) \(value) looks like milliseconds: send Unix seconds (\(value / 1_000)) or an RFC 3339 time "
+            + "such as 2030-01-01T09:00:00Z"
+    }
 
     private static func optionalString(_ object: [String: Any], _ key: String) throws(NotificationError) -> String? {
         guard let value = object[key], !(value is NSNull) else { return nil }

@@ -103,10 +103,18 @@ public struct NotificationService: Sendable {
         let created = try await create(request, jobDelay: waitBackupDelay, mode: "wait")
         do {
             _ = try await sender.send(created.id, isLastAttempt: false)
-            let notification = try await store.notification(id: created.id) ?? created
+            var notification = try await store.notification(id: created.id) ?? created
             if notification.status == .done || notification.status == .failed, let jobID = notification.jobID {
-                // The backup job is not needed any more; it would find nothing to send anyway.
-                _ = try? await queue.cancel(id: jobID)
+                // The backup job is not needed any more: deleted, not cancelled, so that a send
+                // with wait=true leaves no job behind. Best effort: left, it would find nothing to send.
+                let store = self.store
+                let queue = self.queue
+                let discarded = try? await queue.database.transaction { tx in
+                    guard try await queue.discard(id: jobID, on: tx) else { return false }
+                    try await store.clearJob(created.id, on: tx)
+                    return true
+                }
+                if discarded == true { notification.jobID = nil }
             }
             let results = try await store.deliveries(
                 id: created.id,
@@ -220,11 +228,18 @@ public struct NotificationService: Sendable {
     /// - Throws: ``NotificationError``: not found for an unknown id, conflict when it is sending or finished.
     public func cancel(id: UUID) async throws -> StoredNotification {
         let now = queue.clock.now()
-        if let cancelled = try await store.transition(id, from: [.scheduled], to: .cancelled, at: now) {
+        let store = self.store
+        // The notification and its tokens without a result are cancelled together.
+        let outcome: (notification: StoredNotification, tokens: Int)? = try await queue.database.transaction { tx in
+            guard let cancelled = try await store.transition(id, from: [.scheduled], to: .cancelled, at: now, on: tx)
+            else { return nil }
+            return (cancelled, try await store.cancelUnfinished(id, at: now, on: tx))
+        }
+        if let (cancelled, tokens) = outcome {
             if let jobID = cancelled.jobID { _ = try? await queue.cancel(id: jobID) }
             logger.info(
                 "notification cancelled",
-                metadata: ["notification": .string(RequestIdentifier.lowercaseString(id))]
+                metadata: ["notification": .string(RequestIdentifier.lowercaseString(id)), "tokens": .int(tokens)]
             )
             return cancelled
         }
@@ -243,6 +258,11 @@ public struct NotificationService: Sendable {
     /// How many of the notification's tokens are pending, sent, failed and so on.
     public func counts(id: UUID) async throws -> DeliveryCounts {
         try await store.counts(id: id)
+    }
+
+    /// Notifications newest first, filtered and keyset-paged (``NotificationStore/list(_:)``).
+    public func list(_ query: NotificationListQuery) async throws -> Page<StoredNotification> {
+        try await store.list(query)
     }
 
     /// Dead tokens, oldest first.

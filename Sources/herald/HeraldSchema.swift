@@ -9,7 +9,8 @@ import Storage
 /// what databases created before the modules owned their tables recorded, version for version
 /// (HeraldAPITests' `SchemaCompositionTests` compare it with that list on SQLite and PostgreSQL).
 /// A module that adds a table appends a migration to its own list with the next free version,
-/// and a new module's list is appended here.
+/// and a new module's list is appended here. The migrator applies them by version, so a later
+/// version in an earlier module's list (6, `notifications_listing`) runs after 5.
 enum HeraldSchema {
     static let migrations: [Migration] =
         StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all

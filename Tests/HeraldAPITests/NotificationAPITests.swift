@@ -27,6 +27,7 @@ struct NotificationAPITests {
     struct Harness {
         let base: String
         let simulator: APNSSimulator
+        let queue: JobQueue
 
         func request(
             _ method: String,
@@ -99,7 +100,7 @@ struct NotificationAPITests {
                 group.addTask { try await worker.run() }
                 let port = try await server.listeningPort()
                 do {
-                    try await body(Harness(base: "http://127.0.0.1:\(port)", simulator: simulator))
+                    try await body(Harness(base: "http://127.0.0.1:\(port)", simulator: simulator, queue: queue))
                 } catch {
                     server.triggerGracefulShutdown()
                     worker.triggerGracefulShutdown()
@@ -179,9 +180,12 @@ struct NotificationAPITests {
         }
     }
 
-    @Test("a scheduled notification can be cancelled before it is due")
-    func cancelScheduled() async throws {
-        try await Self.with(.sqliteMemory) { harness in
+    @Test(
+        "a scheduled notification can be cancelled before it is due, its tokens with it",
+        arguments: [Backend.sqliteMemory, .postgres]
+    )
+    func cancelScheduled(_ backend: Backend) async throws {
+        try await Self.with(backend) { harness in
             let sendAt = Int(Date().timeIntervalSince1970) + 3_600
             let created = try await harness.request(
                 "POST",
@@ -196,6 +200,11 @@ struct NotificationAPITests {
             let cancel = try await harness.request("DELETE", "/v1/notifications/\(id)")
             #expect(cancel.status == 200)
             #expect(cancel.json["status"] as? String == "cancelled")
+            #expect((cancel.json["counts"] as? [String: Int])?["cancelled"] == 2)
+            #expect((cancel.json["counts"] as? [String: Int])?["pending"] == 0)
+            let read = try await harness.request("GET", "/v1/notifications/\(id)")
+            let results = try #require(read.json["results"] as? [[String: Any]])
+            #expect(results.map { $0["status"] as? String } == ["cancelled", "cancelled"])
             let again = try await harness.request("DELETE", "/v1/notifications/\(id)")
             #expect(again.status == 409)
         }
@@ -224,6 +233,9 @@ struct NotificationAPITests {
             #expect(results[4]["reason"] as? String == "Unregistered")
             #expect(results[4]["invalid_at"] is String)
             #expect(results.filter { $0["status"] as? String == "sent" }.count == 9)
+            // No job is left behind, of any status (herald_jobs_queue_depth counts none).
+            #expect(try await harness.queue.list().isEmpty)
+            #expect(try await harness.queue.summary().counts.values.reduce(0, +) == 0)
             let dead = try await harness.request("GET", "/v1/dead-tokens?environment=production")
             let list = try #require(dead.json["dead_tokens"] as? [[String: Any]])
             #expect(list.map { $0["token"] as? String } == [tokens[4]])

@@ -87,7 +87,7 @@ struct ServeInputExtremesTests {
                 for extreme in Self.extremes {
                     let base64 = #"{"tokens":["\#(Self.token)"],"payload":{"aps":{"alert":"Hi"}}"#
                     let body = Array(base64.utf8) + Array(#","\#(field)":"#.utf8) + extreme.json + [UInt8(ascii: "}")]
-                    // A field given twice: JSON's last one wins, as for every parser here.
+                    // tokens and payload are given twice here: refused as duplicate keys, naming them.
                     let answer = try await send("\(base)/v1/notifications", method: "POST", body: body)
                     let expected = Self.notificationExceptions["\(field)/\(extreme.name)"] ?? 400
                     #expect(answer.status == expected, "\(field) = \(extreme.name): \(answer.body.prefix(300))")

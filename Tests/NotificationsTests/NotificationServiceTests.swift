@@ -55,6 +55,11 @@ struct NotificationServiceTests {
             #expect(cancelled.status == .cancelled)
             let job = try await harness.job(of: created)
             #expect(job.status == .cancelled)
+            // Its tokens are cancelled with it, not left pending for ever.
+            let details = try await harness.service.details(id: created.id, limit: 10, cursor: nil)
+            #expect(details.counts[.cancelled] == 2)
+            #expect(details.counts[.pending] == 0)
+            #expect(details.results.items.map(\.status) == [.cancelled, .cancelled])
             do {
                 _ = try await harness.service.cancel(id: created.id)
                 Issue.record("cancelled twice")
@@ -322,8 +327,11 @@ struct NotificationServiceTests {
             #expect(result.results.count == 20)
             #expect(result.counts[.sent] == 19)
             #expect(result.results[3].status == .dead)
-            let job = try await harness.job(of: result.notification)
-            #expect(job.status == .cancelled)
+            // The backup job is deleted once every result is in: no job of any status is left.
+            #expect(result.notification.jobID == nil)
+            #expect(try await harness.store.notification(id: result.notification.id)?.jobID == nil)
+            #expect(try await harness.queue.list().isEmpty)
+            #expect(try await harness.queue.summary().counts.values.reduce(0, +) == 0)
             #expect(try await harness.worker.runDueJobs() == 0)
         }
     }

@@ -1,0 +1,115 @@
+import APNs
+import Foundation
+public import HTTPRouting
+import HeraldCore
+public import Notifications
+
+extension NotificationRoutes {
+    /// The query parameters of `GET /v1/notifications`.
+    static let listParameters = ["status", "app", "created_after", "created_before", "limit", "cursor"]
+
+    func list(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let page = try await service.list(try Self.parseList(request))
+        return .json(
+            NotificationListBody(
+                notifications: page.items.map(NotificationSummaryBody.init),
+                nextCursor: page.nextCursor
+            )
+        )
+    }
+
+    /// `GET /v1/notifications`: every query parameter checked (400 naming it).
+    public static func parseList(_ request: HTTPRequest) throws(HTTPError) -> NotificationListQuery {
+        var status: NotificationStatus?
+        if let text = request.queryValue("status") {
+            guard let parsed = NotificationStatus(rawValue: text) else {
+                throw HTTPError(
+                    status: 400,
+                    code: "invalid_status",
+                    message: "status must be one of "
+                        + NotificationStatus.allCases.map(\.rawValue).joined(separator: ", "),
+                    field: "status"
+                )
+            }
+            status = parsed
+        }
+        var cursor: NotificationCursor?
+        if let text = request.queryValue("cursor") {
+            guard let parsed = NotificationCursor(text) else {
+                throw HTTPError(
+                    status: 400,
+                    code: "invalid_cursor",
+                    message: "cursor is not one this API returned: pass next_cursor from the previous page",
+                    field: "cursor"
+                )
+            }
+            cursor = parsed
+        }
+        let after = try time(request, "created_after")
+        let before = try time(request, "created_before")
+        if let after, let before, after >= before {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_created_before",
+                message: "created_before must be later than created_after: no notification can match",
+                field: "created_before"
+            )
+        }
+        return NotificationListQuery(
+            status: status,
+            app: try app(request),
+            createdAfter: after,
+            createdBefore: before,
+            limit: try limit(request),
+            cursor: cursor
+        )
+    }
+}
+
+struct NotificationListBody: Encodable, Sendable {
+    var notifications: [NotificationSummaryBody]
+    var nextCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case notifications
+        case nextCursor = "next_cursor"
+    }
+}
+
+/// A notification in a list: what `GET /v1/notifications/{id}` shows without counts or results.
+struct NotificationSummaryBody: Encodable, Sendable {
+    var id: String
+    var app: String
+    var environment: String
+    var pushType: String
+    var topic: String
+    var status: String
+    var failureReason: String?
+    var sendAt: Date
+    var createdAt: Date
+    var updatedAt: Date
+    var tokens: Int
+
+    init(_ notification: StoredNotification) {
+        id = notification.id.uuidString.lowercased()
+        app = notification.app
+        environment = notification.environment.rawValue
+        pushType = notification.pushType.headerValue
+        topic = notification.topic
+        status = notification.status.rawValue
+        failureReason = notification.failureReason
+        sendAt = notification.sendAt
+        createdAt = notification.createdAt
+        updatedAt = notification.updatedAt
+        tokens = notification.tokenCount
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, app, environment, topic, status, tokens
+        case pushType = "push_type"
+        case failureReason = "failure_reason"
+        case sendAt = "send_at"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+    }
+}
