@@ -66,6 +66,8 @@ let package = Package(
         .target(name: "CHeraldShims", dependencies: ["COpenSSL"]),
 
         // MARK: Swift modules, lowest first
+        // The jemalloc binding, linked only into the `herald` executable (its malloc and free).
+        .target(name: "HeraldAllocator", dependencies: ["CJemalloc"], swiftSettings: swiftSettings),
         .target(name: "HeraldCore", swiftSettings: swiftSettings),
         .target(name: "HeraldCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         .target(
@@ -125,7 +127,7 @@ let package = Package(
             name: "herald",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
-                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "CJemalloc",
+                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator",
             ],
             swiftSettings: swiftSettings
         ),
