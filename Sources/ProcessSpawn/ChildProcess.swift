@@ -11,8 +11,8 @@ import Synchronization
 ///
 /// Standard input is `/dev/null`; standard output and error go to `/dev/null`, to this process's
 /// own, or to pipes that reader threads collect into ``standardOutput`` and ``standardError``. The
-/// child inherits no other descriptor of this process. A waiter thread reaps the child, so ``waitForExit()``
-/// and ``isRunning`` need no polling.
+/// child inherits no other descriptor of this process. A waiter thread reaps the child, so
+/// ``waitForExit()`` and ``isRunning`` need no polling.
 ///
 /// ```swift
 /// let child = try ChildProcess(executable: "/usr/bin/curl", arguments: ["--version"], standardOutput: .capture)
