@@ -66,6 +66,12 @@ let package = Package(
         .target(name: "CHeraldShims", dependencies: ["COpenSSL"]),
 
         // MARK: Swift modules, lowest first
+        // Child processes started with posix_spawn (`herald jobs bench` workers, and the tests'
+        // herald, curl, h2load and openssl): Foundation's Process crashes now and then on this
+        // toolchain (ChildProcess.swift says why).
+        .target(name: "ProcessSpawn", dependencies: ["CHeraldShims"], swiftSettings: swiftSettings),
+        // The jemalloc binding, linked only into the `herald` executable (its malloc and free).
+        .target(name: "HeraldAllocator", dependencies: ["CJemalloc"], swiftSettings: swiftSettings),
         .target(name: "HeraldCore", swiftSettings: swiftSettings),
         .target(name: "HeraldCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         .target(
@@ -125,7 +131,7 @@ let package = Package(
             name: "herald",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
-                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "CJemalloc",
+                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn",
             ],
             swiftSettings: swiftSettings
         ),
@@ -167,12 +173,10 @@ let package = Package(
             path: "Tests/AsyncTestSupport",
             swiftSettings: swiftSettings
         ),
-        // Child processes started with posix_spawn (herald, curl, h2load, openssl): Foundation's
-        // Process crashes now and then on this toolchain (ChildProcess.swift says why).
-        .target(name: "CProcessSpawn", path: "Tests/CProcessSpawn"),
+        // Re-exports Sources/ProcessSpawn's ChildProcess for the tests that start processes.
         .target(
             name: "ProcessTestSupport",
-            dependencies: ["CProcessSpawn"],
+            dependencies: ["ProcessSpawn"],
             path: "Tests/ProcessTestSupport",
             swiftSettings: swiftSettings
         ),

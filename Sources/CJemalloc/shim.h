@@ -1,8 +1,8 @@
 #ifndef CJEMALLOC_SHIM_H
 #define CJEMALLOC_SHIM_H
 /* jemalloc replaces the C library's malloc and free for the whole `herald` process: linking the
-   executable against it is enough (Sources/herald/Allocator.swift). Swift only asks it for its
-   version and statistics, through these functions. */
+   executable against it (through Sources/HeraldAllocator, its Swift wrapper) is enough. Swift only
+   asks it for its version and statistics, through these functions. */
 #include <stddef.h>
 #include <stdint.h>
 #include <jemalloc/jemalloc.h>

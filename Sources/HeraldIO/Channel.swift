@@ -12,6 +12,10 @@ import Glibc
 /// ``eventLoop``'s thread (each public method except ``eventLoop`` must be called there, checked
 /// in debug builds). The type is `Sendable` so that a connected channel can be returned to the
 /// task that asked for it.
+///
+/// Connecting, accepting and the TLS handshake are in `Channel+Connect.swift`; the state they
+/// share with the I/O here is internal to HeraldIO for that reason only, and the same thread rule
+/// holds for it.
 public final class Channel: @unchecked Sendable {
     /// How ``close(mode:)`` ends the connection.
     public enum CloseMode: Sendable {
@@ -21,7 +25,7 @@ public final class Channel: @unchecked Sendable {
         case abort
     }
 
-    private enum State {
+    enum State {
         case idle, connecting, handshaking, active, closed
     }
 
@@ -30,12 +34,12 @@ public final class Channel: @unchecked Sendable {
     /// The peer's address.
     public let remoteAddress: SocketAddress
 
-    private var fd: Int32 = -1
-    private var state = State.idle
-    private var tls: TLSConnection?
-    private let tlsContext: TLSContext?
-    private let serverName: String?
-    private var handler: (any ChannelHandler)?
+    var fd: Int32 = -1
+    var state = State.idle
+    var tls: TLSConnection?
+    let tlsContext: TLSContext?
+    let serverName: String?
+    var handler: (any ChannelHandler)?
     private var interest = IOInterest(read: false, write: false)
     private var registered = false
     private var outbound = OutboundBuffer()
@@ -44,20 +48,20 @@ public final class Channel: @unchecked Sendable {
     private var writeWantsRead = false
     private var readWantsWrite = false
     private var closeAfterFlush = false
-    private var cancelled = false
-    private var activation: UnsafeContinuation<Void, any Error>?
-    private var connectTimer: TimerHandle?
+    var cancelled = false
+    var activation: UnsafeContinuation<Void, any Error>?
+    var connectTimer: TimerHandle?
 
     /// The ALPN protocol the TLS handshake selected (nil for cleartext or none).
-    public private(set) var applicationProtocol: String?
+    public internal(set) var applicationProtocol: String?
     /// The client's certificate, on a server whose TLS configuration asks for one with
     /// ``TLSConfiguration/CertificateVerification/requestClientCertificate``; nil otherwise.
-    public private(set) var peerCertificate: TLSPeerCertificate?
+    public internal(set) var peerCertificate: TLSPeerCertificate?
 
     private static let readBufferSize = 64 * 1024
     private static let readsPerEvent = 16
 
-    private init(
+    init(
         eventLoop: EventLoop,
         remoteAddress: SocketAddress,
         tls: TLSContext?,
@@ -125,207 +129,9 @@ public final class Channel: @unchecked Sendable {
         }
     }
 
-    // MARK: connecting
-
-    /// Opens a TCP connection to `host` (resolved afresh with ``Resolver``; each address in turn)
-    /// and, when `tls` is given, completes the TLS handshake; for a client context with ALPN
-    /// protocols, the server must select one of them.
-    ///
-    /// `handler` hears ``ChannelHandler/channelActive(_:)`` on the loop before this returns.
-    /// Cancelling the task closes the attempt and throws `CancellationError`.
-    ///
-    /// - Parameters:
-    ///   - tls: a client context, or nil for cleartext.
-    ///   - timeout: for everything (resolution, TCP, TLS); each address gets what remains.
-    /// - Throws: ``ChannelError``, ``IOError`` or ``TLSError``.
-    public static func connect(
-        host: String,
-        port: Int,
-        tls: TLSContext?,
-        timeout: Duration,
-        eventLoop: EventLoop = .shared,
-        handler: any ChannelHandler
-    ) async throws -> Channel {
-        let deadline = EventLoop.monotonicNanoseconds() &+ timeout.nanoseconds
-        let addresses = try await Resolver.resolve(host: host, port: port)
-        let serverName = tls?.configuration.serverNameOverride ?? host
-        var lastError: (any Error)?
-        for address in addresses {
-            try Task.checkCancellation()
-            guard EventLoop.monotonicNanoseconds() < deadline else { break }
-            let channel = Channel(
-                eventLoop: eventLoop,
-                remoteAddress: address,
-                tls: tls,
-                serverName: serverName,
-                handler: handler
-            )
-            do {
-                try await channel.connect(deadline: deadline)
-                return channel
-            } catch let error as TLSError {
-                throw error  // another address would present the same certificate
-            } catch {
-                if error is CancellationError { throw error }
-                lastError = error
-            }
-        }
-        throw lastError
-            ?? ChannelError(code: .connectTimeout, message: "connect to \(host):\(port) timed out after \(timeout)")
-    }
-
-    private func connect(deadline: UInt64) async throws {
-        try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-                eventLoop.execute { self.beginConnect(deadline: deadline, continuation: continuation) }
-            }
-        } onCancel: {
-            eventLoop.execute { self.cancelConnect() }
-        }
-    }
-
-    private func beginConnect(deadline: UInt64, continuation: UnsafeContinuation<Void, any Error>) {
-        activation = continuation
-        if cancelled {
-            finishClose(error: CancellationError(), closeNotify: false)
-            return
-        }
-        connectTimer = eventLoop.scheduleTimer(at: deadline) { [self] in
-            connectTimer = nil
-            finishClose(
-                error: ChannelError(code: .connectTimeout, message: "connect to \(remoteAddress) timed out"),
-                closeNotify: false
-            )
-        }
-        fd = cherald_socket_stream(remoteAddress.family)
-        guard fd >= 0 else {
-            finishClose(error: IOError(operation: "socket", errno: errno), closeNotify: false)
-            return
-        }
-        _ = cherald_set_nodelay(fd)
-        let result = remoteAddress.withSockAddr { Glibc.connect(fd, $0, $1) }
-        if result == 0 {
-            connected()
-        } else if errno == EINPROGRESS || errno == EINTR {
-            state = .connecting
-            setInterest(IOInterest(read: false, write: true))
-        } else {
-            finishClose(error: IOError(operation: "connect(\(remoteAddress))", errno: errno), closeNotify: false)
-        }
-    }
-
-    private func cancelConnect() {
-        cancelled = true
-        if state != .active && state != .closed && activation != nil {
-            finishClose(error: CancellationError(), closeNotify: false)
-        }
-    }
-
-    private func finishConnect() {
-        let error = cherald_socket_error(fd)
-        if error != 0 {
-            let code = error < 0 ? errno : error
-            finishClose(error: IOError(operation: "connect(\(remoteAddress))", errno: code), closeNotify: false)
-            return
-        }
-        connected()
-    }
-
-    /// TCP is up: start TLS or become active.
-    private func connected() {
-        guard let tlsContext else {
-            activate()
-            return
-        }
-        do {
-            tls = try TLSConnection(context: tlsContext, fd: fd, serverName: serverName)
-        } catch {
-            finishClose(error: error, closeNotify: false)
-            return
-        }
-        state = .handshaking
-        continueHandshake()
-    }
-
-    private func continueHandshake() {
-        guard let tls else { return }
-        switch tls.handshake() {
-        case .done:
-            activate()
-        case .wantRead:
-            setInterest(IOInterest(read: true, write: false))
-        case .wantWrite:
-            setInterest(IOInterest(read: true, write: true))
-        case .failed(let error):
-            finishClose(error: error, closeNotify: false)
-        }
-    }
-
-    private func activate() {
-        if let connectTimer {
-            eventLoop.cancelTimer(connectTimer)
-            self.connectTimer = nil
-        }
-        if let tls {
-            applicationProtocol = tls.negotiatedProtocol
-            if tls.context.configuration.certificateVerification == .requestClientCertificate {
-                peerCertificate = tls.peerCertificate
-            }
-            let wanted = tls.context.configuration.applicationProtocols
-            if tls.context.configuration.role == .client, !wanted.isEmpty,
-                !wanted.contains(where: { $0 == applicationProtocol })
-            {
-                let selected = applicationProtocol.map { "selected \($0)" } ?? "selected no protocol"
-                finishClose(
-                    error: TLSError(
-                        code: .applicationProtocolNotNegotiated,
-                        message: "the server at \(remoteAddress) did not select \(wanted.joined(separator: " or ")) "
-                            + "via ALPN (\(selected)); it does not speak HTTP/2 over TLS here"
-                    ),
-                    closeNotify: true
-                )
-                return
-            }
-        }
-        state = .active
-        setInterest(IOInterest(read: true, write: false))
-        handler?.channelActive(self)
-        if let activation {
-            self.activation = nil
-            activation.resume()
-        }
-        if state == .active, tls?.hasBufferedBytes == true {
-            readAvailable()
-        }
-    }
-
-    // MARK: accepted connections (used by TCPListener)
-
-    /// Wraps an accepted socket. Loop thread.
-    static func accepted(
-        fd: Int32,
-        remoteAddress: SocketAddress,
-        tls: TLSContext?,
-        eventLoop: EventLoop,
-        makeHandler: (Channel) -> any ChannelHandler
-    ) -> Channel {
-        let channel = Channel(
-            eventLoop: eventLoop,
-            remoteAddress: remoteAddress,
-            tls: tls,
-            serverName: nil,
-            handler: PlaceholderHandler.instance
-        )
-        channel.fd = fd
-        _ = cherald_set_nodelay(fd)
-        channel.handler = makeHandler(channel)
-        channel.connected()
-        return channel
-    }
-
     // MARK: readiness
 
-    private func setInterest(_ wanted: IOInterest) {
+    func setInterest(_ wanted: IOInterest) {
         guard state != .closed, fd >= 0 else { return }
         do {
             if registered {
@@ -344,7 +150,7 @@ public final class Channel: @unchecked Sendable {
         setInterest(IOInterest(read: true, write: writeBlocked || readWantsWrite))
     }
 
-    private func readAvailable() {
+    func readAvailable() {
         var reads = 0
         while state == .active {
             let result: TLSConnection.IOResult = tls?.read(into: readBuffer) ?? plainRead()
@@ -432,7 +238,7 @@ public final class Channel: @unchecked Sendable {
         if waited { handler?.channelWritable(self) }
     }
 
-    private func finishClose(error: (any Error)?, closeNotify: Bool) {
+    func finishClose(error: (any Error)?, closeNotify: Bool) {
         guard state != .closed else { return }
         let wasActive = state == .active
         state = .closed
@@ -494,14 +300,4 @@ extension Channel: IOEventHandler {
     func loopShutdown() {
         finishClose(error: ChannelError(code: .closed, message: "event loop shut down"), closeNotify: false)
     }
-}
-
-/// Stands in for the handler while an accepted channel is being set up.
-private final class PlaceholderHandler: ChannelHandler {
-    static let instance = PlaceholderHandler()
-    func channelActive(_ channel: Channel) {}
-    func channelRead(_ channel: Channel, _ bytes: UnsafeRawBufferPointer) {}
-    func channelReadComplete(_ channel: Channel) {}
-    func channelWritable(_ channel: Channel) {}
-    func channelInactive(_ channel: Channel, error: (any Error)?) {}
 }

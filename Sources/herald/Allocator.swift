@@ -1,5 +1,5 @@
-import CJemalloc
 import Foundation
+import HeraldAllocator
 import HeraldCore
 
 /// The memory allocator of this process: jemalloc, linked into the `herald` executable in place
@@ -13,17 +13,12 @@ import HeraldCore
 enum Allocator {
     /// "jemalloc 5.3.0-0-g…", for `herald --version` and the start-up line.
     static var description: String {
-        guard let version = herald_jemalloc_version() else { return "jemalloc (version unknown)" }
-        return "jemalloc \(String(cString: version))"
+        guard let version = Jemalloc.version else { return "jemalloc (version unknown)" }
+        return "jemalloc \(version)"
     }
 
     /// jemalloc's own counts in bytes, `nil` when it keeps none.
-    static func statistics() -> (allocated: Int, resident: Int)? {
-        var allocated = 0
-        var resident = 0
-        guard herald_jemalloc_statistics(&allocated, &resident) == 0 else { return nil }
-        return (allocated, resident)
-    }
+    static func statistics() -> (allocated: Int, resident: Int)? { Jemalloc.statistics() }
 
     /// The process's resident set in bytes (`/proc/self/statm`), `nil` when unreadable.
     static func residentSetBytes() -> Int? {

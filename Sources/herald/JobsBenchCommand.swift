@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import Jobs
+import ProcessSpawn
 import Storage
 import Synchronization
 
@@ -250,7 +251,7 @@ enum JobsBenchCommand {
 
     /// The workers: child processes, or one worker task in this process.
     final class Workers: Sendable {
-        private let processes: [Process]
+        private let processes: [ChildProcess]
         private let task: Task<Void, any Error>?
         private let worker: JobWorker?
 
@@ -269,23 +270,26 @@ enum JobsBenchCommand {
             }
             worker = nil
             task = nil
-            let executable = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+            let executable = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
             processes = try (0..<settings.instances).map { _ in
-                let process = Process()
-                process.executableURL = executable
-                process.arguments = [
-                    "jobs", "work", "--database-url", settings.url, "--concurrency", String(settings.concurrency),
-                ]
-                try process.run()
-                return process
+                // The workers log to this process's standard output and error.
+                try ChildProcess(
+                    executable: executable,
+                    arguments: [
+                        "jobs", "work", "--database-url", settings.url, "--concurrency", String(settings.concurrency),
+                    ],
+                    standardOutput: .inherit,
+                    standardError: .inherit
+                )
             }
         }
 
         func stop() async {
             worker?.triggerGracefulShutdown()
             _ = try? await task?.value
-            for process in processes { process.terminate() }
-            for process in processes { process.waitUntilExit() }
+            for process in processes { process.signal(SIGTERM) }
+            // Only cancellation ends a wait early, and then the child's deinit kills it.
+            for process in processes { _ = try? await process.waitForExit() }
         }
     }
 }

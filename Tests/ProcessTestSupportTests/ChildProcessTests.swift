@@ -27,6 +27,28 @@ struct ChildProcessTests {
         #expect(child.standardOutput.text.isEmpty)
     }
 
+    @Test("inherited standard output and error are this process's own", arguments: [Int32(1), 2])
+    func inheritsStandardDescriptor(descriptor: Int32) async throws {
+        // The shell names what its descriptor points at on the other, captured, descriptor
+        // (`$$` is the shell's own descriptor table, not that of readlink, whose output is a pipe).
+        let other = descriptor == 1 ? 2 : 1
+        let child = try ChildProcess(
+            executable: "/bin/sh",
+            arguments: ["-c", "target=$(readlink /proc/$$/fd/\(descriptor)); echo \"$target\" >&\(other)"],
+            standardOutput: descriptor == 1 ? .inherit : .capture,
+            standardError: descriptor == 2 ? .inherit : .capture
+        )
+        #expect(try await child.waitForExit() == .exited(0))
+        let named = await (descriptor == 1 ? child.standardError : child.standardOutput).waitForEnd()
+        let own = try ownTarget(of: descriptor)
+        #expect(named == own + "\n")
+    }
+
+    /// What this process's `descriptor` points at, as `/proc/self/fd` shows it.
+    private func ownTarget(of descriptor: Int32) throws -> String {
+        try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)")
+    }
+
     @Test("the environment is replaced and the working directory set")
     func environmentAndWorkingDirectory() async throws {
         let directory = FileManager.default.temporaryDirectory.resolvingSymlinksInPath().path

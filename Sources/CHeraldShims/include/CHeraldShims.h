@@ -3,6 +3,7 @@
 // System calls and macros Glibc does not expose to Swift. Functions are prefixed cherald_.
 // Every function returns what the wrapped call returns (-1 and errno on failure) unless its
 // comment says otherwise.
+#include <spawn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -78,5 +79,16 @@ int cherald_address_to_string(const struct sockaddr *address, char *out, size_t 
 int cherald_block_sigpipe_in_thread(void);
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t cherald_monotonic_nanoseconds(void);
+
+// MARK: child processes (glibc extensions, declared only with _GNU_SOURCE)
+
+/// pipe2(fds, O_CLOEXEC): both ends close on exec, so no other child inherits them.
+int cherald_pipe_cloexec(int fds[2]);
+/// posix_spawn_file_actions_addchdir_np: the child changes to `path` before exec. Returns 0 or
+/// an error number, as the posix_spawn functions do.
+int cherald_spawn_addchdir(posix_spawn_file_actions_t *actions, const char *path);
+/// posix_spawn_file_actions_addclosefrom_np: the child closes every descriptor from `from` up.
+/// Returns 0 or an error number.
+int cherald_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int from);
 
 #endif

@@ -1,18 +1,18 @@
-import CProcessSpawn
+import CHeraldShims
 import Foundation
 import Glibc
 import Synchronization
 
-/// A child process started with `posix_spawn`, for tests that run `herald`, curl, h2load or
-/// openssl.
+/// A child process started with `posix_spawn`: the worker processes of `herald jobs bench`, and
+/// tests that run `herald`, curl, h2load or openssl.
 ///
 /// Foundation's `Process` is not used: on Swift 6.3.1 its `run()` over-reads `dirent.d_name`
 /// while it scans `/proc/self/fd` and crashes now and then (swift-corelibs-foundation PR #5472).
 ///
-/// Standard input is `/dev/null`; standard output and error go to `/dev/null` or to pipes that
-/// reader threads collect into ``standardOutput`` and ``standardError``. The child inherits no
-/// other descriptor of the test process. A waiter thread reaps the child, so ``waitForExit()``
-/// and ``isRunning`` need no polling.
+/// Standard input is `/dev/null`; standard output and error go to `/dev/null`, to this process's
+/// own, or to pipes that reader threads collect into ``standardOutput`` and ``standardError``. The
+/// child inherits no other descriptor of this process. A waiter thread reaps the child, so
+/// ``waitForExit()`` and ``isRunning`` need no polling.
 ///
 /// ```swift
 /// let child = try ChildProcess(executable: "/usr/bin/curl", arguments: ["--version"], standardOutput: .capture)
@@ -28,6 +28,8 @@ public final class ChildProcess: Sendable {
         case capture
         /// Standard output only: the same descriptor as standard error, so both interleave there.
         case standardError
+        /// This process's own standard output or standard error.
+        case inherit
     }
 
     /// How the child ended.
@@ -65,8 +67,8 @@ public final class ChildProcess: Sendable {
     ///
     /// - Parameters:
     ///   - arguments: the arguments after the program name.
-    ///   - environment: the child's whole environment; `nil` passes the test process's own.
-    ///   - workingDirectory: the directory the child starts in; `nil` keeps the test's.
+    ///   - environment: the child's whole environment; `nil` passes this process's own.
+    ///   - workingDirectory: the directory the child starts in; `nil` keeps this process's.
     /// - Throws: ``ChildProcessError`` when a pipe cannot be made or the program cannot be started.
     public init(
         executable: String,
@@ -87,9 +89,8 @@ public final class ChildProcess: Sendable {
                 arguments: arguments,
                 environment: environment,
                 workingDirectory: workingDirectory,
-                standardOutput: outputPipe.map { .descriptor($0.write) }
-                    ?? (standardOutput == .standardError ? .standardError : .discard),
-                standardError: errorPipe.map { .descriptor($0.write) } ?? .discard
+                standardOutput: outputPipe.map { .descriptor($0.write) } ?? Spawn.Target(standardOutput),
+                standardError: errorPipe.map { .descriptor($0.write) } ?? Spawn.Target(standardError)
             )
         } catch {
             errorPipe?.closeBoth()
@@ -143,7 +144,7 @@ public final class ChildProcess: Sendable {
     public func waitForExit() async throws -> Termination { try await exit.wait() }
 
     deinit {
-        // A test that fails early must not leave a server running after it.
+        // A caller that fails early (a test, a benchmark) must not leave a server running after it.
         exit.signal(SIGKILL)
     }
 }
@@ -158,7 +159,7 @@ private struct Pipe {
         // Safe: `fds` is two contiguous Int32s (a homogeneous tuple), exactly the `int[2]` the C
         // function writes, and the pointer does not outlive the call.
         let result = withUnsafeMutableBytes(of: &fds) {
-            cprocess_pipe_cloexec($0.baseAddress!.assumingMemoryBound(to: Int32.self))
+            cherald_pipe_cloexec($0.baseAddress!.assumingMemoryBound(to: Int32.self))
         }
         guard result == 0 else { throw ChildProcessError(operation: "pipe2", code: errno) }
         (read, write) = fds

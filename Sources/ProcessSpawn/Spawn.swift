@@ -1,4 +1,4 @@
-import CProcessSpawn
+import CHeraldShims
 import Glibc
 
 /// The `posix_spawn` call behind ``ChildProcess``: file actions for the three standard
@@ -7,10 +7,21 @@ enum Spawn {
     /// Where one of the child's standard descriptors points.
     enum Target {
         case discard
-        /// A descriptor of the test process (a pipe's write end), duplicated onto the child's.
+        /// A descriptor of this process (a pipe's write end), duplicated onto the child's.
         case descriptor(Int32)
         /// Standard output only: a duplicate of the child's standard error.
         case standardError
+        /// The descriptor this process has at the same number, left as it is.
+        case inherit
+
+        /// The target of a destination that needs no pipe (a captured one gets `.descriptor`).
+        init(_ destination: ChildProcess.Destination) {
+            switch destination {
+            case .discard, .capture: self = .discard
+            case .standardError: self = .standardError
+            case .inherit: self = .inherit
+            }
+        }
     }
 
     static func start(
@@ -38,15 +49,15 @@ enum Spawn {
         try check("addopen stdin", posix_spawn_file_actions_addopen(actions, 0, "/dev/null", O_RDONLY, 0))
         try redirect(2, to: standardError, actions)
         try redirect(1, to: standardOutput, actions)
-        // Whatever the test process holds open (sockets, databases, other children's pipes,
+        // Whatever this process holds open (sockets, databases, other children's pipes,
         // with or without O_CLOEXEC) stays out of the child.
-        try check("addclosefrom", cprocess_spawn_addclosefrom(actions, 3))
+        try check("addclosefrom", cherald_spawn_addclosefrom(actions, 3))
         if let workingDirectory {
-            try check("addchdir \(workingDirectory)", cprocess_spawn_addchdir(actions, workingDirectory))
+            try check("addchdir \(workingDirectory)", cherald_spawn_addchdir(actions, workingDirectory))
         }
 
-        // The test runner may block or ignore signals (SIGPIPE); a server under test must get
-        // the defaults, or SIGTERM tests would test nothing.
+        // This process may block or ignore signals (the test runner does, SIGPIPE); a child must get
+        // the defaults, or SIGTERM would not stop a server under test.
         var all = sigset_t()
         sigfillset(&all)
         try check("setsigdefault", posix_spawnattr_setsigdefault(attributes, &all))
@@ -84,6 +95,8 @@ enum Spawn {
             try check("adddup2 \(descriptor)", posix_spawn_file_actions_adddup2(actions, source, descriptor))
         case .standardError:
             try check("adddup2 \(descriptor)", posix_spawn_file_actions_adddup2(actions, 2, descriptor))
+        case .inherit:
+            break
         }
     }
 
