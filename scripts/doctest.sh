@@ -10,8 +10,8 @@
 # unlabelled ones that do not start with a command (diagrams).
 # In a run block, `# → EXPECTED` lines (consecutive ones join) follow the commands they check:
 # their output must match EXPECTED, where `…` matches anything and runs of white space compare
-# equal. When those commands called curl without their own `-w`, the output checked starts with
-# the last response's HTTP status: `# → 202 {"id":"…", …}`. Every command must succeed.
+# equal. When the last curl call of those commands has no `-w` of its own, the output checked
+# starts with its HTTP status: `# → 202 {"id":"…", …}`. Every command must succeed.
 # The blocks of one file run in order in one bash, so variables carry over. The examples'
 # addresses are replaced by the servers the test started: localhost:3000 (herald serve),
 # 127.0.0.1:8443 and 127.0.0.1:8444 (herald simulator, APNs and control API) and
@@ -122,6 +122,23 @@ fail() {
 # Normalises output for comparison: CR removed, runs of white space to one space, trimmed.
 normalise() { tr -d '\r' | tr -s ' \t\n' '   ' | sed -E 's/^ //; s/ $//'; }
 
+# Links stay inside the repository: a relative link must name a file or folder of this checkout,
+# and no text may point into folders a clone does not have.
+for file in "${files[@]}"; do
+    while IFS=: read -r line target; do
+        target=${target%%#*}
+        [ -n "$target" ] || continue
+        case $target in http://* | https://* | mailto:*) continue ;; esac
+        resolved=$(realpath -m "$(dirname "$file")/$target")
+        if [ ! -e "$resolved" ] || [[ $resolved != "$root"/* ]]; then
+            fail "$file" "$line" "the link $target names nothing in this repository"
+        fi
+    done < <(grep -n -o -E '\]\([^) ]+\)|^\[[^]]+\]: *[^ ]+' "$file" | sed -E 's/^([0-9]+):(\]\(|\[[^]]+\]: *)/\1:/; s/\)$//')
+    while IFS=: read -r line _; do
+        fail "$file" "$line" "a reference outside the repository (../shared/, APNS.md §…): say it here, or link to the source"
+    done < <(grep -n -E '\.\./shared/|APNS\.md §' "$file" || true)
+done
+
 for file in "${files[@]}"; do
     segments=()
     while IFS= read -r -d $'\036' record; do segments+=("$record"); done < <(extract "$file")
@@ -133,8 +150,21 @@ for file in "${files[@]}"; do
         echo 'set -E -o pipefail'
         echo "export PATH='$(dirname "$herald")':\"\$PATH\""
         echo "cd '$work/run'"
-        # Records the HTTP status of every request curl makes, unless the example sets its own -w.
-        echo 'curl() { command curl -w "%{stderr}%{http_code}\n" "$@" 2>>"$DOCTEST_STATUS"; }'
+        # Records the HTTP status of every request curl makes; `-` when the example sets its own -w.
+        cat <<'WRAPPER'
+curl() {
+    local arg
+    for arg in "$@"; do
+        case $arg in -w | -w* | --write-out | --write-out=*)
+            echo - >>"$DOCTEST_STATUS"
+            command curl "$@"
+            return
+            ;;
+        esac
+    done
+    command curl -w "%{stderr}%{http_code}\n" "$@" 2>>"$DOCTEST_STATUS"
+}
+WRAPPER
         echo 'trap '"'"'echo "line $LINENO: \"$BASH_COMMAND\" exited $?" >>"$DOCTEST_ERRORS"'"'"' ERR'
     } >"$script"
     n=0
@@ -189,8 +219,8 @@ for file in "${files[@]}"; do
         [ -e "$out/$i.expect" ] || continue
         expected=$(normalise <"$out/$i.expect")
         actual=$(normalise <"$out/$i.out")
-        status=$(grep -E '^[0-9]{3}$' "$out/$i.status" | tail -1 || true)
-        [ -n "$status" ] && actual="$status $actual"
+        status=$(grep -E '^([0-9]{3}|-)$' "$out/$i.status" | tail -1 || true)
+        [ -n "$status" ] && [ "$status" != - ] && actual="$status $actual"
         actual=${actual% }
         pattern=$(printf '%s' "$expected" | sed -e 's/[][\\*?()|!@+]/\\&/g' -e 's/…/*/g')
         # shellcheck disable=SC2053 # the right-hand side is a glob on purpose
