@@ -46,6 +46,10 @@ await_line() {
     exit 1
 }
 
+# Settings from the caller's environment would change what the examples answer.
+unset HOST PORT LOG_LEVEL LOG_FORMAT HERALD_API_KEYS HERALD_APPS_FILE TOPIC APNS_AUTH_KEY APNS_AUTH_KEY_FILE \
+    APNS_KEY_ID APPLE_TEAM_ID APNS_CA_FILE APNS_PRODUCTION_URL APNS_SANDBOX_URL \
+    APNS_MANAGEMENT_PRODUCTION_URL APNS_MANAGEMENT_SANDBOX_URL APNS_ENVIRONMENT
 export KEY DATABASE_URL=sqlite:$work/serve/doctest.sqlite
 KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 mkdir "$work/serve" "$work/sim" "$work/run"
