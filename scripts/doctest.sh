@@ -11,11 +11,13 @@
 # In a run block, `# → EXPECTED` lines (consecutive ones join) follow the commands they check:
 # their output must match EXPECTED, where `…` matches anything and runs of white space compare
 # equal. When the last curl call of those commands has no `-w` of its own, the output checked
-# starts with its HTTP status: `# → 202 {"id":"…", …}`. Every command must succeed.
+# starts with its HTTP status: `# → 202 {"id":"…", …}`. Every command must succeed, except
+# that `# → [exit N] EXPECTED` expects the last command to exit N, and matches EXPECTED against
+# what the commands wrote to standard output and standard error together.
 # The blocks of one file run in order in one bash, so variables carry over. The examples'
-# addresses are replaced by the servers the test started: localhost:3000 (herald serve),
-# 127.0.0.1:8443 and 127.0.0.1:8444 (herald simulator, APNs and control API) and
-# /tmp/herald-apns-simulator-8443 (its certificate and key files). KEY holds the API key and
+# addresses, in commands and expectations, become those of the servers it started:
+# localhost:3000 (herald serve), 127.0.0.1:8443 and 127.0.0.1:8444 (herald simulator, APNs and
+# control API) and /tmp/herald-apns-simulator-8443 (its certificate and key files). KEY holds the API key and
 # DATABASE_URL the server's database. `python` blocks run with python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -123,6 +125,9 @@ fail() {
     printf '%s\n' "$3" >&2
 }
 
+# The expectation as a bash pattern: `…` matches anything, every other character itself.
+glob() { printf '%s' "$1" | sed -e 's/[][\\*?()|!@+]/\\&/g' -e 's/…/*/g'; }
+
 # Normalises output for comparison: CR removed, runs of white space to one space, trimmed.
 normalise() { tr -d '\r' | tr -s ' \t\n' '   ' | sed -E 's/^ //; s/ $//'; }
 
@@ -142,6 +147,16 @@ for file in "${files[@]}"; do
         fail "$file" "$line" "a reference outside the repository (../shared/, APNS.md §…): say it here, or link to the source"
     done < <(grep -n -E '\.\./shared/|APNS\.md §' "$file" || true)
 done
+
+# The examples' addresses, replaced by those of the servers started above.
+servers() {
+    local text=$1
+    text=${text//localhost:3000/localhost:$serve_port}
+    text=${text//127.0.0.1:8443/127.0.0.1:$sim_port}
+    text=${text//127.0.0.1:8444/127.0.0.1:$ctl_port}
+    text=${text//\/tmp\/herald-apns-simulator-8443/$sim_files}
+    printf '%s\n' "$text"
+}
 
 for file in "${files[@]}"; do
     segments=()
@@ -181,10 +196,7 @@ WRAPPER
             ;;
         run)
             n=$((n + 1))
-            text=${text//localhost:3000/localhost:$serve_port}
-            text=${text//127.0.0.1:8443/127.0.0.1:$sim_port}
-            text=${text//127.0.0.1:8444/127.0.0.1:$ctl_port}
-            text=${text//\/tmp\/herald-apns-simulator-8443/$sim_files}
+            text=$(servers "$text")
             printf '%s\n' "$text" >"$out/$n.cmd"
             if [ "$lang" = python ]; then text=$(printf "python3 - <<'DOCTEST_PYTHON'\n%s\nDOCTEST_PYTHON" "$text"); fi
             printf '%s\n' "$line" >"$out/$n.line"
@@ -194,11 +206,12 @@ WRAPPER
                 echo "{"
                 printf '%s\n' "$text"
                 echo "} >'$out/$n.out' 2>'$out/$n.err' </dev/null"
+                echo "echo \$? >'$out/$n.rc'"
                 echo "echo done >'$out/$n.done'"
             } >>"$script"
             ;;
         expect)
-            printf '%s\n' "$text" >"$out/$n.expect"
+            servers "$text" >"$out/$n.expect"
             printf '%s\n' "$line" >"$out/$n.expectline"
             ;;
         esac
@@ -213,6 +226,23 @@ WRAPPER
   did not finish (the file's examples stopped after 300 s or on an error): $(tail -5 "$out/script.out")"
             continue
         fi
+        expected=
+        [ -e "$out/$i.expect" ] && expected=$(normalise <"$out/$i.expect")
+        if [[ $expected =~ ^\[exit\ ([0-9]+)\]\ ?(.*)$ ]]; then
+            # A command expected to fail: its exit status, and what it wrote to either stream.
+            want=${BASH_REMATCH[1]}
+            expected=${BASH_REMATCH[2]}
+            rc=$(cat "$out/$i.rc")
+            actual=$(cat "$out/$i.out" "$out/$i.err" | normalise)
+            pattern=$(glob "$expected")
+            # shellcheck disable=SC2053 # the right-hand side is a glob on purpose
+            if [ "$rc" != "$want" ] || [[ $actual != $pattern ]]; then
+                fail "$file" "$(cat "$out/$i.expectline")" "  command: $command
+  expected: exit $want, $expected
+  actual:   exit $rc, $actual"
+            fi
+            continue
+        fi
         if [ -s "$out/$i.errors" ]; then
             fail "$file" "$line" "  command: $command
   failed: $(cat "$out/$i.errors")
@@ -221,12 +251,11 @@ WRAPPER
             continue
         fi
         [ -e "$out/$i.expect" ] || continue
-        expected=$(normalise <"$out/$i.expect")
         actual=$(normalise <"$out/$i.out")
         status=$(grep -E '^([0-9]{3}|-)$' "$out/$i.status" | tail -1 || true)
         [ -n "$status" ] && [ "$status" != - ] && actual="$status $actual"
         actual=${actual% }
-        pattern=$(printf '%s' "$expected" | sed -e 's/[][\\*?()|!@+]/\\&/g' -e 's/…/*/g')
+        pattern=$(glob "$expected")
         # shellcheck disable=SC2053 # the right-hand side is a glob on purpose
         if [[ $actual != $pattern ]]; then
             fail "$file" "$(cat "$out/$i.expectline")" "  command: $command
