@@ -216,7 +216,9 @@ WRAPPER
             ;;
         esac
     done
+    started=$SECONDS
     timeout 300 bash "$script" >"$out/script.out" 2>&1 || true
+    echo "doctest: $file: $n examples in $((SECONDS - started)) s"
     for i in $(seq "$n"); do
         ran=$((ran + 1))
         line=$(cat "$out/$i.line")
