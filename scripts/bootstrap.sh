@@ -2,15 +2,16 @@
 # Installs what Herald needs to build and test on Debian 12, and only what is missing.
 # Safe to run any number of times. Usage: scripts/bootstrap.sh [--test] [--bench]
 #   (no flag)  build dependencies: pkg-config and the C libraries' -dev packages
-#   --test     also what `make test` uses: the PostgreSQL server, curl, h2load (nghttp2-client) and
-#              systemd-analyze (systemd), which checks contrib/herald.service
+#   --test     also what `make test` uses: the PostgreSQL server, curl, h2load (nghttp2-client),
+#              systemd-analyze (systemd), which checks contrib/herald.service, and for the
+#              documentation examples openssl and python3
 #   --bench    also wrk, h2o, h2load (nghttp2-client) and GNU time for the benchmark scripts
 set -euo pipefail
 
 packages=(pkg-config libssl-dev libnghttp2-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libjemalloc-dev)
 for arg in "$@"; do
   case "$arg" in
-    --test) packages+=(postgresql curl nghttp2-client systemd) ;;
+    --test) packages+=(postgresql curl nghttp2-client systemd openssl python3) ;;
     --bench) packages+=(wrk h2o nghttp2-client curl time) ;;
     *) echo "bootstrap: unknown argument $arg (use --test or --bench)" >&2; exit 2 ;;
   esac

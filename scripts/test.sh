@@ -21,7 +21,11 @@ echo "== swift test"
 swift build --build-tests
 swift test --skip-build --verbose "$@"
 
-# The executable must run on jemalloc (README, "Memory allocator"): every malloc and free the
+# Every example in README.md and docs/ runs as written (scripts/doctest.sh says how they are marked).
+echo "== documentation examples"
+scripts/doctest.sh "$(swift build --show-bin-path)/herald"
+
+# The executable must run on jemalloc (README, "Endpoints and metrics"): every malloc and free the
 # dynamic linker binds must go to libjemalloc, not to Glibc.
 echo "== the herald executable's allocator"
 herald=$(swift build --show-bin-path)/herald
