@@ -16,7 +16,9 @@ import Synchronization
 /// `@unchecked Sendable`: `inbox` is a `Mutex` and `usableLimit` an atomic; `configuration`,
 /// `eventLoop`, the defaults and `drainTask` are immutable; every other property is read and
 /// written only on `eventLoop`'s thread (entry points are the channel callbacks, tasks sent with
-/// `execute`, and timers).
+/// `execute`, and timers). Members without `private` are used by the extensions in
+/// `ClientSession+Channel.swift` and `ClientSession+NGHTTP2.swift`; they are loop-thread state
+/// like the rest, except `inbox` and `usableLimit`.
 final class ClientSession: ChannelHandler, @unchecked Sendable {
     typealias State = ClientSessionState<ClientStream>
 
@@ -26,10 +28,10 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
     let defaultScheme: String
     let logger: Logger
     let metrics: HTTP2ClientMetrics
-    private let inbox = Mutex(ClientSessionInbox<ClientStream>())
+    let inbox = Mutex(ClientSessionInbox<ClientStream>())
     /// The published status's stream limit while the connection is usable, else -1: what a pool
     /// checks per request, without taking the inbox's lock and copying the whole status.
-    private let usableLimit = Atomic<Int>(-1)
+    let usableLimit = Atomic<Int>(-1)
     private var drainTask: (@Sendable () -> Void)?
     /// ``HTTP2ClientConnection/Configuration/coalescingWindow`` in nanoseconds; 0 when off.
     private let coalescingWindow: UInt64
@@ -37,23 +39,23 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
     // Loop-thread state.
     var state: State
     var channel: Channel?
-    private var channelClosed = false
+    var channelClosed = false
     var nghttp2: NGHTTP2Session?
     private var actionBuffer: [State.Action] = []
-    private var deadlineTimer: TimerHandle?
-    private var deadlineTimerAt: UInt64 = .max
+    var deadlineTimer: TimerHandle?
+    var deadlineTimerAt: UInt64 = .max
     private var windowTimer: TimerHandle?
     private var pendingSubmissions: [ClientStream] = []
     private var pendingCancellations: [ClientStream] = []
     var settingsWaiter: UnsafeContinuation<Void, any Error>?
-    private var closeWaiters: [UnsafeContinuation<Void, Never>] = []
-    private var lastReadTime: UInt64 = 0
-    private var pingTimer: TimerHandle?
+    var closeWaiters: [UnsafeContinuation<Void, Never>] = []
+    var lastReadTime: UInt64 = 0
+    var pingTimer: TimerHandle?
     var pingTimeoutTimer: TimerHandle?
-    private var published = HTTP2ClientConnection.Status()
+    var published = HTTP2ClientConnection.Status()
     /// While nghttp2 processes received bytes, finished streams are resumed in one burst at the
     /// end of the read batch (after new output is written), not one by one in callbacks.
-    private var deferringResumes = false
+    var deferringResumes = false
     private var pendingResumes: [(stream: ClientStream, waiter: ClientStream.Waiter, error: (any Error)?)] = []
 
     init(
@@ -252,7 +254,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         }
     }
 
-    private func resumeDeferred() {
+    func resumeDeferred() {
         deferringResumes = false
         guard !pendingResumes.isEmpty else { return }
         for (stream, waiter, error) in pendingResumes {
@@ -429,7 +431,7 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
 
     /// Runs after every batch of events: open streams, write, close if done, re-arm timers,
     /// publish the status.
-    private func afterEvents() {
+    func afterEvents() {
         startStreams()
         flushSession()
         closeIfDone()
@@ -447,143 +449,5 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
             HTTP2Error(code: .connectionClosed, isSafeToRetry: true, message: "the HTTP/2 connection was closed"),
             graceful: true
         )
-    }
-
-    // MARK: loop: timers
-
-    private func armDeadlineTimer() {
-        guard state.phase != .closed, let earliest = state.nextDeadline(), earliest < deadlineTimerAt else { return }
-        if let deadlineTimer { eventLoop.cancelTimer(deadlineTimer) }
-        deadlineTimerAt = earliest
-        deadlineTimer = eventLoop.scheduleTimer(at: earliest) { [self] in
-            deadlineTimer = nil
-            deadlineTimerAt = .max
-            let now = EventLoop.monotonicNanoseconds()
-            withActions { state.deadlinesPassed(now: now, actions: &$0) }
-            afterEvents()
-        }
-    }
-
-    private func schedulePingCheck(at time: UInt64) {
-        if let pingTimer { eventLoop.cancelTimer(pingTimer) }
-        pingTimer = eventLoop.scheduleTimer(at: time) { [self] in
-            pingTimer = nil
-            pingCheck()
-        }
-    }
-
-    private func pingCheck() {
-        guard let interval = configuration.pingInterval?.nanoseconds, let nghttp2 else { return }
-        let now = EventLoop.monotonicNanoseconds()
-        switch state.pingCheck(now: now, lastRead: lastReadTime, interval: interval) {
-        case .sendPing(let nextCheck):
-            nghttp2_submit_ping(nghttp2.pointer, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
-            let timeout = configuration.pingTimeout
-            pingTimeoutTimer = eventLoop.scheduleTimer(after: timeout) { [self] in
-                pingTimeoutTimer = nil
-                guard state.pingTimedOut() else { return }
-                logger.warning(
-                    "HTTP/2 PING not answered; closing the connection",
-                    metadata: ["authority": .string(defaultAuthority)]
-                )
-                failConnection(
-                    HTTP2Error(
-                        code: .pingTimeout,
-                        isSafeToRetry: false,
-                        message: "the server did not answer a PING within \(timeout); the connection is closed"
-                    )
-                )
-            }
-            flushSession()
-            schedulePingCheck(at: nextCheck)
-        case .checkAgain(let time):
-            schedulePingCheck(at: time)
-        case .stop:
-            break
-        }
-    }
-
-    // MARK: loop: status
-
-    private func resumeCloseWaiters() {
-        let waiters = closeWaiters
-        closeWaiters = []
-        for waiter in waiters { waiter.resume() }
-    }
-
-    func publishStatus() {
-        let status = state.status
-        guard status != published else { return }
-        published = status
-        inbox.withLock { $0.status = status }
-        usableLimit.store(status.isUsable ? status.maxConcurrentStreams : -1, ordering: .releasing)
-    }
-
-    // MARK: ChannelHandler
-
-    func channelActive(_ channel: Channel) {
-        self.channel = channel
-        lastReadTime = EventLoop.monotonicNanoseconds()
-        guard let nghttp2 else { return }
-        let local = State.localSettings(
-            initialStreamWindowSize: configuration.initialStreamWindowSize,
-            connectionWindowSize: configuration.connectionWindowSize
-        )
-        _ = nghttp2.submitSettings(local.settings.map { (nghttp2_settings_id(rawValue: $0.id), $0.value) })
-        if let window = local.connectionWindow {
-            nghttp2_session_set_local_window_size(nghttp2.pointer, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, window)
-        }
-        flushSession()
-        if let interval = configuration.pingInterval {
-            schedulePingCheck(at: lastReadTime &+ interval.nanoseconds)
-        }
-    }
-
-    func channelRead(_ channel: Channel, _ bytes: UnsafeRawBufferPointer) {
-        guard state.phase != .closed, let nghttp2 else { return }
-        lastReadTime = eventLoop.iterationTime
-        deferringResumes = true
-        if let reason = nghttp2.receive(bytes) {
-            failConnection(
-                HTTP2Error(code: .protocolError, isSafeToRetry: false, message: "HTTP/2 protocol error: \(reason)")
-            )
-        }
-    }
-
-    func channelReadComplete(_ channel: Channel) {
-        // A drain already queued on the loop opens streams and writes this iteration: leave the
-        // output to it, so that one write carries both. One waiting for the coalescing timer is
-        // not waited for: answers to the peer (SETTINGS and PING acknowledgements, window
-        // updates) and queued streams that closed streams made room for go out now.
-        if !inbox.withLock({ $0.drainQueued }) {
-            afterEvents()
-        }
-        resumeDeferred()
-    }
-
-    func channelWritable(_ channel: Channel) {
-        flushSession()
-        publishStatus()
-    }
-
-    func channelInactive(_ channel: Channel, error: (any Error)?) {
-        channelClosed = true
-        self.channel = nil
-        if state.phase != .closed {
-            let message =
-                error.map { "the HTTP/2 connection failed: \($0)" } ?? "the server closed the HTTP/2 connection"
-            failConnection(
-                HTTP2Error(
-                    code: .connectionClosed,
-                    isSafeToRetry: false,
-                    message: message,
-                    goAway: state.goAway,
-                    underlying: error
-                )
-            )
-        }
-        resumeDeferred()
-        resumeCloseWaiters()
-        publishStatus()
     }
 }
