@@ -9,10 +9,15 @@ import CNGHTTP2
 /// them to build the ``HTTP2Response`` (a resumed task does so off the loop thread, so that String
 /// decoding does not cost the loop time). Likewise the request's header block is encoded by the sending task,
 /// so the loop only hands nghttp2 a ready `nghttp2_nv` array.
+///
+/// Raw memory: `requestFields` and `headerStorage` are allocated and freed only by this class
+/// (when replaced or in `deinit`); every write stays within the capacity checked just before it,
+/// and readers walk only the `headerLength` bytes written.
 final class ClientStream: @unchecked Sendable {
     /// Who learns that the stream finished: a task suspended in `send`, or a completion handler
     /// (``HTTP2ClientConnection/submit(method:fieldCount:byteCount:body:writeFields:completion:)``),
-    /// which runs on the loop thread.
+    /// which runs on the loop thread. The session takes the waiter out (sets it to nil) before
+    /// resuming it, so an `UnsafeContinuation` is resumed exactly once.
     enum Waiter {
         case task(UnsafeContinuation<Void, any Error>)
         /// Hears the response read from the stream, or the request's error.
