@@ -25,9 +25,12 @@ extension ClientSession {
         Unmanaged<ClientStream>.fromOpaque(pointer)._withUnsafeGuaranteedRef(body)
     }
 
+    /// A response header field. The stream still collects its response while it has its waiter:
+    /// the shell takes the waiter out when it runs the state's answer for the request (what
+    /// ``ClientSessionState/isReceiving(_:)`` tells), so no state access is needed per field.
     func onHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         withStream(streamID) { stream in
-            guard let id = stream.requestID, state.isReceiving(id) else { return }
+            guard stream.waiter != nil else { return }
             if name.first == UInt8(ascii: ":") {
                 // The only response pseudo-header is :status (nghttp2 checks).
                 var status = 0

@@ -45,15 +45,6 @@ struct ClientSessionState<Request> {
         var hasDeadline = false
     }
 
-    /// A request's deadline; stale once its slot's generation moved on or its deadline was cleared.
-    private struct Deadline: Comparable {
-        var time: UInt64
-        var slot: Int32
-        var generation: UInt32
-
-        static func < (lhs: Deadline, rhs: Deadline) -> Bool { lhs.time < rhs.time }
-    }
-
     let defaultTimeout: UInt64?
     /// ``HTTP2ClientConnection/Configuration/maximumConcurrentStreams``.
     let maximumConcurrentStreams: Int
@@ -75,9 +66,7 @@ struct ClientSessionState<Request> {
     private var freeSlots: [Int32] = []
     /// Waiting requests in arrival order; entries answered while waiting are skipped.
     private var waiting = FIFOQueue<ClientRequestID>()
-    private var deadlines = Heap<Deadline>()
-    /// Entries in `deadlines` whose request has ended; dropped in bulk once they are many.
-    private var staleDeadlines = 0
+    private var deadlines = ClientRequestDeadlines()
 
     init(defaultTimeout: UInt64?, maximumConcurrentStreams: Int) {
         self.defaultTimeout = defaultTimeout
@@ -112,10 +101,13 @@ struct ClientSessionState<Request> {
             actions.append(.fail(request, .error(Self.timeoutError(safeToRetry: true))))
             return nil
         }
-        let id = allocateSlot(request)
-        if let timeout = timeoutOverride ?? defaultTimeout {
-            slots[Int(id.slot)].hasDeadline = true
-            deadlines.insert(Deadline(time: submittedAt &+ timeout, slot: id.slot, generation: id.generation))
+        let timeout = timeoutOverride ?? defaultTimeout
+        let id = allocateSlot(request, hasDeadline: timeout != nil)
+        if let timeout {
+            deadlines.insert(
+                .init(time: submittedAt &+ timeout, slot: id.slot, generation: id.generation),
+                inSubmissionOrder: timeoutOverride == nil
+            )
         }
         queuedCount += 1
         waiting.append(id)
@@ -264,22 +256,17 @@ struct ClientSessionState<Request> {
 
     /// The earliest deadline of a request still waiting for its answer, dropping ended ones.
     mutating func nextDeadline() -> UInt64? {
-        while let top = deadlines.min {
-            if isLive(top) { return top.time }
-            deadlines.popMin()
-            staleDeadlines -= 1
-        }
-        return nil
+        let slots = self.slots
+        return deadlines.earliest(isLive: { Self.isLive($0, in: slots) })
     }
+
+    /// Deadline entries kept, those of ended requests not yet dropped included.
+    var deadlineEntries: Int { deadlines.count }
 
     /// Times out every request whose deadline is at or before `now`: a queued one fails safe to
     /// retry; an open one is reset and fails, safe to retry only if its HEADERS were not sent.
     mutating func deadlinesPassed(now: UInt64, actions: inout [Action]) {
-        while let deadline = deadlines.popMin(if: { $0.time <= now }) {
-            guard isLive(deadline) else {
-                staleDeadlines -= 1
-                continue
-            }
+        while let deadline = popDueDeadline(now: now) {
             let index = Int(deadline.slot)
             slots[index].hasDeadline = false
             if slots[index].state == .open {
@@ -353,7 +340,6 @@ struct ClientSessionState<Request> {
         slots = []
         freeSlots = []
         deadlines.removeAll()
-        staleDeadlines = 0
         openCount = 0
         queuedCount = 0
         let isFailure = !(closeRequested || goAway != nil) || error.code != .connectionClosed
@@ -403,26 +389,21 @@ struct ClientSessionState<Request> {
         return index
     }
 
-    private func isLive(_ deadline: Deadline) -> Bool {
+    private static func isLive(_ deadline: ClientRequestDeadlines.Entry, in slots: [Slot]) -> Bool {
         let index = Int(deadline.slot)
         return index < slots.count && slots[index].generation == deadline.generation && slots[index].hasDeadline
     }
 
-    private mutating func allocateSlot(_ request: Request) -> ClientRequestID {
-        let index: Int
+    /// A queued slot for `request`, written at once (one write instead of one per field).
+    private mutating func allocateSlot(_ request: Request, hasDeadline: Bool) -> ClientRequestID {
         if let free = freeSlots.popLast() {
-            index = Int(free)
-        } else {
-            index = slots.count
-            slots.append(Slot())
+            let index = Int(free)
+            let generation = slots[index].generation
+            slots[index] = Slot(request: request, generation: generation, state: .queued, hasDeadline: hasDeadline)
+            return ClientRequestID(slot: free, generation: generation)
         }
-        slots[index].request = request
-        slots[index].state = .queued
-        slots[index].answered = false
-        slots[index].streamID = 0
-        slots[index].headersSent = false
-        slots[index].hasDeadline = false
-        return ClientRequestID(slot: Int32(index), generation: slots[index].generation)
+        slots.append(Slot(request: request, state: .queued, hasDeadline: hasDeadline))
+        return ClientRequestID(slot: Int32(slots.count - 1), generation: 0)
     }
 
     /// Answers the request with `failure` (once) and forgets its deadline; a queued request's
@@ -437,8 +418,7 @@ struct ClientSessionState<Request> {
         slots[index].answered = true
         if slots[index].hasDeadline {
             slots[index].hasDeadline = false
-            staleDeadlines += 1
-            if staleDeadlines >= 1024, staleDeadlines * 2 >= deadlines.count { dropStaleDeadlines() }
+            if deadlines.forget() { dropStaleDeadlines() }
         }
         if slots[index].state == .queued {
             queuedCount -= 1
@@ -451,7 +431,7 @@ struct ClientSessionState<Request> {
         if slots[index].state == .open { openCount -= 1 }
         if slots[index].hasDeadline {
             slots[index].hasDeadline = false
-            staleDeadlines += 1
+            if deadlines.forget() { dropStaleDeadlines() }
         }
         slots[index].state = .free
         slots[index].request = nil
@@ -459,14 +439,15 @@ struct ClientSessionState<Request> {
         freeSlots.append(Int32(index))
     }
 
+    /// The next live deadline due at `now`, taken out. (The copy of `slots` the check reads ends
+    /// with this call, before the caller writes to them.)
+    private mutating func popDueDeadline(now: UInt64) -> ClientRequestDeadlines.Entry? {
+        let slots = self.slots
+        return deadlines.popDue(now: now, isLive: { Self.isLive($0, in: slots) })
+    }
+
     private mutating func dropStaleDeadlines() {
         let slots = self.slots
-        deadlines.removeAll(where: { deadline in
-            let index = Int(deadline.slot)
-            return
-                !(index < slots.count && slots[index].generation == deadline.generation
-                && slots[index].hasDeadline)
-        })
-        staleDeadlines = 0
+        deadlines.dropStale(isLive: { Self.isLive($0, in: slots) })
     }
 }
