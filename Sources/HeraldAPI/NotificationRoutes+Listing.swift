@@ -76,7 +76,8 @@ struct NotificationListBody: Encodable, Sendable {
     }
 }
 
-/// A notification in a list: what `GET /v1/notifications/{id}` shows without counts or results.
+/// A notification in a list: what `GET /v1/notifications/{id}` shows without counts or results
+/// (``NotificationBody`` adds those).
 struct NotificationSummaryBody: Encodable, Sendable {
     var id: String
     var app: String

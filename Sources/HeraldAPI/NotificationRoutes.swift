@@ -316,34 +316,15 @@ struct AcceptedBody: Encodable, Sendable {
     }
 }
 
+/// A notification with its counts, and its results when asked for: the summary's fields and these.
 struct NotificationBody: Encodable, Sendable {
-    var id: String
-    var app: String
-    var environment: String
-    var pushType: String
-    var topic: String
-    var status: String
-    var failureReason: String?
-    var sendAt: Date
-    var createdAt: Date
-    var updatedAt: Date
-    var tokens: Int
+    var summary: NotificationSummaryBody
     var counts: [String: Int]
     var results: [ResultBody]?
     var nextCursor: String?
 
     init(_ notification: StoredNotification, counts: DeliveryCounts, results: [DeliveryResult]?, next: String?) {
-        id = notification.id.uuidString.lowercased()
-        app = notification.app
-        environment = notification.environment.rawValue
-        pushType = notification.pushType.headerValue
-        topic = notification.topic
-        status = notification.status.rawValue
-        failureReason = notification.failureReason
-        sendAt = notification.sendAt
-        createdAt = notification.createdAt
-        updatedAt = notification.updatedAt
-        tokens = notification.tokenCount
+        summary = NotificationSummaryBody(notification)
         var all: [String: Int] = [:]
         for status in DeliveryStatus.allCases { all[status.rawValue] = counts[status] }
         self.counts = all
@@ -352,13 +333,17 @@ struct NotificationBody: Encodable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, app, environment, topic, status, tokens, counts, results
-        case pushType = "push_type"
-        case failureReason = "failure_reason"
-        case sendAt = "send_at"
-        case createdAt = "created_at"
-        case updatedAt = "updated_at"
+        case counts, results
         case nextCursor = "next_cursor"
+    }
+
+    /// One flat object: the summary's keys beside `counts`, `results` and `next_cursor`.
+    func encode(to encoder: any Encoder) throws {
+        try summary.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(counts, forKey: .counts)
+        try container.encodeIfPresent(results, forKey: .results)
+        try container.encodeIfPresent(nextCursor, forKey: .nextCursor)
     }
 }
 
