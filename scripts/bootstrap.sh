@@ -4,14 +4,15 @@
 #   (no flag)  build dependencies: pkg-config and the C libraries' -dev packages
 #   --test     also what `make test` uses: the PostgreSQL server, curl, h2load (nghttp2-client),
 #              systemd-analyze (systemd), which checks contrib/herald.service, and for the
-#              documentation examples openssl and python3
+#              documentation examples openssl and python3, and gdb for the test
+#              watchdog's backtraces
 #   --bench    also wrk, h2o, h2load (nghttp2-client) and GNU time for the benchmark scripts
 set -euo pipefail
 
 packages=(pkg-config libssl-dev libnghttp2-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libjemalloc-dev)
 for arg in "$@"; do
   case "$arg" in
-    --test) packages+=(postgresql curl nghttp2-client systemd openssl python3) ;;
+    --test) packages+=(postgresql curl nghttp2-client systemd openssl python3 gdb) ;;
     --bench) packages+=(wrk h2o nghttp2-client curl time) ;;
     *) echo "bootstrap: unknown argument $arg (use --test or --bench)" >&2; exit 2 ;;
   esac

@@ -17,9 +17,13 @@ export HERALD_TEST_POSTGRES_URL=$THROWAWAY_PG_URL
 export HERALD_TEST_PG_BIN=$THROWAWAY_PG_BIN
 echo "PostgreSQL ready at $HERALD_TEST_POSTGRES_URL"
 
+# A test run that falls silent for HERALD_TEST_SILENCE_LIMIT seconds (default 600) is a hang: the
+# watchdog names the tests still running, saves every thread's backtrace and fails the run.
+watchdog=scripts/test-watchdog.py
+
 echo "== swift test"
 swift build --build-tests
-swift test --skip-build --verbose "$@"
+"$watchdog" -- swift test --skip-build --verbose "$@"
 
 # Every example in README.md and docs/ runs as written (scripts/doctest.sh says how they are marked).
 echo "== documentation examples"
@@ -69,5 +73,5 @@ export TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppres
 for sanitizer in address thread; do
     echo "== $sanitizer sanitizer: $sanitized_suites"
     swift build --build-tests --sanitize="$sanitizer" --scratch-path ".build/${sanitizer:0:1}san"
-    swift test --skip-build --scratch-path ".build/${sanitizer:0:1}san" --filter "$sanitized_suites"
+    "$watchdog" -- swift test --skip-build --scratch-path ".build/${sanitizer:0:1}san" --filter "$sanitized_suites" --verbose
 done

@@ -113,6 +113,8 @@ extension HTTP2ConnectionTests {
             return HTTP2ServerResponse(status: 200, body: request.body)
         }
         try await withServer(tls: try certificates.serverContext(), handler: handler) { server in
+            // A failed expectation below must not leave the handler waiting for ever.
+            defer { closeNow.open() }
             // Far longer than the suite's time limit: only GOAWAY or the failure can end the wait.
             let connection = try await connect(
                 to: server,

@@ -34,6 +34,7 @@ extension HTTPServerLiveTests {
         let gate = Gate()
         let started = Gate()
         try await withServer(responder: makeTestRouter(slowGate: gate, started: started)) { server, port in
+            defer { gate.open() }
             let connection = try await RawConnection.open(port: port)
             try await connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
             try await withDeadline("the handler to start") { await started.wait() }

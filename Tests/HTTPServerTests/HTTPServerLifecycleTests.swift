@@ -11,6 +11,7 @@ extension HTTPServerLiveTests {
     @Test("graceful shutdown: in-flight request answered, new connections refused, run() returns")
     func gracefulShutdown() async throws {
         let gate = Gate()
+        defer { gate.open() }
         let started = Gate()
         var configuration = HTTPServer.Configuration()
         configuration.host = "127.0.0.1"
@@ -118,6 +119,7 @@ extension HTTPServerLiveTests {
     func cancellation() async throws {
         let started = Gate()
         let gate = Gate()
+        defer { gate.open() }
         var configuration = HTTPServer.Configuration()
         configuration.host = "127.0.0.1"
         configuration.port = 0

@@ -24,17 +24,19 @@ struct RequestDeadlineTests {
         let started = Gate()
         try await withServer(
             configure: {
-                $0.requestTimeout = .seconds(1)
+                $0.requestTimeout = .seconds(2)
                 $0.connectionTimeout = .seconds(120)
             },
             responder: makeTestRouter(slowGate: gate, started: started)
         ) { _, port in
+            // Whatever fails below, the handler must end, or the server's shutdown waits for it.
+            defer { gate.open() }
             let connection = try await RawConnection.open(port: port)
             defer { connection.close() }
             try await connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-            await started.wait()
+            try await withDeadline("the handler to start") { await started.wait() }
             // The handler takes longer than the deadline: the connection stays, the answer arrives.
-            _ = try await onThread { usleep(1_500_000) }
+            _ = try await onThread { usleep(2_500_000) }
             gate.open()
             #expect(try await connection.readResponse().text == "slow done")
             // Then the next request gets a fresh deadline, which a half-sent request misses.

@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import DatabaseTestSupport
 import HeraldCore
 import Storage
@@ -98,6 +99,35 @@ struct MigratorTests {
             #expect(try await db.query("SELECT count(*) AS n FROM widgets", [])[0].int("n") == 1)
             let applied = (firstLog.all + secondLog.all).filter { $0.message == "applied migration" }
             #expect(applied.count == 2)
+        }
+    }
+
+    @Test("on SQLite, a migrator keeps waiting while another process holds the write lock past the busy timeout")
+    func waitsForTheWriteLock() async throws {
+        try await withDatabase(.sqliteFile) { db, test in
+            let holder = try await test.open()
+            let held = Latch()
+            let release = Latch()
+            defer { release.open() }
+            let log = RecordingLogHandler()
+            async let holding: Void = holder.transaction { transaction in
+                try await transaction.execute("CREATE TABLE lock_holder (id INTEGER)", [])
+                held.open()
+                try await release.wait()
+            }
+            try await held.wait()
+            async let migrating: Void = Migrator.migrate(db, Self.migrations, logger: makeLogger(log))
+            try await eventually(
+                "the migrator to report that it waits",
+                timeout: .seconds(60),
+                pollingEvery: .milliseconds(50)
+            ) {
+                log.messages(at: .info).contains { $0.message.hasPrefix("waiting for another process") }
+            }
+            release.open()
+            _ = try await (holding, migrating)
+            await holder.close()
+            #expect(try await Self.recordedVersions(db) == [1, 2])
         }
     }
 

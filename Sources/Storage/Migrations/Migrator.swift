@@ -7,7 +7,9 @@ public import HeraldCore
 /// `schema_migrations(version, name, applied_at)`, so a failure leaves the schema as it was. Safe
 /// when several instances start at once: on PostgreSQL the transaction first takes
 /// `pg_advisory_xact_lock(`` advisoryLockKey ``)` and only then reads which versions are applied;
-/// on SQLite the transaction is `BEGIN IMMEDIATE`, which holds the write lock from the start.
+/// on SQLite the transaction is `BEGIN IMMEDIATE`, which holds the write lock from the start, and
+/// a migrator that finds the lock held past the busy timeout tries again for up to
+/// ``lockWait``, as PostgreSQL's advisory lock waits without a statement timeout.
 ///
 /// ```swift
 /// try await Migrator.migrate(db, StorageMigrations.all, logger: logger)
@@ -15,6 +17,9 @@ public import HeraldCore
 public enum Migrator {
     /// The PostgreSQL advisory lock key that serialises migrators ("HERALDMG" in ASCII).
     public static let advisoryLockKey: Int64 = 0x4845_5241_4C44_4D47
+
+    /// How long a migrator keeps retrying on SQLite while another process holds the write lock.
+    public static let lockWait: Duration = .seconds(120)
 
     /// Applies every migration in `migrations` not yet recorded in the database.
     ///
@@ -25,7 +30,38 @@ public enum Migrator {
         let pending = migrations.sorted { $0.version < $1.version }
         let clock = ContinuousClock()
         let start = clock.now
-        let report = try await db.transaction { transaction -> Report in
+        let report = try await waitingForTheLock(db, logger: logger, clock: clock) {
+            try await apply(pending, on: db, clock: clock)
+        }
+        log(report, dialect: db.dialect, latest: pending.last?.version ?? 0, since: start, clock: clock, logger: logger)
+    }
+
+    /// Runs `attempt`, and again while it fails because another SQLite connection held the write
+    /// lock past the busy timeout, until ``lockWait`` has passed since the first try.
+    private static func waitingForTheLock<T>(
+        _ db: any Database,
+        logger: Logger,
+        clock: ContinuousClock,
+        _ attempt: () async throws -> T
+    ) async throws -> T {
+        let deadline = clock.now + lockWait
+        while true {
+            do {
+                return try await attempt()
+            } catch let error as DatabaseError where error.code == .lockTimeout && db.dialect == .sqlite {
+                guard clock.now < deadline else { throw error }
+                logger.info("waiting for another process's migrations to release the database lock")
+            }
+        }
+    }
+
+    /// Applies the migrations not yet recorded, in one transaction.
+    private static func apply(
+        _ pending: [Migration],
+        on db: any Database,
+        clock: ContinuousClock
+    ) async throws -> Report {
+        try await db.transaction { transaction -> Report in
             if transaction.dialect == .postgres {
                 // Waiting for another instance's migrations, or a migration rewriting a large
                 // table, may take longer than the statement timeout meant for requests.
@@ -76,12 +112,22 @@ public enum Migrator {
             }
             return report
         }
+    }
+
+    private static func log(
+        _ report: Report,
+        dialect: SQLDialect,
+        latest: Int,
+        since start: ContinuousClock.Instant,
+        clock: ContinuousClock,
+        logger: Logger
+    ) {
         for (migration, duration) in report.applied {
             logger.notice(
                 "applied migration",
                 metadata: [
                     "version": .int(migration.version), "name": .string(migration.name),
-                    "duration_ms": .int(milliseconds(duration)), "dialect": .string(db.dialect.rawValue),
+                    "duration_ms": .int(milliseconds(duration)), "dialect": .string(dialect.rawValue),
                 ]
             )
         }
@@ -103,7 +149,7 @@ public enum Migrator {
         logger.info(
             report.applied.isEmpty ? "database schema up to date" : "database schema migrated",
             metadata: [
-                "applied": .int(report.applied.count), "latest": .int(pending.last?.version ?? 0),
+                "applied": .int(report.applied.count), "latest": .int(latest),
                 "duration_ms": .int(milliseconds(clock.now - start)),
             ]
         )
