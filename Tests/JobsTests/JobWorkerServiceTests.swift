@@ -93,8 +93,10 @@ struct JobWorkerServiceTests {
                 configuration: JobWorkerConfiguration(lease: 3_600, idleCheckInterval: 3_600),
                 logger: jobTestLogger
             )
+            // A first job of its own, once done, leaves the worker asleep on an empty queue.
+            let first = try await queueA.enqueue(NewJob(kind: "k"))
             let running = Task { try await worker.run() }
-            try await Task.sleep(for: .milliseconds(300))  // let it go to sleep on an empty queue
+            try await eventually(timeout: .seconds(20)) { calls.count(first.job.id) == 1 }
             let added = try await queueB.enqueue(NewJob(kind: "k"))
             try await eventually(timeout: .seconds(20)) { calls.count(added.job.id) == 1 }
             worker.triggerGracefulShutdown()
