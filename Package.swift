@@ -254,7 +254,8 @@ let package = Package(
         .testTarget(
             name: "DevicesTests",
             dependencies: [
-                "Devices", "Storage", "APNs", "HeraldCore", "DatabaseTestSupport", "JobsTestSupport", "Jobs",
+                "Devices", "Storage", "APNs", "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport",
+                "Jobs",
             ],
             swiftSettings: swiftSettings
         ),
