@@ -71,10 +71,12 @@ public struct DeviceStore: Sendable {
         for (group, members) in groups.sorted(by: {
             ($0.key.app, $0.key.environment.rawValue) < ($1.key.app, $1.key.environment.rawValue)
         }) {
+            // In token order: concurrent batches on PostgreSQL then lock shared rows in one order.
+            let sorted = members.sorted { $0.token < $1.token }
             var start = 0
-            while start < members.count {
-                let end = min(start + Self.batchSize(executor.dialect), members.count)
-                for result in try await upsert(Array(members[start..<end]), group: group, on: executor) {
+            while start < sorted.count {
+                let end = min(start + Self.batchSize(executor.dialect), sorted.count)
+                for result in try await upsert(Array(sorted[start..<end]), group: group, on: executor) {
                     stored[DeviceKey(result.device)] = result
                 }
                 start = end
