@@ -38,6 +38,11 @@ public struct NotificationError: Error, Sendable, Hashable, CustomStringConverti
         self.field = field
     }
 
+    /// An audience refused: too large when over a count limit, invalid otherwise.
+    public init(_ error: AudienceError) {
+        self.init(error.isTooLarge ? .tooLarge : .invalid, code: error.code, message: error.message, field: error.field)
+    }
+
     /// Invalid input with `code` and `field`.
     static func invalid(_ code: String, _ message: String, field: String?) -> NotificationError {
         NotificationError(.invalid, code: code, message: message, field: field)

@@ -27,6 +27,11 @@ public struct NotificationSender: Sendable {
     /// is shorter than the job lease, so that a job recovered from a dead instance finds the dead
     /// sender's claim expired.
     public var sendLease: TimeInterval
+    /// Reads the devices of a `users`, `tags` or `all` audience when the send runs; `nil`: such
+    /// notifications fail (no device registry is wired).
+    public var resolver: (any AudienceResolver)?
+    /// Tokens read and sent per page: rows without a result, or devices from the registry.
+    public var pageSize: Int
     let metrics: NotificationMetrics
     let logger: Logger
 
@@ -38,6 +43,8 @@ public struct NotificationSender: Sendable {
         flushEvery: Int = 500,
         flushInterval: TimeInterval = 0.05,
         sendLease: TimeInterval = 10,
+        resolver: (any AudienceResolver)? = nil,
+        pageSize: Int = 1_000,
         metrics: MetricsRegistry = .shared,
         logger: Logger = Logger(label: "herald.notifications")
     ) {
@@ -48,6 +55,8 @@ public struct NotificationSender: Sendable {
         self.flushEvery = max(1, flushEvery)
         self.flushInterval = max(0, flushInterval)
         self.sendLease = max(1, sendLease)
+        self.resolver = resolver
+        self.pageSize = max(1, pageSize)
         self.metrics = NotificationMetrics(registry: metrics)
         self.logger = logger
     }
@@ -156,21 +165,33 @@ public struct NotificationSender: Sendable {
                 $0.bundleID == notification.app && $0.serves(notification.environment)
             })
         else {
-            let reason = "\(notification.app) (\(notification.environment)) is no longer configured"
-            _ = try await store.failUnfinished(id, reason: reason, at: now)
-            _ = try await store.transition(id, from: [.sending], to: .failed, failureReason: reason, at: now)
-            logger.warning(
-                "notification failed",
-                metadata: ["notification": .string("\(id)"), "reason": .string(reason)]
+            return try await fail(
+                id,
+                reason: "\(notification.app) (\(notification.environment)) is no longer configured",
+                at: now
             )
-            return Summary(status: .failed)
+        }
+        var resolving: (state: AudienceState, resolver: any AudienceResolver)?
+        if notification.audienceResolvedAt == nil, let state = try await store.audienceState(id: id) {
+            guard let resolver else {
+                return try await fail(id, reason: "no device registry is configured to resolve its audience", at: now)
+            }
+            resolving = (state, resolver)
         }
         let client = try clients.client(for: app, environment: notification.environment)
-        let pending = try await store.unfinished(id: id)
+        let pages = PendingPages(
+            store: store,
+            notification: notification,
+            owner: owner,
+            clock: clock,
+            sendLease: sendLease,
+            pageSize: pageSize,
+            resolving: resolving
+        )
         var summary = Summary(status: .sending)
         do {
             try await fanOut(
-                pending,
+                pages,
                 of: notification,
                 owner: owner,
                 client: client,
@@ -199,14 +220,23 @@ public struct NotificationSender: Sendable {
         logger.debug(
             "notification sent",
             metadata: [
-                "notification": .string("\(id)"), "tokens": .int(pending.count), "status": .string(final.rawValue),
+                "notification": .string("\(id)"), "tokens": .int(summary.recorded.values.reduce(0, +)),
+                "status": .string(final.rawValue),
             ]
         )
         return summary
     }
 
+    /// Fails the notification and its tokens without a final result with `reason`.
+    private func fail(_ id: UUID, reason: String, at now: Date) async throws -> Summary {
+        _ = try await store.failUnfinished(id, reason: reason, at: now)
+        _ = try await store.transition(id, from: [.sending], to: .failed, failureReason: reason, at: now)
+        logger.warning("notification failed", metadata: ["notification": .string("\(id)"), "reason": .string(reason)])
+        return Summary(status: .failed)
+    }
+
     private func fanOut(
-        _ pending: [DeliveryResult],
+        _ pages: PendingPages,
         of notification: StoredNotification,
         owner: String,
         client: APNSClient,
@@ -237,35 +267,50 @@ public struct NotificationSender: Sendable {
                 try await writer.run(buffer)
                 return .writerStopped
             }
+            var pages = pages
+            var page: [DeliveryResult] = []
             var next = 0
+            var exhausted = false
             var outstanding = 0
-            func startNext() {
+            // Starts sends up to the in-flight limit, reading the next page when this one is used
+            // up (while the pushes of the last one are still in flight).
+            func startMore() async throws {
                 // Once cancelled (lease lost, shutdown), nothing new is sent.
-                guard next < pending.count, !Task.isCancelled else { return }
-                let item = pending[next]
-                next += 1
-                outstanding += 1
-                var request = template
-                request.deviceToken = item.token
-                request.id = APNSIdentifier.next()
-                group.addTask {
-                    .delivered(
-                        await Self.deliver(
-                            request,
-                            item: item,
-                            client: client,
-                            clock: clock,
-                            isLastAttempt: isLastAttempt
+                while outstanding < maximumInFlight, !Task.isCancelled {
+                    if next == page.count {
+                        guard !exhausted else { return }
+                        page = try await pages.next()
+                        next = 0
+                        if page.isEmpty {
+                            exhausted = true
+                            return
+                        }
+                    }
+                    let item = page[next]
+                    next += 1
+                    outstanding += 1
+                    var request = template
+                    request.deviceToken = item.token
+                    request.id = APNSIdentifier.next()
+                    group.addTask {
+                        .delivered(
+                            await Self.deliver(
+                                request,
+                                item: item,
+                                client: client,
+                                clock: clock,
+                                isLastAttempt: isLastAttempt
+                            )
                         )
-                    )
+                    }
                 }
             }
-            for _ in 0..<min(maximumInFlight, pending.count) { startNext() }
+            try await startMore()
             if outstanding == 0 { buffer.finish() }
             while let event = try await group.next() {
                 guard case .delivered(let result) = event else { continue }
                 outstanding -= 1
-                startNext()
+                try await startMore()
                 if let result {
                     buffer.append(result)
                     summary.recorded[result.status, default: 0] += 1
