@@ -262,6 +262,7 @@ public struct NotificationSender: Sendable {
             sendLease: sendLease
         )
         let clock = self.clock
+        var pageError: (any Error)?
         try await withThrowingTaskGroup(of: FanOutEvent.self) { group in
             group.addTask {
                 try await writer.run(buffer)
@@ -273,13 +274,20 @@ public struct NotificationSender: Sendable {
             var exhausted = false
             var outstanding = 0
             // Starts sends up to the in-flight limit, reading the next page when this one is used
-            // up (while the pushes of the last one are still in flight).
-            func startMore() async throws {
+            // up (while the pushes of the last one are still in flight). A page that cannot be
+            // read ends the pass once the pushes in flight are answered and their results written,
+            // so that the next attempt does not send them again.
+            func startMore() async {
                 // Once cancelled (lease lost, shutdown), nothing new is sent.
                 while outstanding < maximumInFlight, !Task.isCancelled {
                     if next == page.count {
                         guard !exhausted else { return }
-                        page = try await pages.next()
+                        do {
+                            page = try await pages.next()
+                        } catch {
+                            pageError = error
+                            page = []
+                        }
                         next = 0
                         if page.isEmpty {
                             exhausted = true
@@ -305,12 +313,12 @@ public struct NotificationSender: Sendable {
                     }
                 }
             }
-            try await startMore()
+            await startMore()
             if outstanding == 0 { buffer.finish() }
             while let event = try await group.next() {
                 guard case .delivered(let result) = event else { continue }
                 outstanding -= 1
-                try await startMore()
+                await startMore()
                 if let result {
                     buffer.append(result)
                     summary.recorded[result.status, default: 0] += 1
@@ -326,6 +334,7 @@ public struct NotificationSender: Sendable {
             try await Task { try await writer.write(rest) }.value
         }
         if Task.isCancelled { throw CancellationError() }
+        if let pageError { throw pageError }
     }
 
     private enum FanOutEvent: Sendable {
