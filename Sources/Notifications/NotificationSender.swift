@@ -263,8 +263,10 @@ public struct NotificationSender: Sendable {
         )
         let clock = self.clock
         var pageError: (any Error)?
+        let unwrittenLimit = 4 * flushEvery
         try await withThrowingTaskGroup(of: FanOutEvent.self) { group in
             group.addTask {
+                defer { buffer.writerStopped() }
                 try await writer.run(buffer)
                 return .writerStopped
             }
@@ -318,12 +320,15 @@ public struct NotificationSender: Sendable {
             while let event = try await group.next() {
                 guard case .delivered(let result) = event else { continue }
                 outstanding -= 1
-                await startMore()
                 if let result {
                     buffer.append(result)
                     summary.recorded[result.status, default: 0] += 1
                     metrics.tokens.increment(labels: [("result", result.status.rawValue)])
                 }
+                // Backpressure: while the database writes results slower than APNs answers,
+                // nothing new is sent, so that memory stays bounded at any audience size.
+                await buffer.waitForRoom(below: unwrittenLimit)
+                await startMore()
                 if outstanding == 0 { buffer.finish() }
             }
         }
