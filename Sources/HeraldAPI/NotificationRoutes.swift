@@ -7,11 +7,13 @@ public import Notifications
 
 /// The durable notifications API under `/v1`, behind ``APIKeys``:
 ///
-/// - `POST /v1/notifications` → 202 `{"id", "status", "send_at", "tokens"}` once stored;
-///   with `?wait=true` (≤ 1,000 tokens, no `send_at`) → 200 with every token's result.
+/// - `POST /v1/notifications` with `tokens` or an `audience` → 202 `{"id", "status", "send_at",
+///   "tokens", "audience_kind"}` once stored; with `?wait=true` (≤ 1,000 tokens, no `send_at`, no
+///   audience resolved at send time) → 200 with every token's result.
 /// - `GET /v1/notifications?status=&app=&created_after=&created_before=&limit=&cursor=` → newest
 ///   first, keyset-paged.
-/// - `GET /v1/notifications/{id}?limit=&cursor=` → status, counts and a page of results.
+/// - `GET /v1/notifications/{id}?limit=&cursor=` → status, audience, progress (``ProgressBody``),
+///   counts and a page of results.
 /// - `DELETE /v1/notifications/{id}` → cancels a scheduled notification; 409 once it started.
 /// - `GET /v1/dead-tokens?app=&environment=&since=&limit=&cursor=` → tokens APNs called dead.
 ///

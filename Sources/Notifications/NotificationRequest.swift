@@ -27,6 +27,8 @@ public enum NotificationLimits {
 /// A validated `POST /v1/notifications` body. Which app and environment it goes to is resolved
 /// by ``NotificationService`` against the configured apps.
 ///
+/// Who it goes to is `tokens` or an `audience` (``Audience``), exactly one of the two:
+///
 /// ```json
 /// {"app": "com.example.app", "environment": "production", "tokens": ["<hex>", …],
 ///  "push_type": "alert", "priority": 10, "expiration": 0, "collapse_id": "score",
