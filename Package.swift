@@ -107,9 +107,15 @@ let package = Package(
             dependencies: ["HeraldCore", "Storage"],
             swiftSettings: swiftSettings
         ),
+        // The device registry: devices, tags, the dead-token rule, audience reads.
+        .target(
+            name: "Devices",
+            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs"],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "Notifications",
-            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs"],
+            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "Devices"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -124,14 +130,16 @@ let package = Package(
         ),
         .target(
             name: "HeraldAPI",
-            dependencies: ["HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs"],
+            dependencies: [
+                "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs", "Devices",
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "herald",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
-                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn",
+                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn", "Devices",
             ],
             swiftSettings: swiftSettings
         ),
@@ -239,7 +247,15 @@ let package = Package(
             name: "NotificationsTests",
             dependencies: [
                 "Notifications", "Jobs", "Storage", "APNs", "APNsSimulator", "HeraldCore", "HeraldCrypto",
-                "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport",
+                "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport", "Devices",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DevicesTests",
+            dependencies: [
+                "Devices", "Storage", "APNs", "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport",
+                "Jobs",
             ],
             swiftSettings: swiftSettings
         ),
@@ -266,7 +282,7 @@ let package = Package(
             dependencies: [
                 "HeraldAPI", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
-                "ProcessTestSupport",
+                "ProcessTestSupport", "Devices",
             ],
             swiftSettings: swiftSettings
         ),
