@@ -1,4 +1,5 @@
 import APNs
+import Devices
 import Foundation
 public import HTTPRouting
 import HeraldCore

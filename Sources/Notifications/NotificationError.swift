@@ -1,3 +1,5 @@
+public import Devices
+
 /// Why a notification request was refused: what kind of refusal, a snake_case code, a sentence
 /// that says what to fix and the JSON path at fault. HeraldAPI maps the kind to an HTTP status
 /// and answers `{"error": {"code", "message", "field"}}`.

@@ -1,4 +1,5 @@
 import APNs
+import Devices
 public import Foundation
 public import HeraldCore
 public import Jobs
@@ -27,9 +28,9 @@ public struct NotificationSender: Sendable {
     /// is shorter than the job lease, so that a job recovered from a dead instance finds the dead
     /// sender's claim expired.
     public var sendLease: TimeInterval
-    /// Reads the devices of a `users`, `tags` or `all` audience when the send runs; `nil`: such
-    /// notifications fail (no device registry is wired).
-    public var resolver: (any AudienceResolver)?
+    /// Reads the devices of a `users`, `tags` or `all` audience when the send runs: the store's
+    /// device registry unless another is given.
+    public var resolver: any AudienceResolver
     /// Tokens read and sent per page: rows without a result, or devices from the registry.
     public var pageSize: Int
     let metrics: NotificationMetrics
@@ -55,7 +56,7 @@ public struct NotificationSender: Sendable {
         self.flushEvery = max(1, flushEvery)
         self.flushInterval = max(0, flushInterval)
         self.sendLease = max(1, sendLease)
-        self.resolver = resolver
+        self.resolver = resolver ?? store.devices
         self.pageSize = max(1, pageSize)
         self.metrics = NotificationMetrics(registry: metrics)
         self.logger = logger
@@ -173,9 +174,6 @@ public struct NotificationSender: Sendable {
         }
         var resolving: (state: AudienceState, resolver: any AudienceResolver)?
         if notification.audienceResolvedAt == nil, let state = try await store.audienceState(id: id) {
-            guard let resolver else {
-                return try await fail(id, reason: "no device registry is configured to resolve its audience", at: now)
-            }
             resolving = (state, resolver)
         }
         let client = try clients.client(for: app, environment: notification.environment)

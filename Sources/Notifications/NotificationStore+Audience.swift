@@ -1,3 +1,4 @@
+public import Devices
 public import Foundation
 import HeraldCore
 import Storage

@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import DatabaseTestSupport
+import Devices
 import Foundation
 import HeraldCore
 import Jobs
@@ -203,14 +204,55 @@ struct AudienceSendTests {
         }
     }
 
-    @Test("without a registry an audience notification fails, saying why")
-    func noRegistry() async throws {
-        try await NotificationHarness.with(.sqliteMemory) { harness in
-            let created = try await Self.create(harness, audience: ["all": true])
+    @Test(
+        "on the device registry: each kind reaches its active devices; a device APNs calls dead is left out next time",
+        arguments: [Backend.sqliteMemory, .postgres]
+    )
+    func onTheRegistry(_ backend: Backend) async throws {
+        try await NotificationHarness.with(backend, pageSize: 2) { harness in
+            let tokens = NotificationHarness.tokens(6)
+            let devices: [(user: String?, tags: [String])] = [
+                ("ann", ["beta", "fr"]), ("ann", ["beta"]), ("bob", ["fr"]), ("cy", []), (nil, ["beta", "fr"]),
+                ("bob", ["beta"]),
+            ]
+            let now = harness.clock.now()
+            _ = try await harness.store.devices.register(
+                zip(tokens, devices).map { token, device in
+                    DeviceRegistration(
+                        token: token,
+                        app: NotificationHarness.topic,
+                        environment: .production,
+                        userID: device.user,
+                        tags: device.tags,
+                        registeredAt: now
+                    )
+                }
+            )
+            // APNs says the last device is gone: the first send marks it invalid.
+            _ = harness.simulator.setToken(APNSSimulatorTokenState(token: tokens[5], unregisteredAt: now))
+            let first = try await Self.create(harness, audience: ["users": ["bob"]])
             #expect(try await harness.worker.runDueJobs() == 1)
-            let notification = try #require(try await harness.store.notification(id: created.id))
-            #expect(notification.status == .failed)
-            #expect(notification.failureReason?.contains("no device registry") == true)
+            #expect(try await harness.store.counts(id: first.id)[.dead] == 1)
+
+            let cases: [([String: Any], [Int])] = [
+                (["users": ["ann", "bob", "nobody"]], [0, 1, 2]),
+                (["tags": ["any": ["beta"]]], [0, 1, 4]),
+                (["tags": ["all": ["beta", "fr"]]], [0, 4]),
+                (["all": true], [0, 1, 2, 3, 4]),
+            ]
+            var ids: [UUID] = []
+            for (audience, _) in cases { ids.append(try await Self.create(harness, audience: audience).id) }
+            #expect(try await harness.worker.runDueJobs() == cases.count)
+            var expected: [String: Int] = [tokens[2]: 1]  // the first send; the refused push is no delivery
+            for ((audience, indices), id) in zip(cases, ids) {
+                let notification = try #require(try await harness.store.notification(id: id))
+                #expect(notification.status == .done, "\(audience)")
+                let results = try await harness.results(id)
+                #expect(Set(results.map(\.token)) == Set(indices.map { tokens[$0] }), "\(audience)")
+                #expect(results.allSatisfy { $0.status == .sent })
+                for index in indices { expected[tokens[index], default: 0] += 1 }
+            }
+            #expect(Self.delivered(harness.simulator) == expected)
         }
     }
 

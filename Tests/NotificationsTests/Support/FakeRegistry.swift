@@ -1,4 +1,5 @@
 import APNs
+import Devices
 import Foundation
 import Notifications
 import Synchronization

@@ -10,8 +10,9 @@
 /// ```
 ///
 /// A `tokens` audience is fixed when the send is accepted. The others are resolved against the
-/// device registry when the send runs, a page at a time (``AudienceResolver``): devices
-/// registered until then are included, invalid ones are left out.
+/// device registry when the send runs, a page at a time (``selector`` and
+/// ``DeviceStore/activeTokens(app:environment:selector:after:limit:)``): devices registered until
+/// then are included, invalid ones are left out.
 public enum Audience: Sendable, Hashable {
     /// Device tokens: lowercase, unique, in the order given.
     case tokens([String])
@@ -41,9 +42,17 @@ public enum Audience: Sendable, Hashable {
     }
 
     /// Whether the devices are read from the registry when the send runs (everything but `tokens`).
-    public var isResolvedAtSend: Bool {
-        if case .tokens = self { return false }
-        return true
+    public var isResolvedAtSend: Bool { selector != nil }
+
+    /// The registry query of an audience resolved at send time; `nil` for `tokens`.
+    public var selector: AudienceSelector? {
+        switch self {
+        case .tokens: nil
+        case .users(let users): .users(users)
+        case .tags(.any(let tags)): .anyTag(tags)
+        case .tags(.all(let tags)): .allTags(tags)
+        case .all: .all
+        }
     }
 }
 
@@ -63,11 +72,11 @@ public enum AudienceLimits {
     /// User ids in a `users` audience.
     public static let maximumUsers = 10_000
     /// Bytes of one user id (UTF-8), as the device registry stores it.
-    public static let maximumUserIDBytes = 255
+    public static let maximumUserIDBytes = DeviceLimits.maximumNameBytes
     /// Tags in a `tags` audience: a device carries at most 50, so `all` of more could never match.
-    public static let maximumTags = 50
+    public static let maximumTags = DeviceLimits.maximumTags
     /// Characters of one tag, as the device registry allows.
-    public static let tagLength = 1...64
+    public static let tagLength = 1...DeviceLimits.maximumTagCharacters
 }
 
 /// Why an audience was refused: a snake_case code, a sentence saying what to fix and the JSON path
