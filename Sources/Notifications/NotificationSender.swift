@@ -268,31 +268,41 @@ public struct NotificationSender: Sendable {
                 try await writer.run(buffer)
                 return .writerStopped
             }
-            var pages = pages
+            // Pages are read one ahead, in a task of the group, while the pushes of the current
+            // one are sent: the database's reads and the sends overlap. A page that cannot be
+            // read ends the pass once the pushes in flight are answered and their results
+            // written, so that the next attempt does not send them again.
             var page: [DeliveryResult] = []
             var next = 0
+            var queued: [DeliveryResult]?
+            var latest = pages
+            var fetching = false
             var exhausted = false
             var outstanding = 0
-            // Starts sends up to the in-flight limit, reading the next page when this one is used
-            // up (while the pushes of the last one are still in flight). A page that cannot be
-            // read ends the pass once the pushes in flight are answered and their results written,
-            // so that the next attempt does not send them again.
-            func startMore() async {
-                // Once cancelled (lease lost, shutdown), nothing new is sent.
+            func fetch() {
+                guard !exhausted, !fetching, queued == nil, !Task.isCancelled else { return }
+                fetching = true
+                let pages = latest
+                group.addTask {
+                    var pages = pages
+                    do {
+                        let rows = try await pages.next()
+                        return .page(PageRead(rows: rows, pages: pages, error: nil))
+                    } catch {
+                        return .page(PageRead(rows: [], pages: pages, error: error))
+                    }
+                }
+            }
+            // Starts sends up to the in-flight limit; once cancelled (lease lost, shutdown),
+            // nothing new is sent.
+            func startMore() {
                 while outstanding < maximumInFlight, !Task.isCancelled {
                     if next == page.count {
-                        guard !exhausted else { return }
-                        do {
-                            page = try await pages.next()
-                        } catch {
-                            pageError = error
-                            page = []
-                        }
+                        guard let rows = queued else { return }
+                        page = rows
                         next = 0
-                        if page.isEmpty {
-                            exhausted = true
-                            return
-                        }
+                        queued = nil
+                        fetch()
                     }
                     let item = page[next]
                     next += 1
@@ -313,21 +323,39 @@ public struct NotificationSender: Sendable {
                     }
                 }
             }
-            await startMore()
-            if outstanding == 0 { buffer.finish() }
+            func finishIfDone() {
+                let drained = exhausted && queued == nil && next == page.count
+                if outstanding == 0, !fetching, drained || Task.isCancelled { buffer.finish() }
+            }
+            fetch()
+            finishIfDone()
             while let event = try await group.next() {
-                guard case .delivered(let result) = event else { continue }
-                outstanding -= 1
-                if let result {
-                    buffer.append(result)
-                    summary.recorded[result.status, default: 0] += 1
-                    metrics.tokens.increment(labels: [("result", result.status.rawValue)])
+                switch event {
+                case .writerStopped:
+                    continue
+                case .page(let read):
+                    fetching = false
+                    latest = read.pages
+                    if let error = read.error { pageError = error }
+                    if read.rows.isEmpty {
+                        exhausted = true
+                    } else {
+                        queued = read.rows
+                    }
+                    startMore()
+                case .delivered(let result):
+                    outstanding -= 1
+                    if let result {
+                        buffer.append(result)
+                        summary.recorded[result.status, default: 0] += 1
+                        metrics.tokens.increment(labels: [("result", result.status.rawValue)])
+                    }
+                    // Backpressure: while the database writes results slower than APNs answers,
+                    // nothing new is sent, so that memory stays bounded at any audience size.
+                    await buffer.waitForRoom(below: unwrittenLimit)
+                    startMore()
                 }
-                // Backpressure: while the database writes results slower than APNs answers,
-                // nothing new is sent, so that memory stays bounded at any audience size.
-                await buffer.waitForRoom(below: unwrittenLimit)
-                await startMore()
-                if outstanding == 0 { buffer.finish() }
+                finishIfDone()
             }
         }
         // What the writer left (it stops when the task is cancelled), from a task of its own: a
@@ -343,6 +371,15 @@ public struct NotificationSender: Sendable {
     private enum FanOutEvent: Sendable {
         case delivered(DeliveryResult?)
         case writerStopped
+        case page(PageRead)
+    }
+
+    /// A page read ahead: its rows (empty: nothing is left, or the read failed with `error`) and
+    /// where the reading stands after it.
+    private struct PageRead: Sendable {
+        var rows: [DeliveryResult]
+        var pages: PendingPages
+        var error: (any Error)?
     }
 
     /// One token's send; `nil` when cancelled before APNs answered (the token stays unfinished).

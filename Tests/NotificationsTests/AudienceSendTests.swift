@@ -228,8 +228,11 @@ struct AudienceSendTests {
                     )
                 }
             )
-            // APNs says the last device is gone: the first send marks it invalid.
-            _ = harness.simulator.setToken(APNSSimulatorTokenState(token: tokens[5], unregisteredAt: now))
+            // APNs says the last device is gone since after its registration: the first send
+            // marks it invalid.
+            _ = harness.simulator.setToken(
+                APNSSimulatorTokenState(token: tokens[5], unregisteredAt: now.addingTimeInterval(1))
+            )
             let first = try await Self.create(harness, audience: ["users": ["bob"]])
             #expect(try await harness.worker.runDueJobs() == 1)
             #expect(try await harness.store.counts(id: first.id)[.dead] == 1)
