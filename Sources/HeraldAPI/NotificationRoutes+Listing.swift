@@ -1,4 +1,5 @@
 import APNs
+import Devices
 import Foundation
 public import HTTPRouting
 import HeraldCore
@@ -90,6 +91,7 @@ struct NotificationSummaryBody: Encodable, Sendable {
     var createdAt: Date
     var updatedAt: Date
     var tokens: Int
+    var audienceKind: String
 
     init(_ notification: StoredNotification) {
         id = notification.id.uuidString.lowercased()
@@ -103,10 +105,12 @@ struct NotificationSummaryBody: Encodable, Sendable {
         createdAt = notification.createdAt
         updatedAt = notification.updatedAt
         tokens = notification.tokenCount
+        audienceKind = notification.audienceKind.rawValue
     }
 
     enum CodingKeys: String, CodingKey {
         case id, app, environment, topic, status, tokens
+        case audienceKind = "audience_kind"
         case pushType = "push_type"
         case failureReason = "failure_reason"
         case sendAt = "send_at"

@@ -8,11 +8,13 @@ public import Notifications
 
 /// The durable notifications API under `/v1`, behind ``APIKeys``:
 ///
-/// - `POST /v1/notifications` → 202 `{"id", "status", "send_at", "tokens"}` once stored;
-///   with `?wait=true` (≤ 1,000 tokens, no `send_at`) → 200 with every token's result.
+/// - `POST /v1/notifications` with `tokens` or an `audience` → 202 `{"id", "status", "send_at",
+///   "tokens", "audience_kind"}` once stored; with `?wait=true` (≤ 1,000 tokens, no `send_at`, no
+///   audience resolved at send time) → 200 with every token's result.
 /// - `GET /v1/notifications?status=&app=&created_after=&created_before=&limit=&cursor=` → newest
 ///   first, keyset-paged.
-/// - `GET /v1/notifications/{id}?limit=&cursor=` → status, counts and a page of results.
+/// - `GET /v1/notifications/{id}?limit=&cursor=` → status, audience, progress (``ProgressBody``),
+///   counts and a page of results.
 /// - `DELETE /v1/notifications/{id}` → cancels a scheduled notification; 409 once it started.
 /// - `GET /v1/dead-tokens?app=&environment=&since=&limit=&cursor=` → tokens APNs called dead.
 ///
@@ -122,7 +124,8 @@ public struct NotificationRoutes: Sendable {
                 details.notification,
                 counts: details.counts,
                 results: details.results.items,
-                next: details.results.nextCursor
+                next: details.results.nextCursor,
+                audience: details.audience?.audience
             )
         )
     }
@@ -302,30 +305,45 @@ struct AcceptedBody: Encodable, Sendable {
     var id: String
     var status: String
     var sendAt: Date
+    /// The tokens given; 0 for an audience resolved when the send runs.
     var tokens: Int
+    var audienceKind: String
 
     init(_ notification: StoredNotification) {
         id = notification.id.uuidString.lowercased()
         status = notification.status.rawValue
         sendAt = notification.sendAt
         tokens = notification.tokenCount
+        audienceKind = notification.audienceKind.rawValue
     }
 
     enum CodingKeys: String, CodingKey {
         case id, status, tokens
         case sendAt = "send_at"
+        case audienceKind = "audience_kind"
     }
 }
 
-/// A notification with its counts, and its results when asked for: the summary's fields and these.
+/// A notification with its counts and progress, its audience when resolved at send time, and its
+/// results when asked for: the summary's fields and these.
 struct NotificationBody: Encodable, Sendable {
     var summary: NotificationSummaryBody
+    var audience: AudienceBody?
+    var progress: ProgressBody
     var counts: [String: Int]
     var results: [ResultBody]?
     var nextCursor: String?
 
-    init(_ notification: StoredNotification, counts: DeliveryCounts, results: [DeliveryResult]?, next: String?) {
+    init(
+        _ notification: StoredNotification,
+        counts: DeliveryCounts,
+        results: [DeliveryResult]?,
+        next: String?,
+        audience: Audience? = nil
+    ) {
         summary = NotificationSummaryBody(notification)
+        self.audience = audience.map(AudienceBody.init)
+        progress = ProgressBody(notification, counts: counts)
         var all: [String: Int] = [:]
         for status in DeliveryStatus.allCases { all[status.rawValue] = counts[status] }
         self.counts = all
@@ -334,14 +352,17 @@ struct NotificationBody: Encodable, Sendable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case counts, results
+        case audience, progress, counts, results
         case nextCursor = "next_cursor"
     }
 
-    /// One flat object: the summary's keys beside `counts`, `results` and `next_cursor`.
+    /// One flat object: the summary's keys beside `audience`, `progress`, `counts`, `results` and
+    /// `next_cursor`.
     func encode(to encoder: any Encoder) throws {
         try summary.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(audience, forKey: .audience)
+        try container.encode(progress, forKey: .progress)
         try container.encode(counts, forKey: .counts)
         try container.encodeIfPresent(results, forKey: .results)
         try container.encodeIfPresent(nextCursor, forKey: .nextCursor)

@@ -1,3 +1,5 @@
+public import Devices
+
 /// Why a notification request was refused: what kind of refusal, a snake_case code, a sentence
 /// that says what to fix and the JSON path at fault. HeraldAPI maps the kind to an HTTP status
 /// and answers `{"error": {"code", "message", "field"}}`.
@@ -36,6 +38,11 @@ public struct NotificationError: Error, Sendable, Hashable, CustomStringConverti
         self.code = code
         self.message = message
         self.field = field
+    }
+
+    /// An audience refused: too large when over a count limit, invalid otherwise.
+    public init(_ error: AudienceError) {
+        self.init(error.isTooLarge ? .tooLarge : .invalid, code: error.code, message: error.message, field: error.field)
     }
 
     /// Invalid input with `code` and `field`.

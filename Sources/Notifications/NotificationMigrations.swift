@@ -77,5 +77,18 @@ public enum NotificationMigrations {
                 CREATE INDEX notifications_app_created ON notifications (app, created_at, id);
                 """
         ),
+        // Audiences resolved when the send runs (users, tags, all): the audience as given, and how
+        // far the send has read the device registry (the last token, in token order) and when it
+        // read the last page. Rows from before keep NULL kind: a tokens notification, resolved.
+        Migration(
+            version: 8,
+            name: "notification_audiences",
+            sql: """
+                ALTER TABLE notifications ADD COLUMN audience_kind TEXT;
+                ALTER TABLE notifications ADD COLUMN audience TEXT;
+                ALTER TABLE notifications ADD COLUMN audience_cursor TEXT;
+                ALTER TABLE notifications ADD COLUMN audience_resolved_at BIGINT;
+                """
+        ),
     ]
 }

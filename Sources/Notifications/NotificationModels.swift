@@ -1,4 +1,5 @@
 public import APNs
+public import Devices
 public import Foundation
 
 /// Where a notification is in its life.
@@ -62,7 +63,14 @@ public struct StoredNotification: Sendable, Hashable {
     public var payload: String
     public var sendAt: Date
     public var status: NotificationStatus
+    /// Devices resolved so far: the tokens given, or for an audience resolved at send time the
+    /// devices read from the registry until now (``audienceResolvedAt`` says when that is final).
     public var tokenCount: Int
+    /// What kind of audience it goes to (the stored audience itself: ``NotificationStore/audience(id:)``).
+    public var audienceKind: AudienceKind = .tokens
+    /// When every device of the audience was resolved: at creation for tokens, when the send read
+    /// the registry's last page otherwise; `nil` while devices remain to be read.
+    public var audienceResolvedAt: Date?
     /// Why a `failed` notification failed.
     public var failureReason: String?
     public var jobID: UUID?

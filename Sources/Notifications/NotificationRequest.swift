@@ -1,4 +1,5 @@
 public import APNs
+public import Devices
 public import Foundation
 import HeraldCore
 
@@ -8,7 +9,7 @@ public enum NotificationLimits {
     /// plus a 5 KB payload fit with room to spare.
     public static let maximumBodyBytes = 4 << 20
     /// Tokens per notification.
-    public static let maximumTokens = 10_000
+    public static let maximumTokens = AudienceLimits.maximumTokens
     /// Tokens per notification sent with `?wait=true`.
     public static let maximumWaitTokens = 1_000
     /// Nesting of arrays and objects in the body (the payload included).
@@ -27,6 +28,8 @@ public enum NotificationLimits {
 /// A validated `POST /v1/notifications` body. Which app and environment it goes to is resolved
 /// by ``NotificationService`` against the configured apps.
 ///
+/// Who it goes to is `tokens` or an `audience` (``Audience``), exactly one of the two:
+///
 /// ```json
 /// {"app": "com.example.app", "environment": "production", "tokens": ["<hex>", …],
 ///  "push_type": "alert", "priority": 10, "expiration": 0, "collapse_id": "score",
@@ -37,8 +40,8 @@ public struct NotificationRequest: Sendable, Hashable {
     public var app: String?
     /// `nil`: the app's environment (production for apps that serve both).
     public var environment: APNSEnvironment?
-    /// Lowercase, unique, in the order given.
-    public var tokens: [String]
+    /// Who it goes to: the body's `audience`, or its top-level `tokens` as a tokens audience.
+    public var audience: Audience
     public var pushType: APNSPushType
     public var priority: APNSPriority?
     public var expiration: APNSExpiration
@@ -55,6 +58,16 @@ public struct NotificationRequest: Sendable, Hashable {
     /// `nil`: send now.
     public var sendAt: Date?
 
+    /// The tokens of a tokens audience (lowercase, unique, in the order given); empty for an
+    /// audience resolved when the send runs.
+    public var tokens: [String] {
+        get {
+            if case .tokens(let tokens) = audience { return tokens }
+            return []
+        }
+        set { audience = .tokens(newValue) }
+    }
+
     public init(
         app: String? = nil,
         environment: APNSEnvironment? = nil,
@@ -68,9 +81,37 @@ public struct NotificationRequest: Sendable, Hashable {
         payload: [UInt8],
         sendAt: Date? = nil
     ) {
+        self.init(
+            app: app,
+            environment: environment,
+            audience: .tokens(tokens),
+            pushType: pushType,
+            priority: priority,
+            expiration: expiration,
+            collapseID: collapseID,
+            collapseIDOptedOut: collapseIDOptedOut,
+            topic: topic,
+            payload: payload,
+            sendAt: sendAt
+        )
+    }
+
+    public init(
+        app: String? = nil,
+        environment: APNSEnvironment? = nil,
+        audience: Audience,
+        pushType: APNSPushType = .alert,
+        priority: APNSPriority? = nil,
+        expiration: APNSExpiration = .omitted,
+        collapseID: String? = nil,
+        collapseIDOptedOut: Bool = false,
+        topic: String? = nil,
+        payload: [UInt8],
+        sendAt: Date? = nil
+    ) {
         self.app = app
         self.environment = environment
-        self.tokens = tokens
+        self.audience = audience
         self.pushType = pushType
         self.priority = priority
         self.expiration = expiration
@@ -90,7 +131,8 @@ public struct NotificationRequest: Sendable, Hashable {
     }
 
     static let knownFields: Set<String> = [
-        "app", "environment", "tokens", "push_type", "priority", "expiration", "collapse_id", "topic", "payload",
+        "app", "environment", "tokens", "audience", "push_type", "priority", "expiration", "collapse_id", "topic",
+        "payload",
         "send_at",
     ]
 
@@ -162,7 +204,7 @@ public struct NotificationRequest: Sendable, Hashable {
             }
             environment = parsed
         }
-        let tokens = try parseTokens(object["tokens"])
+        let audience = try parseAudience(object)
 
         var pushType = APNSPushType.alert
         if let name = try optionalString(object, "push_type") {
@@ -188,7 +230,7 @@ public struct NotificationRequest: Sendable, Hashable {
         let request = NotificationRequest(
             app: app,
             environment: environment,
-            tokens: tokens,
+            audience: audience,
             pushType: pushType,
             priority: priority,
             expiration: expiration,
@@ -232,7 +274,7 @@ public struct NotificationRequest: Sendable, Hashable {
     /// The checks ``APNSClient`` would make on each push, made once on a sample request.
     func validateForAPNs() throws(NotificationError) {
         let sample = APNSRequest(
-            deviceToken: tokens[0],
+            deviceToken: tokens.first ?? String(repeating: "0", count: 64),
             pushType: pushType,
             topic: .explicit(topic ?? "com.example.validation"),
             payload: payload,
@@ -256,48 +298,34 @@ public struct NotificationRequest: Sendable, Hashable {
 
     // MARK: Fields
 
-    private static func parseTokens(_ value: Any?) throws(NotificationError) -> [String] {
-        guard let value, !(value is NSNull) else {
-            throw .invalid("missing_field", "tokens is missing: list 1 to 10,000 device tokens", field: "tokens")
-        }
-        guard let array = value as? [Any] else {
-            throw .invalid("invalid_tokens", "tokens must be an array of hexadecimal device tokens", field: "tokens")
-        }
-        guard !array.isEmpty else {
-            throw .invalid("invalid_tokens", "tokens is empty: list at least one device token", field: "tokens")
-        }
-        guard array.count <= NotificationLimits.maximumTokens else {
-            throw NotificationError(
-                .tooLarge,
-                code: "too_many_tokens",
-                message: "tokens has \(array.count) entries: send at most \(NotificationLimits.maximumTokens) "
-                    + "per notification and split the rest over more notifications",
-                field: "tokens"
-            )
-        }
-        var tokens: [String] = []
-        tokens.reserveCapacity(array.count)
-        var seen = Set<String>(minimumCapacity: array.count)
-        for (index, element) in array.enumerated() {
-            guard let text = element as? String else {
-                throw .invalid("invalid_token", "tokens[\(index)] is not a string", field: "tokens[\(index)]")
-            }
-            let token: String
-            do {
-                token = try APNSDeviceToken.normalized(text)
-            } catch {
-                throw .invalid("invalid_token", "tokens[\(index)]: \(error.message)", field: "tokens[\(index)]")
-            }
-            guard seen.insert(token).inserted else {
-                throw .invalid(
-                    "duplicate_token",
-                    "tokens[\(index)] repeats an earlier token: list each device once",
-                    field: "tokens[\(index)]"
+    /// The body's `audience`, or its top-level `tokens` (as today): exactly one of the two.
+    private static func parseAudience(_ object: [String: Any]) throws(NotificationError) -> Audience {
+        let tokens = object["tokens"].flatMap { $0 is NSNull ? nil : $0 }
+        let audience = object["audience"].flatMap { $0 is NSNull ? nil : $0 }
+        do throws(AudienceError) {
+            switch (tokens, audience) {
+            case (let tokens?, nil):
+                return .tokens(try Audience.parseTokens(tokens, field: "tokens"))
+            case (nil, let audience?):
+                return try Audience.parse(audience, field: "audience")
+            case (.some, .some):
+                throw AudienceError(
+                    code: "tokens_and_audience",
+                    message: "the body has both tokens and audience: send one of them, the tokens alone or "
+                        + "{\"audience\": {\"tokens\": […]}}",
+                    field: "audience"
+                )
+            case (nil, nil):
+                throw AudienceError(
+                    code: "missing_field",
+                    message: "tokens is missing: list 1 to 10,000 device tokens, or send an audience "
+                        + "({\"users\": […]}, {\"tags\": {\"any\": […]}}, {\"all\": true})",
+                    field: "tokens"
                 )
             }
-            tokens.append(token)
+        } catch {
+            throw NotificationError(error)
         }
-        return tokens
     }
 
     private static func parsePayload(_ value: Any?) throws(NotificationError) -> [UInt8] {

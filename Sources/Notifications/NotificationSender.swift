@@ -1,4 +1,5 @@
 import APNs
+import Devices
 public import Foundation
 public import HeraldCore
 public import Jobs
@@ -27,6 +28,11 @@ public struct NotificationSender: Sendable {
     /// is shorter than the job lease, so that a job recovered from a dead instance finds the dead
     /// sender's claim expired.
     public var sendLease: TimeInterval
+    /// Reads the devices of a `users`, `tags` or `all` audience when the send runs: the store's
+    /// device registry unless another is given.
+    public var resolver: any AudienceResolver
+    /// Tokens read and sent per page: rows without a result, or devices from the registry.
+    public var pageSize: Int
     let metrics: NotificationMetrics
     let logger: Logger
 
@@ -38,6 +44,8 @@ public struct NotificationSender: Sendable {
         flushEvery: Int = 500,
         flushInterval: TimeInterval = 0.05,
         sendLease: TimeInterval = 10,
+        resolver: (any AudienceResolver)? = nil,
+        pageSize: Int = 1_000,
         metrics: MetricsRegistry = .shared,
         logger: Logger = Logger(label: "herald.notifications")
     ) {
@@ -48,6 +56,8 @@ public struct NotificationSender: Sendable {
         self.flushEvery = max(1, flushEvery)
         self.flushInterval = max(0, flushInterval)
         self.sendLease = max(1, sendLease)
+        self.resolver = resolver ?? store.devices
+        self.pageSize = max(1, pageSize)
         self.metrics = NotificationMetrics(registry: metrics)
         self.logger = logger
     }
@@ -156,21 +166,30 @@ public struct NotificationSender: Sendable {
                 $0.bundleID == notification.app && $0.serves(notification.environment)
             })
         else {
-            let reason = "\(notification.app) (\(notification.environment)) is no longer configured"
-            _ = try await store.failUnfinished(id, reason: reason, at: now)
-            _ = try await store.transition(id, from: [.sending], to: .failed, failureReason: reason, at: now)
-            logger.warning(
-                "notification failed",
-                metadata: ["notification": .string("\(id)"), "reason": .string(reason)]
+            return try await fail(
+                id,
+                reason: "\(notification.app) (\(notification.environment)) is no longer configured",
+                at: now
             )
-            return Summary(status: .failed)
+        }
+        var resolving: (state: AudienceState, resolver: any AudienceResolver)?
+        if notification.audienceResolvedAt == nil, let state = try await store.audienceState(id: id) {
+            resolving = (state, resolver)
         }
         let client = try clients.client(for: app, environment: notification.environment)
-        let pending = try await store.unfinished(id: id)
+        let pages = PendingPages(
+            store: store,
+            notification: notification,
+            owner: owner,
+            clock: clock,
+            sendLease: sendLease,
+            pageSize: pageSize,
+            resolving: resolving
+        )
         var summary = Summary(status: .sending)
         do {
             try await fanOut(
-                pending,
+                pages,
                 of: notification,
                 owner: owner,
                 client: client,
@@ -199,14 +218,23 @@ public struct NotificationSender: Sendable {
         logger.debug(
             "notification sent",
             metadata: [
-                "notification": .string("\(id)"), "tokens": .int(pending.count), "status": .string(final.rawValue),
+                "notification": .string("\(id)"), "tokens": .int(summary.recorded.values.reduce(0, +)),
+                "status": .string(final.rawValue),
             ]
         )
         return summary
     }
 
+    /// Fails the notification and its tokens without a final result with `reason`.
+    private func fail(_ id: UUID, reason: String, at now: Date) async throws -> Summary {
+        _ = try await store.failUnfinished(id, reason: reason, at: now)
+        _ = try await store.transition(id, from: [.sending], to: .failed, failureReason: reason, at: now)
+        logger.warning("notification failed", metadata: ["notification": .string("\(id)"), "reason": .string(reason)])
+        return Summary(status: .failed)
+    }
+
     private func fanOut(
-        _ pending: [DeliveryResult],
+        _ pages: PendingPages,
         of notification: StoredNotification,
         owner: String,
         client: APNSClient,
@@ -232,46 +260,102 @@ public struct NotificationSender: Sendable {
             sendLease: sendLease
         )
         let clock = self.clock
+        var pageError: (any Error)?
+        let unwrittenLimit = 4 * flushEvery
         try await withThrowingTaskGroup(of: FanOutEvent.self) { group in
             group.addTask {
+                defer { buffer.writerStopped() }
                 try await writer.run(buffer)
                 return .writerStopped
             }
+            // Pages are read one ahead, in a task of the group, while the pushes of the current
+            // one are sent: the database's reads and the sends overlap. A page that cannot be
+            // read ends the pass once the pushes in flight are answered and their results
+            // written, so that the next attempt does not send them again.
+            var page: [DeliveryResult] = []
             var next = 0
+            var queued: [DeliveryResult]?
+            var latest = pages
+            var fetching = false
+            var exhausted = false
             var outstanding = 0
-            func startNext() {
-                // Once cancelled (lease lost, shutdown), nothing new is sent.
-                guard next < pending.count, !Task.isCancelled else { return }
-                let item = pending[next]
-                next += 1
-                outstanding += 1
-                var request = template
-                request.deviceToken = item.token
-                request.id = APNSIdentifier.next()
+            func fetch() {
+                guard !exhausted, !fetching, queued == nil, !Task.isCancelled else { return }
+                fetching = true
+                let pages = latest
                 group.addTask {
-                    .delivered(
-                        await Self.deliver(
-                            request,
-                            item: item,
-                            client: client,
-                            clock: clock,
-                            isLastAttempt: isLastAttempt
-                        )
-                    )
+                    var pages = pages
+                    do {
+                        let rows = try await pages.next()
+                        return .page(PageRead(rows: rows, pages: pages, error: nil))
+                    } catch {
+                        return .page(PageRead(rows: [], pages: pages, error: error))
+                    }
                 }
             }
-            for _ in 0..<min(maximumInFlight, pending.count) { startNext() }
-            if outstanding == 0 { buffer.finish() }
-            while let event = try await group.next() {
-                guard case .delivered(let result) = event else { continue }
-                outstanding -= 1
-                startNext()
-                if let result {
-                    buffer.append(result)
-                    summary.recorded[result.status, default: 0] += 1
-                    metrics.tokens.increment(labels: [("result", result.status.rawValue)])
+            // Starts sends up to the in-flight limit; once cancelled (lease lost, shutdown),
+            // nothing new is sent.
+            func startMore() {
+                while outstanding < maximumInFlight, !Task.isCancelled {
+                    if next == page.count {
+                        guard let rows = queued else { return }
+                        page = rows
+                        next = 0
+                        queued = nil
+                        fetch()
+                    }
+                    let item = page[next]
+                    next += 1
+                    outstanding += 1
+                    var request = template
+                    request.deviceToken = item.token
+                    request.id = APNSIdentifier.next()
+                    group.addTask {
+                        .delivered(
+                            await Self.deliver(
+                                request,
+                                item: item,
+                                client: client,
+                                clock: clock,
+                                isLastAttempt: isLastAttempt
+                            )
+                        )
+                    }
                 }
-                if outstanding == 0 { buffer.finish() }
+            }
+            func finishIfDone() {
+                let drained = exhausted && queued == nil && next == page.count
+                if outstanding == 0, !fetching, drained || Task.isCancelled { buffer.finish() }
+            }
+            fetch()
+            finishIfDone()
+            while let event = try await group.next() {
+                switch event {
+                case .writerStopped:
+                    continue
+                case .page(let read):
+                    fetching = false
+                    latest = read.pages
+                    if let error = read.error { pageError = error }
+                    if read.rows.isEmpty {
+                        exhausted = true
+                    } else {
+                        queued = read.rows
+                    }
+                    startMore()
+                case .delivered(let result):
+                    outstanding -= 1
+                    if let result {
+                        buffer.append(result)
+                        summary.recorded[result.status, default: 0] += 1
+                        metrics.tokens.increment(labels: [("result", result.status.rawValue)])
+                    }
+                    // Backpressure: while the database writes results slower than APNs answers,
+                    // nothing new is sent, so that memory stays bounded at any audience size.
+                    await buffer.waitForRoom(below: unwrittenLimit)
+                    startMore()
+                }
+                finishIfDone()
             }
         }
         // What the writer left (it stops when the task is cancelled), from a task of its own: a
@@ -281,11 +365,21 @@ public struct NotificationSender: Sendable {
             try await Task { try await writer.write(rest) }.value
         }
         if Task.isCancelled { throw CancellationError() }
+        if let pageError { throw pageError }
     }
 
     private enum FanOutEvent: Sendable {
         case delivered(DeliveryResult?)
         case writerStopped
+        case page(PageRead)
+    }
+
+    /// A page read ahead: its rows (empty: nothing is left, or the read failed with `error`) and
+    /// where the reading stands after it.
+    private struct PageRead: Sendable {
+        var rows: [DeliveryResult]
+        var pages: PendingPages
+        var error: (any Error)?
     }
 
     /// One token's send; `nil` when cancelled before APNs answered (the token stays unfinished).

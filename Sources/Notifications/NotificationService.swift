@@ -93,6 +93,14 @@ public struct NotificationService: Sendable {
                 field: "send_at"
             )
         }
+        guard !request.audience.isResolvedAtSend else {
+            throw NotificationError.invalid(
+                "wait_with_audience",
+                "wait=true needs the tokens listed: an audience of users, tags or all is resolved when the send "
+                    + "runs; drop wait=true and read the progress with GET /v1/notifications/{id}",
+                field: "audience"
+            )
+        }
         guard request.tokens.count <= NotificationLimits.maximumWaitTokens else {
             throw NotificationError.invalid(
                 "too_many_tokens_to_wait",
@@ -168,7 +176,7 @@ public struct NotificationService: Sendable {
                 ),
                 on: tx
             )
-            let notification = StoredNotification(
+            var notification = StoredNotification(
                 id: id,
                 app: app.bundleID,
                 environment: environment,
@@ -186,7 +194,15 @@ public struct NotificationService: Sendable {
                 createdAt: now,
                 updatedAt: now
             )
-            try await store.insert(notification, tokens: request.tokens, on: tx)
+            notification.audienceKind = request.audience.kind
+            let resolvedLater = request.audience.isResolvedAtSend
+            notification.audienceResolvedAt = resolvedLater ? nil : now
+            try await store.insert(
+                notification,
+                tokens: request.tokens,
+                audience: resolvedLater ? request.audience : nil,
+                on: tx
+            )
             return notification
         }
         queue.wake()
@@ -197,6 +213,7 @@ public struct NotificationService: Sendable {
             metadata: [
                 "notification": .string(RequestIdentifier.lowercaseString(id)), "app": .string(app.bundleID),
                 "environment": .string(environment.rawValue), "tokens": .int(request.tokens.count),
+                "audience": .string(request.audience.kind.rawValue),
                 "send_at": .string(RFC3339.string(from: sendAt)),
             ]
         )
@@ -210,6 +227,9 @@ public struct NotificationService: Sendable {
         public var notification: StoredNotification
         public var counts: DeliveryCounts
         public var results: Page<DeliveryResult>
+        /// The audience of a notification sent to users, tags or all (`nil` for tokens: they are
+        /// its results), with how far the registry has been read.
+        public var audience: AudienceState?
     }
 
     /// - Throws: ``NotificationError`` (not found) for an unknown id.
@@ -220,7 +240,8 @@ public struct NotificationService: Sendable {
         return Details(
             notification: notification,
             counts: try await store.counts(id: id),
-            results: try await store.deliveries(id: id, limit: limit, cursor: cursor)
+            results: try await store.deliveries(id: id, limit: limit, cursor: cursor),
+            audience: notification.audienceKind == .tokens ? nil : try await store.audienceState(id: id)
         )
     }
 

@@ -27,17 +27,23 @@ public struct NotificationStore: Sendable {
 
     static let columns = """
         id, app, environment, push_type, topic, priority, expiration, collapse_id, payload, send_at, status, \
-        token_count, failure_reason, job_id, created_at, updated_at
+        token_count, failure_reason, job_id, created_at, updated_at, audience_kind, audience_resolved_at
         """
 
     // MARK: Writing
 
     /// Inserts the notification and one `pending` row per token, inside the caller's transaction.
-    func insert(_ notification: StoredNotification, tokens: [String], on executor: any DatabaseExecutor) async throws {
+    /// An audience resolved at send time (`audience`) is stored with it; its rows come later.
+    func insert(
+        _ notification: StoredNotification,
+        tokens: [String],
+        audience: Audience? = nil,
+        on executor: any DatabaseExecutor
+    ) async throws {
         try await executor.execute(
             """
-            INSERT INTO notifications (\(Self.columns))
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+            INSERT INTO notifications (\(Self.columns), audience)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
             """,
             [
                 SQLValue(notification.id), .text(notification.app), .text(notification.environment.rawValue),
@@ -46,28 +52,14 @@ public struct NotificationStore: Sendable {
                 SQLValue(notification.collapseID), .text(notification.payload), SQLValue(notification.sendAt),
                 .text(notification.status.rawValue), SQLValue(notification.tokenCount),
                 SQLValue(notification.failureReason), SQLValue(notification.jobID), SQLValue(notification.createdAt),
-                SQLValue(notification.updatedAt),
+                SQLValue(notification.updatedAt), .text(notification.audienceKind.rawValue),
+                SQLValue(notification.audienceResolvedAt), SQLValue(audience.map(\.jsonText)),
             ]
         )
-        let id = SQLValue(notification.id)
-        let now = SQLValue(notification.createdAt)
-        var start = 0
-        while start < tokens.count {
-            let end = min(start + Self.batchSize, tokens.count)
-            var sql =
-                "INSERT INTO notification_deliveries (notification_id, token, ordinal, status, attempts, updated_at) VALUES "
-            var binds: [SQLValue] = [id, now]
-            binds.reserveCapacity(2 + (end - start) * 2)
-            for ordinal in start..<end {
-                if ordinal > start { sql += ", " }
-                let base = binds.count
-                sql += "($1, $\(base + 1), $\(base + 2), 'pending', 0, $2)"
-                binds.append(.text(tokens[ordinal]))
-                binds.append(SQLValue(ordinal))
-            }
-            try await executor.execute(sql, binds)
-            start = end
+        let rows = tokens.enumerated().map { ordinal, token in
+            DeliveryResult(token: token, ordinal: ordinal, status: .pending, updatedAt: notification.createdAt)
         }
+        try await Self.insertPending(rows, of: notification.id, at: notification.createdAt, on: executor)
     }
 
     /// Stores results (upserting on (notification, token)) and the dead tokens among them, in one
@@ -273,15 +265,17 @@ public struct NotificationStore: Sendable {
         return counts
     }
 
-    /// The tokens that still need a send: `pending` or `retrying`, in order.
-    func unfinished(id: UUID) async throws -> [DeliveryResult] {
+    /// The tokens that still need a send (`pending` or `retrying`) after ordinal `after`, in
+    /// order, `limit` at a time: a send reads them a page at a time, whatever their number.
+    func unfinished(id: UUID, after: Int = -1, limit: Int = 1_000) async throws -> [DeliveryResult] {
         try await database.query(
             """
             SELECT token, ordinal, status, reason, apns_id, invalid_at, attempts, updated_at
-            FROM notification_deliveries WHERE notification_id = $1 AND status IN ('pending', 'retrying')
-            ORDER BY ordinal
+            FROM notification_deliveries WHERE notification_id = $1 AND ordinal > $2
+                AND status IN ('pending', 'retrying')
+            ORDER BY ordinal LIMIT $3
             """,
-            [SQLValue(id)]
+            [SQLValue(id), SQLValue(after), SQLValue(limit)]
         ).map(Self.delivery(from:))
     }
 
@@ -327,7 +321,9 @@ public struct NotificationStore: Sendable {
         guard let pushType = APNSPushType(headerValue: pushTypeName) else {
             throw DatabaseError(code: .typeMismatch, message: "notifications.push_type holds an unknown push type")
         }
-        return StoredNotification(
+        // Rows from before migration 8 have no kind: tokens, resolved when created.
+        let kind = try row.optionalString("audience_kind").flatMap(AudienceKind.init(rawValue:))
+        var notification = StoredNotification(
             id: try row.uuid("id"),
             app: try row.string("app"),
             environment: APNSEnvironment(rawValue: try row.string("environment")) ?? .production,
@@ -345,6 +341,10 @@ public struct NotificationStore: Sendable {
             createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at")
         )
+        notification.audienceKind = kind ?? .tokens
+        notification.audienceResolvedAt = try row.optionalDate("audience_resolved_at")
+        if kind == nil { notification.audienceResolvedAt = notification.createdAt }
+        return notification
     }
 
     static func delivery(from row: SQLRow) throws -> DeliveryResult {

@@ -12,6 +12,8 @@ final class ResultBuffer: Sendable {
         var oldest: Date?
         /// No more results will be added.
         var finished = false
+        /// The writer stopped (done, failed or cancelled): nobody makes room any more.
+        var writerStopped = false
     }
 
     /// What the writer should do next.
@@ -26,6 +28,8 @@ final class ResultBuffer: Sendable {
 
     private let state = Mutex(State())
     let wakeup = JobWakeup()
+    /// Signalled when results were written (or the writer stopped): the fan-out waits on it.
+    private let room = JobWakeup()
     let flushEvery: Int
     let flushInterval: TimeInterval
 
@@ -71,6 +75,23 @@ final class ResultBuffer: Sendable {
         state.withLock { state in
             state.items.removeFirst(min(count, state.items.count))
             state.oldest = state.items.isEmpty ? nil : start
+        }
+        room.signal()
+    }
+
+    /// The writer ended: a fan-out waiting for room stops waiting.
+    func writerStopped() {
+        state.withLock { $0.writerStopped = true }
+        room.signal()
+    }
+
+    /// Returns once fewer than `limit` results wait for their write, the writer stopped, or the
+    /// task is cancelled.
+    func waitForRoom(below limit: Int) async {
+        while !Task.isCancelled {
+            let full = state.withLock { !$0.writerStopped && $0.items.count >= limit }
+            guard full else { return }
+            await room.wait(for: nil)
         }
     }
 

@@ -37,7 +37,7 @@ struct SchemaCompositionTests {
         #expect(Array(byVersion.prefix(legacy.count)) == legacy)
         let latest = legacy.map(\.version).max() ?? 0
         #expect(Self.added.allSatisfy { $0.version > latest })
-        #expect(Self.added.map(\.name) == ["notifications_listing", "create_devices"])
+        #expect(Self.added.map(\.name) == ["notifications_listing", "create_devices", "notification_audiences"])
     }
 
     @Test(

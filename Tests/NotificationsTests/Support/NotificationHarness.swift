@@ -34,6 +34,8 @@ struct NotificationHarness {
         retryPolicy: APNSRetryPolicy = .default,
         held: HeldResponses? = nil,
         waitBackupDelay: TimeInterval? = nil,
+        resolver: (any AudienceResolver)? = nil,
+        pageSize: Int = 1_000,
         _ body: (NotificationHarness) async throws -> Void
     ) async throws {
         let key = try APNSSigningKey(keyID: "NOTIFKEY01", teamID: "NOTIFTEAM1", privateKey: P256PrivateKey())
@@ -74,6 +76,8 @@ struct NotificationHarness {
                 store: store,
                 clients: clients,
                 clock: clock,
+                resolver: resolver,
+                pageSize: pageSize,
                 metrics: metrics,
                 logger: quietLogger
             )

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Audiences (issue 21): DEVICES devices (default 1,000,000) registered through
+# `POST /v1/devices/batch` (1,000 per request, CLIENTS requests at a time), then one
+# `{"audience": {"all": true}}` notification from `herald serve` to the APNs sink of
+# ../shared/bench/ (apns-sink, h2o over TLS). Reports per backend: the insert rate, the send rate
+# (devices / seconds from the POST to the notification's `done`) next to `herald bench` sending as
+# many pushes to the same sink in the same run, and `herald serve`'s peak RSS (VmHWM).
+#   DEVICES=1000000 BACKENDS="sqlite postgres" CLIENTS=4 SINK_PORT=8443 HERALD=.build/release/herald \
+#     Benchmarks/audience.sh
+# Targets: send rate at least 0.5 x herald bench's, peak RSS under 100 MB.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+devices=${DEVICES:-1000000}
+backends=${BACKENDS:-sqlite postgres}
+clients=${CLIENTS:-4}
+port=${SINK_PORT:-8443}
+sink=${APNS_SINK:-../shared/bench/apns-sink}
+herald=${HERALD:-.build/release/herald}
+[ -x "$herald" ] || swift build -c release --product herald >/dev/null
+herald=$(realpath "$herald")
+work=$(mktemp -d /tmp/herald-audience.XXXXXX)
+key=audience-bench-key-0123456789
+cleanup() {
+  for pid in ${serve_pid:-} ${sink_pid:-}; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap 'cleanup; stop_throwaway_postgres 2>/dev/null || true' EXIT
+. scripts/throwaway-postgres.sh
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+APNS_SINK_DIR="$work/sink" "$sink" "$port" >"$work/sink.log" 2>&1 &
+sink_pid=$!
+for _ in $(seq 100); do
+  [ -f "$work/sink/cert.pem" ] && curl -s --http2 --cacert "$work/sink/cert.pem" -o /dev/null "https://127.0.0.1:$port/" && break
+  sleep 0.1
+done
+openssl ecparam -genkey -name prime256v1 -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$work/key.p8"
+export APNS_CA_FILE="$work/sink/cert.pem" APNS_PRODUCTION_URL="https://127.0.0.1:$port" \
+  APNS_SANDBOX_URL="https://127.0.0.1:$port" APNS_AUTH_KEY_FILE="$work/key.p8" APNS_KEY_ID=BENCHKEY01 \
+  APPLE_TEAM_ID=BENCHTEAM1 TOPIC=com.example.bench
+
+run_backend() {
+  local backend=$1 url
+  case $backend in
+    sqlite) url="sqlite:$work/herald.sqlite"; rm -f "$work"/herald.sqlite* ;;
+    postgres)
+      start_throwaway_postgres
+      # It sets its own EXIT trap: keep stopping herald and the sink too.
+      trap 'cleanup; stop_throwaway_postgres 2>/dev/null || true' EXIT
+      url=$THROWAWAY_PG_URL ;;
+    *) echo "audience: unknown backend $backend" >&2; return 1 ;;
+  esac
+  local api_port
+  api_port=$(free_port)
+  PORT=$api_port HOST=127.0.0.1 DATABASE_URL=$url HERALD_API_KEYS=$key LOG_LEVEL=warning \
+    "$herald" serve >"$work/serve-$backend.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 300); do curl -sf "http://127.0.0.1:$api_port/healthz" >/dev/null && break; sleep 0.1; done
+  curl -sf "http://127.0.0.1:$api_port/healthz" >/dev/null \
+    || { echo "audience: herald serve did not start:" >&2; cat "$work/serve-$backend.log" >&2; return 1; }
+  local base="http://127.0.0.1:$api_port"
+
+  # Insert: batches of 1,000 devices, CLIENTS at a time, every answer checked.
+  local inserted
+  inserted=$(python3 - "$base" "$key" "$devices" "$clients" <<'PY'
+import http.client, json, os, sys, threading, time, urllib.parse
+base, key, total, clients = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+host = urllib.parse.urlparse(base)
+batches = list(range(0, total, 1000))
+lock = threading.Lock()
+failures = []
+def worker(index):
+    connection = http.client.HTTPConnection(host.hostname, host.port, timeout=120)
+    for start in batches[index::clients]:
+        devices = [{"token": os.urandom(32).hex(), "user_id": "user%d" % ((start + i) % 100000),
+                    "tags": ["bench"]} for i in range(min(1000, total - start))]
+        body = json.dumps({"devices": devices})
+        connection.request("POST", "/v1/devices/batch", body,
+                           {"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+        response = connection.getresponse()
+        data = response.read()
+        if response.status != 200:
+            with lock: failures.append("%d %s" % (response.status, data[:200]))
+began = time.time()
+threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+for t in threads: t.start()
+for t in threads: t.join()
+elapsed = time.time() - began
+if failures:
+    print("insert failures: %d, first: %s" % (len(failures), failures[0]), file=sys.stderr)
+    sys.exit(1)
+print("%.3f %.0f" % (elapsed, total / elapsed))
+PY
+)
+  local insert_seconds=${inserted% *} insert_rate=${inserted#* }
+
+  # Send: one `all` notification; time from the POST to done.
+  local start end id status body
+  start=$(date +%s.%N)
+  id=$(curl -sf -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+    --data '{"audience": {"all": true}, "payload": {"aps": {"alert": {"title": "Herald", "body": "Everyone"}}}}' \
+    "$base/v1/notifications" | jq -r .id)
+  while :; do
+    body=$(curl -sf -H "Authorization: Bearer $key" "$base/v1/notifications/$id?limit=1")
+    status=$(jq -r .status <<<"$body")
+    case $status in done|failed|cancelled) break ;; esac
+    # Each GET counts the results: poll gently, not to slow the send it measures.
+    sleep 0.5
+  done
+  end=$(date +%s.%N)
+  local send_seconds send_rate rss progress
+  send_seconds=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.3f", b-a}')
+  progress=$(jq -c .progress <<<"$body")
+  send_rate=$(awk -v n="$devices" -v s="$send_seconds" 'BEGIN {printf "%.0f", n/s}')
+  rss=$(awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$serve_pid/status")
+  kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true; serve_pid=
+
+  # Reference: herald bench, same sink, same count, right after.
+  local line bench_rate
+  line=$("$herald" bench --url "https://127.0.0.1:$port" --count "$devices" --connections 1 --concurrency 1000 \
+    2>/dev/null | tail -n 1)
+  bench_rate=$(sed -E 's/.* rate=([0-9.]+)\/s.*/\1/' <<<"$line")
+  echo "audience[$backend]: devices=$devices insert_seconds=$insert_seconds insert_rate=$insert_rate/s" \
+    "status=$status progress=$progress send_seconds=$send_seconds send_rate=$send_rate/s" \
+    "bench_rate=$bench_rate/s ratio=$(awk -v a="$send_rate" -v b="$bench_rate" 'BEGIN {printf "%.2f", a/b}')" \
+    "serve_peak_rss_mb=$rss load=$(cut -d' ' -f1 /proc/loadavg)"
+  if [ "$backend" = postgres ]; then stop_throwaway_postgres; fi
+}
+
+for backend in $backends; do run_backend "$backend"; done
