@@ -107,6 +107,12 @@ let package = Package(
             dependencies: ["HeraldCore", "Storage"],
             swiftSettings: swiftSettings
         ),
+        // Client tokens: JWTs an app's backend mints for its users, verified for /v1/client.
+        .target(
+            name: "ClientTokens",
+            dependencies: ["HeraldCore", "HeraldCrypto"],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "Notifications",
             dependencies: ["HeraldCore", "Storage", "Jobs", "APNs"],
@@ -124,14 +130,16 @@ let package = Package(
         ),
         .target(
             name: "HeraldAPI",
-            dependencies: ["HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs"],
+            dependencies: [
+                "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs", "ClientTokens",
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "herald",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
-                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn",
+                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn", "ClientTokens",
             ],
             swiftSettings: swiftSettings
         ),
@@ -141,7 +149,7 @@ let package = Package(
             name: "FuzzHarness",
             dependencies: [
                 "HTTPRouting", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto",
-                "Storage",
+                "Storage", "ClientTokens",
             ],
             swiftSettings: swiftSettings
         ),
@@ -262,11 +270,16 @@ let package = Package(
         // Replays Fuzz/corpus and Fuzz/regressions through the fuzz harnesses.
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzHarness"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "ClientTokensTests",
+            dependencies: ["ClientTokens", "HeraldCore", "HeraldCrypto", "ProcessTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldAPITests",
             dependencies: [
                 "HeraldAPI", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
-                "ProcessTestSupport",
+                "ProcessTestSupport", "ClientTokens",
             ],
             swiftSettings: swiftSettings
         ),
