@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import ClientTokens
 import Foundation
 import HTTPRouting
 import HTTPServer
@@ -103,6 +104,12 @@ enum ServeCommand {
         } catch {
             problems += error.problems
         }
+        var clientTokens = ClientTokenConfiguration()
+        do {
+            clientTokens = try ClientTokenConfiguration.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
         let useSimulator = parsed.flag("simulator")
         if parsed.value("env-file") != nil, !useSimulator {
             problems.append("--env-file goes with --simulator: add --simulator, or drop --env-file")
@@ -167,6 +174,7 @@ enum ServeCommand {
                 configuration,
                 apns: apns,
                 apiKeys: apiKeys,
+                clientTokens: clientTokens,
                 jobs: jobs,
                 simulator: simulator,
                 logger: logger
@@ -191,6 +199,7 @@ enum ServeCommand {
         _ configuration: ServerConfiguration,
         apns: APNsSettings?,
         apiKeys: APIKeys,
+        clientTokens: ClientTokenConfiguration = ClientTokenConfiguration(),
         jobs: JobWorkerConfiguration,
         simulator: DemoSimulator? = nil,
         logger: Logger
