@@ -2,8 +2,8 @@
 public enum ClientTokenLimits {
     /// The longest token accepted, in bytes (a typical one is 250–400).
     public static let maximumTokenBytes = 4_096
-    /// The longest `sub` (user id), in UTF-8 bytes.
-    public static let maximumSubjectBytes = 256
+    /// The longest `sub` (user id), in UTF-8 bytes: the longest `user_id` a device takes.
+    public static let maximumSubjectBytes = 255
     /// The longest `app` (bundle id), in bytes.
     public static let maximumAppBytes = 255
     /// The most entries an `aud` array may hold.
