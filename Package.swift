@@ -107,6 +107,12 @@ let package = Package(
             dependencies: ["HeraldCore", "Storage"],
             swiftSettings: swiftSettings
         ),
+        // The device registry: devices, tags, the dead-token rule, audience reads.
+        .target(
+            name: "Devices",
+            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs"],
+            swiftSettings: swiftSettings
+        ),
         // Client tokens: JWTs an app's backend mints for its users, verified for /v1/client.
         .target(
             name: "ClientTokens",
@@ -115,7 +121,7 @@ let package = Package(
         ),
         .target(
             name: "Notifications",
-            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs"],
+            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "Devices"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -131,7 +137,8 @@ let package = Package(
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs", "ClientTokens",
+                "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs", "Devices",
+                "ClientTokens",
             ],
             swiftSettings: swiftSettings
         ),
@@ -139,7 +146,8 @@ let package = Package(
             name: "herald",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
-                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn", "ClientTokens",
+                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn", "Devices",
+                "ClientTokens",
             ],
             swiftSettings: swiftSettings
         ),
@@ -247,7 +255,15 @@ let package = Package(
             name: "NotificationsTests",
             dependencies: [
                 "Notifications", "Jobs", "Storage", "APNs", "APNsSimulator", "HeraldCore", "HeraldCrypto",
-                "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport",
+                "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport", "Devices",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DevicesTests",
+            dependencies: [
+                "Devices", "Storage", "APNs", "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport",
+                "Jobs",
             ],
             swiftSettings: swiftSettings
         ),
@@ -279,7 +295,7 @@ let package = Package(
             dependencies: [
                 "HeraldAPI", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
-                "ProcessTestSupport", "ClientTokens",
+                "ProcessTestSupport", "Devices", "ClientTokens",
             ],
             swiftSettings: swiftSettings
         ),

@@ -85,6 +85,11 @@ enum ConfigCommand {
             problems += error.problems
         }
         do {
+            _ = try DeviceSettings.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
+        do {
             _ = try ClientTokenConfiguration.load(environment: environment)
         } catch {
             problems += error.problems

@@ -1,3 +1,4 @@
+import Devices
 import HeraldAPI
 import Jobs
 import Notifications
@@ -14,4 +15,5 @@ import Storage
 enum HeraldSchema {
     static let migrations: [Migration] =
         StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
+        + DeviceMigrations.all
 }

@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import ClientTokens
+import Devices
 import Foundation
 import HTTPRouting
 import HTTPServer
@@ -104,6 +105,12 @@ enum ServeCommand {
         } catch {
             problems += error.problems
         }
+        var deviceRetention = DeviceRetention.defaultRetention
+        do {
+            deviceRetention = try DeviceSettings.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
         var clientTokens = ClientTokenConfiguration()
         do {
             clientTokens = try ClientTokenConfiguration.load(environment: environment)
@@ -176,6 +183,7 @@ enum ServeCommand {
                 apiKeys: apiKeys,
                 clientTokens: clientTokens,
                 jobs: jobs,
+                deviceRetention: deviceRetention,
                 simulator: simulator,
                 logger: logger
             )
@@ -201,6 +209,7 @@ enum ServeCommand {
         apiKeys: APIKeys,
         clientTokens: ClientTokenConfiguration = ClientTokenConfiguration(),
         jobs: JobWorkerConfiguration,
+        deviceRetention: TimeInterval = DeviceRetention.defaultRetention,
         simulator: DemoSimulator? = nil,
         logger: Logger
     ) async throws {
@@ -228,8 +237,10 @@ enum ServeCommand {
             try await Migrator.migrate(database, HeraldSchema.migrations, logger: logger)
 
             // Durable notifications: the store, the notification.send handler, the queue and its worker.
+            // The device registry: the sender marks the devices of tokens APNs calls dead.
+            let devices = DeviceStore(database: database)
             let sender = NotificationSender(
-                store: NotificationStore(database: database),
+                store: NotificationStore(database: database, devices: devices),
                 clients: clients,
                 // Shorter than the job lease: a job recovered from a dead instance finds its claim expired.
                 sendLease: min(10, jobs.lease / 2),
@@ -239,11 +250,14 @@ enum ServeCommand {
             NotificationService.register(sender, on: &handlers)
             let retention = NotificationRetention(store: sender.store, retention: jobs.retention)
             retention.register(on: &handlers)
+            let deviceRetention = DeviceRetention(store: devices, retention: deviceRetention)
+            deviceRetention.register(on: &handlers)
             // Idempotency keys expire after 24 h: an hourly job of their own deletes them.
             let idempotency = IdempotencyStore(database: database)
             idempotency.register(on: &handlers)
             let queue = JobQueue(database: database, handlers: handlers)
             try await retention.schedule(on: queue)
+            try await deviceRetention.schedule(on: queue)
             try await idempotency.schedule(on: queue)
             let worker = JobWorker(
                 queue: queue,
@@ -262,6 +276,9 @@ enum ServeCommand {
             system.register(on: &router)
             relay?.service.register(on: &router)
             NotificationRoutes(service: notifications, keys: apiKeys, idempotency: idempotency).register(on: &router)
+            DeviceRoutes(service: DeviceService(store: devices, apps: clients.apps), keys: apiKeys).register(
+                on: &router
+            )
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it

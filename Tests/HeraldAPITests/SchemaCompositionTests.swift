@@ -1,4 +1,5 @@
 import DatabaseTestSupport
+import Devices
 import Foundation
 import HeraldAPI
 import HeraldCore
@@ -12,6 +13,7 @@ import Testing
 enum TestSchema {
     static let migrations: [Migration] =
         StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
+        + DeviceMigrations.all
 }
 
 /// Each module owns its migrations; the executable composes them. The single list of before
@@ -35,7 +37,7 @@ struct SchemaCompositionTests {
         #expect(Array(byVersion.prefix(legacy.count)) == legacy)
         let latest = legacy.map(\.version).max() ?? 0
         #expect(Self.added.allSatisfy { $0.version > latest })
-        #expect(Self.added.map(\.name) == ["notifications_listing"])
+        #expect(Self.added.map(\.name) == ["notifications_listing", "create_devices"])
     }
 
     @Test(

@@ -11,6 +11,7 @@ extension Setting {
         apnsAuthKey, apnsAuthKeyFile, apnsKeyID, appleTeamID, topic, apnsEnvironment, appsFile,
         apnsProductionURL, apnsSandboxURL, apnsManagementProductionURL, apnsManagementSandboxURL, apnsCAFile,
         jobConcurrency, jobLeaseSeconds, jobRetentionHours,
+        invalidDeviceRetentionDays,
     ]
 
     /// The setting called `name`, if Herald reads one.
@@ -292,5 +293,18 @@ extension Setting {
         example: 720,
         range: 1...87_600,
         unit: "hours"
+    )
+
+    // MARK: Devices
+
+    public static let invalidDeviceRetentionDays = Setting.integer(
+        "HERALD_INVALID_DEVICE_RETENTION_DAYS",
+        group: .jobs,
+        meaning: "How long a device APNs called dead stays in the registry (and in GET /v1/dead-tokens) "
+            + "before it is deleted, in days, counted from when Herald learned it.",
+        default: 30,
+        example: 90,
+        range: 1...3_650,
+        unit: "days"
     )
 }
