@@ -279,6 +279,11 @@ enum ServeCommand {
             DeviceRoutes(service: DeviceService(store: devices, apps: clients.apps), keys: apiKeys).register(
                 on: &router
             )
+            // App-facing: /v1/client takes client tokens, not API keys.
+            ClientDeviceRoutes(
+                service: DeviceService(store: devices, apps: clients.apps),
+                authenticator: ClientTokenAuthenticator(clientTokens)
+            ).register(on: &router)
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it
