@@ -4,7 +4,8 @@ public import Storage
 /// (``Storage/StorageMigrations``); never change one that has shipped.
 ///
 /// `devices` holds one row per (app, environment, token); `device_tags` one row per tag of a
-/// device, keyed for audience reads by tag in token order. Version 7 also moves the dead-token
+/// device with the device's status copied in (`active` 1 or 0), keyed so that a tag audience is
+/// one range of the key in token order, without a join. Version 7 also moves the dead-token
 /// records of Notifications' `dead_tokens` (version 3) into `devices` as invalid devices and drops
 /// that table; it creates `dead_tokens` first when absent, so the registry's migrations also run
 /// on a database without the notifications' (its own tests).
@@ -42,8 +43,9 @@ public enum DeviceMigrations {
                     app TEXT NOT NULL,
                     environment TEXT NOT NULL,
                     tag TEXT NOT NULL,
+                    active BIGINT NOT NULL,
                     token TEXT NOT NULL,
-                    PRIMARY KEY (app, environment, tag, token)
+                    PRIMARY KEY (app, environment, tag, active, token)
                 );
                 CREATE INDEX device_tags_token ON device_tags (app, environment, token);
                 CREATE TABLE IF NOT EXISTS dead_tokens (

@@ -102,16 +102,22 @@ extension DeviceStore {
             if let cursor { sql += " AND token > \(binds.add(.text(cursor.token)))" }
             sql += " ORDER BY token LIMIT \(binds.add(SQLValue(limit + 1)))"
             return page(try await database.query(sql, binds.values).map { try $0.string("token") }, limit: limit)
-        case .anyTag(let tags), .allTags(let tags):
+        case .anyTag(let tags):
             let unique = Array(Set(tags)).sorted()
             guard !unique.isEmpty else { return AudiencePage(tokens: [], next: nil) }
-            let isAny = if case .anyTag = selector { true } else { false }
             var binds = SQLBinds()
-            let sql =
-                isAny
-                ? anyTagSQL(app: app, environment: environment, tags: unique, after: cursor, limit: limit, &binds)
-                : allTagsSQL(app: app, environment: environment, tags: unique, after: cursor, limit: limit, &binds)
+            let sql = anyTagSQL(app: app, environment: environment, tags: unique, after: cursor, limit: limit, &binds)
             return page(try await database.query(sql, binds.values).map { try $0.string("token") }, limit: limit)
+        case .allTags(let tags):
+            let unique = Array(Set(tags)).sorted()
+            guard !unique.isEmpty else { return AudiencePage(tokens: [], next: nil) }
+            return try await allTagsTokens(
+                app: app,
+                environment: environment,
+                tags: unique,
+                after: cursor,
+                limit: limit
+            )
         case .users(let users):
             return try await userTokens(app: app, environment: environment, users: users, after: cursor, limit: limit)
         }
@@ -123,8 +129,8 @@ extension DeviceStore {
         return AudiencePage(tokens: kept, next: AudienceCursor(userID: nil, token: kept[limit - 1]))
     }
 
-    /// Active devices with `tag`, in token order after the cursor: the device_tags key, joined
-    /// to devices by primary key for the status.
+    /// Active devices with `tag`, in token order after the cursor: one range of the
+    /// `device_tags` key, read without touching `devices`.
     private func tagSQL(
         app: String,
         environment: APNSEnvironment,
@@ -135,10 +141,9 @@ extension DeviceStore {
         _ binds: inout SQLBinds
     ) -> String {
         var sql = """
-            SELECT t.token AS token FROM device_tags t JOIN devices d
-                ON d.app = t.app AND d.environment = t.environment AND d.token = t.token
+            SELECT t.token AS token FROM device_tags t
             WHERE t.app = \(binds.add(.text(app))) AND t.environment = \(binds.add(.text(environment.rawValue)))
-                AND t.tag = \(binds.add(.text(tag))) AND d.status = 'active'
+                AND t.tag = \(binds.add(.text(tag))) AND t.active = 1
             """
         if let cursor { sql += " AND t.token > \(binds.add(.text(cursor.token)))" }
         sql += extra
@@ -165,31 +170,49 @@ extension DeviceStore {
             + "LIMIT \(binds.add(SQLValue(limit + 1)))"
     }
 
-    /// All of `tags`: the first tag's devices in token order, each checked for the others by key.
-    private func allTagsSQL(
+    /// All of `tags`: the first tag's active devices in token order, `limit + 1` at a time, each
+    /// checked for the other tags by key lookups in the select list, until the page is full or
+    /// the first tag is read to its end. `OFFSET 0` keeps PostgreSQL from hashing a whole large
+    /// tag for the check instead of looking each candidate up.
+    private func allTagsTokens(
         app: String,
         environment: APNSEnvironment,
         tags: [String],
         after cursor: AudienceCursor?,
-        limit: Int,
-        _ binds: inout SQLBinds
-    ) -> String {
-        var extra = ""
-        for tag in tags.dropFirst() {
-            extra += """
-                 AND EXISTS (SELECT 1 FROM device_tags x WHERE x.app = t.app AND x.environment = t.environment \
-                AND x.tag = \(binds.add(.text(tag))) AND x.token = t.token)
+        limit: Int
+    ) async throws -> AudiencePage {
+        var matched: [String] = []
+        var scanned = cursor
+        while true {
+            var binds = SQLBinds()
+            let appBind = binds.add(.text(app))
+            let environmentBind = binds.add(.text(environment.rawValue))
+            let checks = tags.dropFirst().map { tag in
+                "EXISTS (SELECT 1 FROM device_tags x WHERE x.app = \(appBind) AND x.environment = \(environmentBind) "
+                    + "AND x.tag = \(binds.add(.text(tag))) AND x.active = 1 AND x.token = c.token LIMIT 1 OFFSET 0)"
+            }
+            var candidates = """
+                SELECT t.token AS token FROM device_tags t
+                WHERE t.app = \(appBind) AND t.environment = \(environmentBind) AND t.tag = \(binds.add(.text(tags[0])))
+                    AND t.active = 1
                 """
+            if let scanned { candidates += " AND t.token > \(binds.add(.text(scanned.token)))" }
+            candidates += " ORDER BY t.token LIMIT \(binds.add(SQLValue(limit + 1)))"
+            let matches = checks.isEmpty ? "1" : "CASE WHEN \(checks.joined(separator: " AND ")) THEN 1 ELSE 0 END"
+            let rows = try await database.query(
+                "SELECT c.token AS token, \(matches) AS matched FROM (\(candidates)) AS c ORDER BY c.token",
+                binds.values
+            )
+            for row in rows {
+                let token = try row.string("token")
+                if try row.int("matched") == 1 {
+                    matched.append(token)
+                    if matched.count > limit { return page(matched, limit: limit) }
+                }
+                scanned = AudienceCursor(userID: nil, token: token)
+            }
+            if rows.count <= limit { return AudiencePage(tokens: matched, next: nil) }
         }
-        return tagSQL(
-            app: app,
-            environment: environment,
-            tag: tags[0],
-            after: cursor,
-            extra: extra,
-            limit: limit,
-            &binds
-        )
     }
 
     /// Users in byte order, a statement per group of users; within a group, rows in (user,

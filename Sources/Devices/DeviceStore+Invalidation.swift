@@ -30,7 +30,7 @@ extension DeviceStore {
         var events: [DeviceInvalidatedEvent] = []
         var start = 0
         while start < unique.count {
-            let end = min(start + Self.batchSize, unique.count)
+            let end = min(start + Self.batchSize(executor.dialect), unique.count)
             events += try await invalidateBatch(
                 Array(unique[start..<end]),
                 group: GroupKey(app: app, environment: environment),
@@ -88,6 +88,18 @@ extension DeviceStore {
             """,
             binds.values
         )
+        if !changed.isEmpty {
+            // Tag audiences read only the tags of active devices.
+            binds = SQLBinds()
+            _ = binds.add(.text(group.app))
+            _ = binds.add(.text(group.environment.rawValue))
+            let tokens = try changed.map { binds.add(.text(try $0.string("token"))) }.joined(separator: ", ")
+            try await executor.execute(
+                "UPDATE device_tags SET active = 0 WHERE app = $1 AND environment = $2 AND active = 1 "
+                    + "AND token IN (\(tokens))",
+                binds.values
+            )
+        }
         return try changed.compactMap { row in
             let token = try row.string("token")
             guard !alreadyInvalid.contains(token) else { return nil }

@@ -34,8 +34,9 @@ public struct DeviceListQuery: Sendable, Hashable {
 
 extension DeviceStore {
     /// Devices of one app and environment in token order, filtered, `limit` at a time after the
-    /// cursor; each filter reads an index in token order (`devices_user`, `devices_status`,
-    /// `device_tags`' key).
+    /// cursor: an index in token order (`devices_user` with a user, `devices_status` with a status,
+    /// the key otherwise), each row checked for the tag by key lookup (`OFFSET 0` keeps
+    /// PostgreSQL from reading the whole tag instead).
     public func list(_ query: DeviceListQuery) async throws -> KeysetPage<Device> {
         var binds = SQLBinds()
         var conditions = [
@@ -47,7 +48,7 @@ extension DeviceStore {
         if let tag = query.tag {
             conditions.append(
                 "EXISTS (SELECT 1 FROM device_tags t WHERE t.app = d.app AND t.environment = d.environment "
-                    + "AND t.tag = \(binds.add(.text(tag))) AND t.token = d.token)"
+                    + "AND t.tag = \(binds.add(.text(tag))) AND t.token = d.token LIMIT 1 OFFSET 0)"
             )
         }
         if let cursor = query.cursor { conditions.append("d.token > \(binds.add(.text(cursor)))") }

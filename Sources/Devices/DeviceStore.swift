@@ -24,8 +24,12 @@ public struct DeviceStore: Sendable {
     public let events: (any DeviceEvents)?
     let metrics: DeviceMetrics
 
-    /// Devices per multi-row statement (10 binds each, well under both databases' bind limits).
-    static let batchSize = 500
+    /// Devices per multi-row statement (up to 8 binds each). SQLite looks each `$n` up in a list
+    /// of the statement's names, a cost that grows with the square of the binds: it gets short
+    /// statements; PostgreSQL, where each statement is a round trip, long ones.
+    static func batchSize(_ dialect: SQLDialect) -> Int {
+        dialect == .sqlite ? 64 : 500
+    }
 
     public init(database: any Database, events: (any DeviceEvents)? = nil, metrics: MetricsRegistry = .shared) {
         self.database = database
@@ -69,7 +73,7 @@ public struct DeviceStore: Sendable {
         }) {
             var start = 0
             while start < members.count {
-                let end = min(start + Self.batchSize, members.count)
+                let end = min(start + Self.batchSize(executor.dialect), members.count)
                 for result in try await upsert(Array(members[start..<end]), group: group, on: executor) {
                     stored[DeviceKey(result.device)] = result
                 }
@@ -147,16 +151,18 @@ public struct DeviceStore: Sendable {
             """,
             binds.values
         )
-        try await replaceTags(of: members, existing: existing, group: group, on: executor)
-        return try upserted.map { row in
+        let results = try upserted.map { row in
             let device = try Self.device(from: row)
             return RegisteredDevice(device: device, created: !existing.contains(device.token))
         }
+        try await replaceTags(of: results.map(\.device), existing: existing, group: group, on: executor)
+        return results
     }
 
-    /// Deletes the tags of the devices that existed and inserts every member's tags.
+    /// Deletes the tags of the devices that existed and inserts every device's tags, marked with
+    /// its status (a stale registration leaves its device invalid).
     private func replaceTags(
-        of members: [DeviceRegistration],
+        of devices: [Device],
         existing: Set<String>,
         group: GroupKey,
         on executor: any DatabaseExecutor
@@ -171,19 +177,21 @@ public struct DeviceStore: Sendable {
                 binds.values
             )
         }
-        let pairs = members.flatMap { member in member.tags.map { (member.token, $0) } }
+        let pairs = devices.flatMap { device in device.tags.map { (device, $0) } }
         var start = 0
-        // Two binds per tag: at most 4,000 per statement.
+        // Two binds per tag.
+        let perStatement = 4 * Self.batchSize(executor.dialect)
         while start < pairs.count {
-            let end = min(start + 2_000, pairs.count)
+            let end = min(start + perStatement, pairs.count)
             var binds = SQLBinds()
             _ = binds.add(.text(group.app))
             _ = binds.add(.text(group.environment.rawValue))
             let rows = pairs[start..<end].map { pair in
-                "($1, $2, \(binds.add(.text(pair.1))), \(binds.add(.text(pair.0))))"
+                "($1, $2, \(binds.add(.text(pair.1))), \(pair.0.status == .active ? 1 : 0), "
+                    + "\(binds.add(.text(pair.0.token))))"
             }
             try await executor.execute(
-                "INSERT INTO device_tags (app, environment, tag, token) VALUES \(rows.joined(separator: ", "))",
+                "INSERT INTO device_tags (app, environment, tag, active, token) VALUES \(rows.joined(separator: ", "))",
                 binds.values
             )
             start = end

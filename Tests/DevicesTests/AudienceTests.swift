@@ -3,6 +3,7 @@ import DatabaseTestSupport
 import Devices
 import Foundation
 import HeraldCore
+import Jobs
 import Storage
 import Testing
 
@@ -175,6 +176,44 @@ struct AudienceTests {
             try await retention.prune(now: clock.now())
             #expect(try await store.device(app: app, environment: .production, token: token(3)) == nil)
             #expect(try await store.device(app: app, environment: .production, token: token(2)) != nil)
+        }
+    }
+}
+
+@Suite("Devices: the retention job")
+struct DeviceRetentionJobTests {
+    @Test("devices.prune is scheduled once, runs hourly on the job clock and deletes what is past the retention")
+    func job() async throws {
+        try await withDatabase(.sqliteMemory) { db, _ in
+            try await Migrator.migrate(db, JobMigrations.all + DeviceMigrations.all, logger: quietLogger)
+            let start = Date(timeIntervalSince1970: 1_800_000_000)
+            let clock = ManualClock(start)
+            let store = DeviceStore(database: db, metrics: MetricsRegistry())
+            let retention = DeviceRetention(store: store, retention: 2 * 86_400)
+            var handlers = JobHandlers()
+            retention.register(on: &handlers, clock: clock)
+            let queue = JobQueue(database: db, handlers: handlers, clock: clock, metrics: MetricsRegistry())
+            try await retention.schedule(on: queue)
+            try await retention.schedule(on: queue)
+            let jobs = try await queue.list(kind: DeviceRetention.jobKind)
+            #expect(jobs.count == 1)
+            #expect(jobs.first?.schedule == .interval(seconds: 3_600))
+
+            try await db.transaction { tx in
+                _ = try await store.invalidate(
+                    [invalidation(1, at: start, recorded: start)],
+                    app: app,
+                    environment: .production,
+                    on: tx
+                )
+            }
+            let worker = JobWorker(queue: queue, logger: quietLogger)
+            clock.advance(86_400)
+            _ = try await worker.runDueJobs()
+            #expect(try await store.device(app: app, environment: .production, token: token(1)) != nil)
+            clock.advance(86_400 + 3_600)
+            #expect(try await worker.runDueJobs() == 1)
+            #expect(try await store.device(app: app, environment: .production, token: token(1)) == nil)
         }
     }
 }

@@ -180,7 +180,8 @@ struct DeadTokenRuleTests {
             try await Migrator.migrate(db, DeviceMigrations.all, logger: quietLogger)
             try await db.execute(RecordingEvents.table)
             let sink = RecordingEvents()
-            let store = DeviceStore(database: db, events: sink, metrics: MetricsRegistry())
+            let metrics = MetricsRegistry()
+            let store = DeviceStore(database: db, events: sink, metrics: metrics)
             _ = try await store.register([registration(6, at: t)])
             _ = try await invalidate(store, db, [invalidation(6, at: t.addingTimeInterval(1), recorded: t)])
             #expect(sink.events.withLock { $0.map(\.token) } == [token(6)])
@@ -188,6 +189,7 @@ struct DeadTokenRuleTests {
             #expect(sink.events.withLock { $0.first?.environment } == .production)
             let written = try await db.query("SELECT token, reason FROM device_events")
             #expect(try written.map { try $0.string("token") } == [token(6)])
+            #expect(metrics.value("herald_devices_invalidated_total", labels: [("reason", "Unregistered")]) == 1)
 
             let refusing = DeviceStore(database: db, events: RecordingEvents(failing: true), metrics: MetricsRegistry())
             _ = try await refusing.register([registration(7, at: t)])

@@ -51,9 +51,12 @@ func invalidation(_ n: Int, reason: String = "Unregistered", at time: Date, reco
 struct DeviceStoreTests {
     let start = Date(timeIntervalSince1970: 1_800_000_000)
 
-    @Test("register creates, then replaces; get and delete", arguments: Backend.allCases)
+    @Test("register creates, then replaces; get and delete; counted by result", arguments: Backend.allCases)
     func registerReadDelete(backend: Backend) async throws {
-        try await withDevices(backend) { store, _ in
+        try await withDatabase(backend) { db, _ in
+            try await Migrator.migrate(db, DeviceMigrations.all, logger: quietLogger)
+            let metrics = MetricsRegistry()
+            let store = DeviceStore(database: db, metrics: metrics)
             let first = try await store.register([registration(1, at: start, user: "u1", tags: ["a", "b"])])
             #expect(first.map(\.created) == [true])
             #expect(first[0].device.tags == ["a", "b"])
@@ -84,6 +87,8 @@ struct DeviceStoreTests {
                 limit: 10
             )
             #expect(tagged.tokens.isEmpty)
+            #expect(metrics.value("herald_device_registrations_total", labels: [("result", "created")]) == 1)
+            #expect(metrics.value("herald_device_registrations_total", labels: [("result", "updated")]) == 1)
         }
     }
 }
