@@ -113,6 +113,12 @@ let package = Package(
             dependencies: ["HeraldCore", "Storage", "Jobs", "APNs"],
             swiftSettings: swiftSettings
         ),
+        // Client tokens: JWTs an app's backend mints for its users, verified for /v1/client.
+        .target(
+            name: "ClientTokens",
+            dependencies: ["HeraldCore", "HeraldCrypto"],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "Notifications",
             dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "Devices"],
@@ -132,6 +138,7 @@ let package = Package(
             name: "HeraldAPI",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs", "Devices",
+                "ClientTokens",
             ],
             swiftSettings: swiftSettings
         ),
@@ -140,6 +147,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
                 "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn", "Devices",
+                "ClientTokens",
             ],
             swiftSettings: swiftSettings
         ),
@@ -149,7 +157,7 @@ let package = Package(
             name: "FuzzHarness",
             dependencies: [
                 "HTTPRouting", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto",
-                "Storage",
+                "Storage", "ClientTokens",
             ],
             swiftSettings: swiftSettings
         ),
@@ -278,11 +286,16 @@ let package = Package(
         // Replays Fuzz/corpus and Fuzz/regressions through the fuzz harnesses.
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzHarness"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "ClientTokensTests",
+            dependencies: ["ClientTokens", "HeraldCore", "HeraldCrypto", "ProcessTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HeraldAPITests",
             dependencies: [
                 "HeraldAPI", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
-                "ProcessTestSupport", "Devices",
+                "ProcessTestSupport", "Devices", "ClientTokens",
             ],
             swiftSettings: swiftSettings
         ),

@@ -54,6 +54,10 @@ unset HOST PORT LOG_LEVEL LOG_FORMAT HERALD_API_KEYS HERALD_APPS_FILE TOPIC APNS
     APNS_MANAGEMENT_PRODUCTION_URL APNS_MANAGEMENT_SANDBOX_URL APNS_ENVIRONMENT
 export KEY DATABASE_URL=sqlite:$work/serve/doctest.sqlite
 KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+# The client-token secret of the server, which the examples' `herald client-token` reads too.
+export HERALD_CLIENT_TOKEN_SECRET
+HERALD_CLIENT_TOKEN_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+unset HERALD_CLIENT_TOKEN_KEYS_FILE HERALD_CLIENT_TOKEN_AUDIENCE
 mkdir "$work/serve" "$work/sim" "$work/run"
 (cd "$work/serve" && exec env HERALD_API_KEYS="$KEY" TMPDIR="$work/serve" \
     "$herald" serve --simulator --host 127.0.0.1 --port 0 --database-url "$DATABASE_URL" \

@@ -7,6 +7,7 @@ public enum FuzzTargets {
         ("relay-headers", RelayHeadersFuzz.run),
         ("simulator", SimulatorFuzz.run),
         ("payload", PayloadFuzz.run),
+        ("client-token", ClientTokenFuzz.run),
     ]
 }
 

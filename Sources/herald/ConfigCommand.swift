@@ -1,4 +1,5 @@
 import APNs
+import ClientTokens
 import Foundation
 import HeraldAPI
 import HeraldCore
@@ -85,6 +86,11 @@ enum ConfigCommand {
         }
         do {
             _ = try DeviceSettings.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
+        do {
+            _ = try ClientTokenConfiguration.load(environment: environment)
         } catch {
             problems += error.problems
         }

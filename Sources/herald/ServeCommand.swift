@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import ClientTokens
 import Devices
 import Foundation
 import HTTPRouting
@@ -110,6 +111,12 @@ enum ServeCommand {
         } catch {
             problems += error.problems
         }
+        var clientTokens = ClientTokenConfiguration()
+        do {
+            clientTokens = try ClientTokenConfiguration.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
         let useSimulator = parsed.flag("simulator")
         if parsed.value("env-file") != nil, !useSimulator {
             problems.append("--env-file goes with --simulator: add --simulator, or drop --env-file")
@@ -174,6 +181,7 @@ enum ServeCommand {
                 configuration,
                 apns: apns,
                 apiKeys: apiKeys,
+                clientTokens: clientTokens,
                 jobs: jobs,
                 deviceRetention: deviceRetention,
                 simulator: simulator,
@@ -199,6 +207,7 @@ enum ServeCommand {
         _ configuration: ServerConfiguration,
         apns: APNsSettings?,
         apiKeys: APIKeys,
+        clientTokens: ClientTokenConfiguration = ClientTokenConfiguration(),
         jobs: JobWorkerConfiguration,
         deviceRetention: TimeInterval = DeviceRetention.defaultRetention,
         simulator: DemoSimulator? = nil,
@@ -270,6 +279,11 @@ enum ServeCommand {
             DeviceRoutes(service: DeviceService(store: devices, apps: clients.apps), keys: apiKeys).register(
                 on: &router
             )
+            // App-facing: /v1/client takes client tokens, not API keys.
+            ClientDeviceRoutes(
+                service: DeviceService(store: devices, apps: clients.apps),
+                authenticator: ClientTokenAuthenticator(clientTokens)
+            ).register(on: &router)
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it

@@ -22,6 +22,7 @@ enum Herald {
           channels   Create, read, list and delete broadcast channels.
           broadcast  Send a Live Activity update to a broadcast channel.
           jobs       List, inspect, retry and cancel durable jobs; queue depth; the queue benchmark.
+          client-token  Print a client token for a user (/v1/client; README: "Client tokens").
           bench      Measure push throughput against an APNs-shaped endpoint.
           simulator  Run the validating APNs simulator (docs/SIMULATOR.md).
 
@@ -60,6 +61,8 @@ enum Herald {
             return await ChannelsCommand.broadcast(arguments)
         case "jobs":
             return await JobsCommand.run(arguments)
+        case "client-token":
+            return ClientTokenCommand.run(arguments)
         case "bench":
             return await BenchCommand.run(arguments)
         case "simulator":

@@ -40,5 +40,9 @@ struct FuzzReplayTests {
         #expect(HTTPRequestFuzz.status(Array(http)) == 200)
         let simulator = try Data(contentsOf: corpus.appendingPathComponent("simulator/seed-00"))
         #expect(SimulatorFuzz.status(Array(simulator)) == 200)
+        for seed in ["seed-00", "seed-01", "seed-02"] {
+            let token = try Data(contentsOf: corpus.appendingPathComponent("client-token/\(seed)"))
+            #expect(ClientTokenFuzz.subject(Array(token)) == "u1", "client-token/\(seed)")
+        }
     }
 }

@@ -7,6 +7,7 @@ extension Setting {
         logLevel, logFormat,
         databaseURL, databaseStatementTimeout, databaseAcquireTimeout,
         apiKeys,
+        clientTokenSecret, clientTokenKeysFile, clientTokenAudience,
         apnsAuthKey, apnsAuthKeyFile, apnsKeyID, appleTeamID, topic, apnsEnvironment, appsFile,
         apnsProductionURL, apnsSandboxURL, apnsManagementProductionURL, apnsManagementSandboxURL, apnsCAFile,
         jobConcurrency, jobLeaseSeconds, jobRetentionHours,
@@ -128,6 +129,36 @@ extension Setting {
         example: "k1-0123456789abcdef0123456789abcdef,k2-fedcba9876543210fedcba9876543210",
         secrecy: .whole,
         accepted: "16 to 512 printable ASCII characters per key, no spaces (e.g. from `openssl rand -hex 32`)"
+    )
+
+    // MARK: Client tokens
+
+    public static let clientTokenSecret = Setting(
+        "HERALD_CLIENT_TOKEN_SECRET",
+        group: .clientTokens,
+        meaning: "The HS256 secret the app's backend signs client tokens with; /v1/client accepts them as "
+            + "Authorization: Bearer <token>.",
+        whenUnset: "HS256 client tokens are refused",
+        example: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        secrecy: .whole,
+        accepted: "32 to 1024 bytes (e.g. from `openssl rand -hex 32`)"
+    )
+    public static let clientTokenKeysFile = Setting(
+        "HERALD_CLIENT_TOKEN_KEYS_FILE",
+        group: .clientTokens,
+        meaning: "A JSON file mapping each kid to the PEM public key that verifies ES256 client tokens with that "
+            + "kid header: the backend keeps the private key.",
+        whenUnset: "ES256 client tokens are refused; with no secret either, /v1/client answers 401",
+        example: "/etc/herald/client-token-keys.json",
+        accepted: "the path of a JSON file like `{\"backend-1\": \"-----BEGIN PUBLIC KEY-----\\n…\"}` (P-256 keys)"
+    )
+    public static let clientTokenAudience = Setting(
+        "HERALD_CLIENT_TOKEN_AUDIENCE",
+        group: .clientTokens,
+        meaning: "The aud every client token must name.",
+        default: "herald",
+        example: "push.example.com",
+        accepted: "1 to 256 printable ASCII characters"
     )
 
     // MARK: APNs

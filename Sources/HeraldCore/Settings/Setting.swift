@@ -11,6 +11,7 @@ public struct Setting: Sendable, Hashable, CustomStringConvertible {
         case logging = "Logging"
         case database = "Database"
         case apiKeys = "API keys"
+        case clientTokens = "Client tokens"
         case apns = "APNs (Apple's push service)"
         case jobs = "Jobs (durable work)"
     }

@@ -1,0 +1,123 @@
+import APNs
+import ClientTokens
+public import Devices
+import Foundation
+public import HTTPRouting
+import HeraldCore
+
+/// The app-facing device routes under `/v1/client`, behind a client token
+/// (``ClientTokenAuthenticator``) instead of an API key: the user is the token's `sub`.
+///
+/// - `PUT /v1/client/devices/{token}` → 201 when created, 200 when updated: the body of
+///   `PUT /v1/devices/{token}` without `user_id`; the device is registered for the token's user.
+///   A token with an `app` claim registers only devices of that app (the default `app` then),
+///   and 403 `wrong_app` otherwise.
+/// - `GET /v1/client/devices?app=&environment=&limit=&cursor=` → the user's own devices.
+/// - `DELETE /v1/client/devices/{token}?app=&environment=` → 204; 403 `not_your_device` when the
+///   device belongs to another user, 404 when there is none.
+///
+/// Bodies, validation and the device's JSON are those of ``DeviceRoutes``.
+public struct ClientDeviceRoutes: Sendable {
+    public let service: DeviceService
+    public let authenticator: ClientTokenAuthenticator
+
+    public init(service: DeviceService, authenticator: ClientTokenAuthenticator) {
+        self.service = service
+        self.authenticator = authenticator
+    }
+
+    public func register(on router: inout Router) {
+        let routes = self
+        // Checked on the headers, before a body is read; API keys are not accepted here.
+        router.admit(under: ClientTokenAuthenticator.prefix, authenticator.admission)
+        router.on("PUT", "/v1/client/devices/{token}", maxBodySize: DeviceLimits.maximumBodyBytes) { request in
+            try await routes.authenticated(request, "PUT /v1/client/devices/{token}", query: []) {
+                try await routes.put($0, $1)
+            }
+        }
+        router.get("/v1/client/devices") { request in
+            try await routes.authenticated(request, "GET /v1/client/devices", query: Self.listParameters) {
+                try await routes.list($0, $1)
+            }
+        }
+        router.delete("/v1/client/devices/{token}") { request in
+            try await routes.authenticated(request, "DELETE /v1/client/devices/{token}", query: ["app", "environment"])
+            {
+                try await routes.remove($0, $1)
+            }
+        }
+        // The access log shows the device token shortened, as the relay's does.
+        router.logPaths(of: "/v1/client/devices/{token}") { request in
+            let prefix = "/v1/client/devices/"
+            let token = request.rawPath.hasPrefix(prefix) ? String(request.rawPath.dropFirst(prefix.count)) : ""
+            return prefix + APNSDeviceToken.shortened(token)
+        }
+    }
+
+    /// The query parameters of `GET /v1/client/devices`.
+    static let listParameters = ["app", "environment", "limit", "cursor"]
+
+    /// Checks the client token and the request's form, then runs `body` with the token's claims.
+    private func authenticated(
+        _ request: HTTPRequest,
+        _ route: String,
+        query known: [String],
+        _ body: (HTTPRequest, ClientTokenClaims) async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
+        let claims = try authenticator.authenticate(request)
+        try request.rejectUnknownQueryParameters(known, route: route)
+        try request.requireJSONContentType()
+        do {
+            return try await body(request, claims)
+        } catch let error as DeviceError {
+            return error.response
+        } catch let error as ClientTokenError {
+            return ClientTokenAuthenticator.httpError(error).response
+        }
+    }
+
+    // MARK: Handlers
+
+    func put(_ request: HTTPRequest, _ claims: ClientTokenClaims) async throws -> HTTPResponse {
+        let token = try DeviceRoutes.token(request)
+        var input = try DeviceInput.parse(request.body, allowUserID: false)
+        input.app = input.app ?? claims.app
+        let (app, _) = try service.resolve(app: input.app, environment: input.environment)
+        try claims.permits(app: app)
+        input.userID = claims.subject
+        let result = try await service.register(token: token, input)
+        return .json(DeviceBody(result.device), status: result.created ? 201 : 200)
+    }
+
+    func list(_ request: HTTPRequest, _ claims: ClientTokenClaims) async throws -> HTTPResponse {
+        var query = try DeviceRoutes.parseList(request)
+        let (app, environment) = try service.resolve(app: query.app ?? claims.app, environment: query.environment)
+        try claims.permits(app: app)
+        query.userID = claims.subject
+        let page = try await service.list(
+            app: app,
+            environment: environment,
+            userID: claims.subject,
+            limit: query.limit,
+            cursor: query.cursor
+        )
+        return .json(DeviceListBody(devices: page.items.map(DeviceBody.init), nextCursor: page.nextCursor))
+    }
+
+    func remove(_ request: HTTPRequest, _ claims: ClientTokenClaims) async throws -> HTTPResponse {
+        let token = try DeviceRoutes.token(request)
+        let (requestedApp, requestedEnvironment) = try DeviceRoutes.scope(request)
+        let (app, environment) = try service.resolve(app: requestedApp ?? claims.app, environment: requestedEnvironment)
+        try claims.permits(app: app)
+        let device = try await service.device(token: token, app: app, environment: environment)
+        guard device.userID == claims.subject else {
+            throw HTTPError(
+                status: 403,
+                code: "not_your_device",
+                message: "this device is registered to another user: a client token removes only its own user's devices"
+            )
+        }
+        try await service.delete(token: token, app: app, environment: environment)
+        return HTTPResponse(status: 204)
+    }
+}

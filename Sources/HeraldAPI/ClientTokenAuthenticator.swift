@@ -1,0 +1,97 @@
+public import ClientTokens
+public import Foundation
+public import HTTPRouting
+public import HeraldCore
+
+/// Checks the client token of requests under `/v1/client` (and only there: API keys are not
+/// accepted there, and client tokens nowhere else).
+///
+/// The token comes as `Authorization: Bearer <jwt>`. A refusal is 401 with the reason as the error
+/// code (`expired`, `bad_signature`, `wrong_audience`, …) and `WWW-Authenticate: Bearer
+/// error="invalid_token"`, and is counted in `herald_client_token_rejections_total` by reason. The
+/// token never reaches a log or an error message.
+public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
+    public let verifier: ClientTokenVerifier
+    private let now: @Sendable () -> Date
+    private let rejections: Counter
+
+    /// The path prefix the authenticator guards.
+    public static let prefix = "/v1/client"
+
+    /// - Parameters:
+    ///   - now: the clock `exp`, `nbf` and `iat` are compared with; tests inject one.
+    ///   - metrics: where rejections are counted.
+    public init(
+        _ configuration: ClientTokenConfiguration,
+        now: @escaping @Sendable () -> Date = { Date() },
+        metrics: MetricsRegistry = .shared
+    ) {
+        self.verifier = ClientTokenVerifier(configuration)
+        self.now = now
+        self.rejections = metrics.counter(
+            "herald_client_token_rejections_total",
+            help: "Requests to /v1/client refused for their client token, by reason."
+        )
+    }
+
+    /// The claims of the request's verified client token.
+    ///
+    /// - Throws: ``HTTPRouting/HTTPError`` 401 naming the reason.
+    public func authenticate(_ request: HTTPRequest) throws(HTTPError) -> ClientTokenClaims {
+        do throws(ClientTokenError) {
+            guard let token = Self.bearer(in: request) else {
+                if request.headers["Authorization"] != nil {
+                    throw ClientTokenError(
+                        .missing,
+                        "the Authorization header is not a bearer token: send Authorization: Bearer <client token>"
+                    )
+                }
+                throw ClientTokenError(.missing, "send the client token as Authorization: Bearer <client token>")
+            }
+            return try verifier.verify(token, now: now())
+        } catch {
+            rejections.increment(labels: [("reason", error.reason.rawValue)])
+            throw Self.httpError(error)
+        }
+    }
+
+    /// ``authenticate(_:)`` as a router admission check: a request without a valid token is
+    /// refused on its headers, before the server reads its body.
+    public var admission: Router.AdmissionCheck {
+        { request in
+            do throws(HTTPError) {
+                _ = try authenticate(request)
+                return nil
+            } catch {
+                return error.response
+            }
+        }
+    }
+
+    /// The status and headers a refusal is sent with: 403 when the token is valid but limited to
+    /// another app, else 401 with a bearer challenge (RFC 6750 §3).
+    public static func httpError(_ error: ClientTokenError) -> HTTPError {
+        if error.reason == .wrongApp {
+            return HTTPError(status: 403, code: error.reason.rawValue, message: error.message)
+        }
+        let challenge =
+            error.reason == .missing || error.reason == .notConfigured ? "Bearer" : #"Bearer error="invalid_token""#
+        return HTTPError(
+            status: 401,
+            code: error.reason.rawValue,
+            message: error.message,
+            headers: ["WWW-Authenticate": challenge]
+        )
+    }
+
+    /// The token after `Bearer ` in the Authorization header, if there is one.
+    static func bearer(in request: HTTPRequest) -> String? {
+        guard let header = request.headers["Authorization"] else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+
+    public var description: String { "ClientTokenAuthenticator(\(verifier.configuration))" }
+}

@@ -1,0 +1,98 @@
+import ClientTokens
+import Foundation
+import HTTPRouting
+import HeraldAPI
+import HeraldCore
+import HeraldCrypto
+import Synchronization
+import Testing
+
+/// `/v1/client`'s authentication: the 401 (or 403) a refused client token gets, and its count.
+@Suite struct ClientTokenAuthenticatorTests {
+    static let secret = Array("api-test-secret-0123456789abcdef0123456789".utf8)
+    static let issued = Date(timeIntervalSince1970: 1_767_225_600)
+
+    static func token(app: String? = nil, lifetime: TimeInterval = 3_600) throws -> String {
+        try ClientTokenSigner.hs256(secret: secret).token(
+            for: ClientTokenClaims(
+                subject: "u1",
+                app: app,
+                issuedAt: issued,
+                expiresAt: issued.addingTimeInterval(lifetime)
+            )
+        )
+    }
+
+    static func request(_ authorization: String?) -> HTTPRequest {
+        var headers = HTTPHeaders()
+        if let authorization { headers.replaceOrAdd(name: "Authorization", value: authorization) }
+        return HTTPRequest(method: "GET", path: "/v1/client/devices", headers: headers)
+    }
+
+    @Test func acceptsAValidTokenAndRefusesEachProblemWithItsReason() throws {
+        let metrics = MetricsRegistry()
+        let clock = Mutex(Self.issued)
+        let authenticator = ClientTokenAuthenticator(
+            ClientTokenConfiguration(secret: Self.secret),
+            now: { clock.withLock { $0 } },
+            metrics: metrics
+        )
+        let token = try Self.token()
+        #expect(try authenticator.authenticate(Self.request("Bearer \(token)")).subject == "u1")
+
+        let cases: [(String?, String, String)] = [
+            (nil, "missing", "Bearer"),
+            ("Basic dTE6cGFzc3dvcmQ=", "missing", "Bearer"),
+            // An API key is not a client token.
+            ("Bearer k1-0123456789abcdef0123456789abcdef", "malformed", #"Bearer error="invalid_token""#),
+            ("Bearer \(token).x", "malformed", #"Bearer error="invalid_token""#),
+            ("Bearer \(token.dropLast(2))AA", "bad_signature", #"Bearer error="invalid_token""#),
+        ]
+        for (authorization, code, challenge) in cases {
+            let response = refusal(authenticator, Self.request(authorization))
+            #expect(response.status == 401, "\(code)")
+            #expect(
+                response.errorCode == code,
+                "\(authorization ?? "none"): \(String(decoding: response.body, as: UTF8.self))"
+            )
+            #expect(response.headers["WWW-Authenticate"] == challenge)
+            #expect(!String(decoding: response.body, as: UTF8.self).contains(token.prefix(20)), "no token in the body")
+        }
+
+        // 59 s after exp it is still valid; at 60 s it has expired (the injected clock).
+        clock.withLock { $0 = Self.issued.addingTimeInterval(3_659) }
+        #expect(try authenticator.authenticate(Self.request("Bearer \(token)")).subject == "u1")
+        clock.withLock { $0 = Self.issued.addingTimeInterval(3_660) }
+        let expired = refusal(authenticator, Self.request("Bearer \(token)"))
+        #expect(expired.status == 401)
+        #expect(expired.errorCode == "expired")
+        #expect(expired.headers["WWW-Authenticate"] == #"Bearer error="invalid_token""#)
+
+        #expect(metrics.value("herald_client_token_rejections_total", labels: [("reason", "expired")]) == 1)
+        #expect(metrics.value("herald_client_token_rejections_total", labels: [("reason", "missing")]) == 2)
+        #expect(metrics.value("herald_client_token_rejections_total", labels: [("reason", "bad_signature")]) == 1)
+    }
+
+    @Test func withoutKeysEveryRequestIsRefusedSayingClientTokensAreNotConfigured() throws {
+        let authenticator = ClientTokenAuthenticator(ClientTokenConfiguration(), metrics: MetricsRegistry())
+        let response = refusal(authenticator, Self.request("Bearer \(try Self.token())"))
+        #expect(response.status == 401)
+        #expect(response.errorCode == "client_tokens_unset")
+        #expect(String(decoding: response.body, as: UTF8.self).contains("client tokens are not configured"))
+    }
+
+    @Test func aTokenLimitedToAnotherAppIs403() throws {
+        let error = ClientTokenAuthenticator.httpError(ClientTokenError(.wrongApp, "limited to com.example.a"))
+        #expect(error.status == 403)
+        #expect(error.code == "wrong_app")
+    }
+
+    /// The admission check's answer, which must be a refusal.
+    private func refusal(_ authenticator: ClientTokenAuthenticator, _ request: HTTPRequest) -> HTTPResponse {
+        guard let response = authenticator.admission(request) else {
+            Issue.record("the request was admitted")
+            return HTTPResponse(status: 200)
+        }
+        return response
+    }
+}
