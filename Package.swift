@@ -112,6 +112,14 @@ let package = Package(
             dependencies: ["HeraldCore", "Storage", "Jobs", "APNs"],
             swiftSettings: swiftSettings
         ),
+        // Outbound events to the app's backend: the webhooks, their outbox and signed delivery.
+        .target(
+            name: "Webhooks",
+            dependencies: [
+                "HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2", "Storage", "Jobs", "Notifications", "APNs",
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "APNsSimulator",
             dependencies: ["HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2", "HTTPRouting", "HTTPServer", "APNs"],
@@ -124,14 +132,16 @@ let package = Package(
         ),
         .target(
             name: "HeraldAPI",
-            dependencies: ["HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs"],
+            dependencies: [
+                "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs", "Webhooks",
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "herald",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
-                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn",
+                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn", "Webhooks",
             ],
             swiftSettings: swiftSettings
         ),
@@ -259,6 +269,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "WebhooksTests",
+            dependencies: [
+                "Webhooks", "Notifications", "Jobs", "Storage", "APNs", "APNsSimulator", "HTTP2", "HeraldIO",
+                "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport",
+                "ProcessTestSupport",
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Replays Fuzz/corpus and Fuzz/regressions through the fuzz harnesses.
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzHarness"], swiftSettings: swiftSettings),
         .testTarget(
@@ -266,7 +285,7 @@ let package = Package(
             dependencies: [
                 "HeraldAPI", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
-                "ProcessTestSupport",
+                "ProcessTestSupport", "Webhooks",
             ],
             swiftSettings: swiftSettings
         ),

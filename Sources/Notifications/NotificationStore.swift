@@ -12,11 +12,14 @@ public import Storage
 /// without a final result.
 public struct NotificationStore: Sendable {
     public let database: any Database
+    /// Told of each notification that reaches a final status, in that transaction.
+    public let finishObserver: (any NotificationFinishObserver)?
     /// Rows per multi-row `INSERT` (9 binds each, well under both databases' bind limits).
     static let batchSize = 500
 
-    public init(database: any Database) {
+    public init(database: any Database, finishObserver: (any NotificationFinishObserver)? = nil) {
         self.database = database
+        self.finishObserver = finishObserver
     }
 
     static let columns = """
@@ -207,6 +210,39 @@ public struct NotificationStore: Sendable {
         failureReason: String? = nil,
         at now: Date,
         on executor: (any DatabaseExecutor)? = nil
+    ) async throws -> StoredNotification? {
+        if let finishObserver, status.isFinal {
+            return try await transitionReportingFinish(finishObserver, on: executor) { tx in
+                try await self.transition(
+                    id,
+                    from: from,
+                    to: status,
+                    failureReason: failureReason,
+                    at: now,
+                    on: tx,
+                    reporting: false
+                )
+            }
+        }
+        return try await transition(
+            id,
+            from: from,
+            to: status,
+            failureReason: failureReason,
+            at: now,
+            on: executor,
+            reporting: false
+        )
+    }
+
+    private func transition(
+        _ id: UUID,
+        from: [NotificationStatus],
+        to status: NotificationStatus,
+        failureReason: String?,
+        at now: Date,
+        on executor: (any DatabaseExecutor)?,
+        reporting: Bool
     ) async throws -> StoredNotification? {
         let list = from.map { "'\($0.rawValue)'" }.joined(separator: ", ")
         let rows = try await (executor ?? database).query(

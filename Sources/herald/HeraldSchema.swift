@@ -2,6 +2,7 @@ import HeraldAPI
 import Jobs
 import Notifications
 import Storage
+import Webhooks
 
 /// Herald's database schema: every module's migrations, composed in one fixed order.
 ///
@@ -14,4 +15,5 @@ import Storage
 enum HeraldSchema {
     static let migrations: [Migration] =
         StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
+        + WebhookMigrations.all
 }

@@ -10,6 +10,7 @@ import Jobs
 import Notifications
 import Relay
 import Storage
+import Webhooks
 
 /// `herald serve` (the HTTP API, plus the relay when APNs credentials are configured) and
 /// `herald relay` (the same server, refusing to start without the relay's credentials).
@@ -93,6 +94,13 @@ enum ServeCommand {
         }
         var apiKeys = APIKeys([])
         var jobs = JobWorkerConfiguration()
+        var webhooks = WebhookConfiguration()
+        do {
+            webhooks = try WebhookSettings.load(environment: environment)
+            webhooks.userAgent = "Herald/\(Herald.version)"
+        } catch {
+            problems += error.problems
+        }
         do {
             apiKeys = try APIKeys.load(environment: environment)
         } catch {
@@ -168,6 +176,7 @@ enum ServeCommand {
                 apns: apns,
                 apiKeys: apiKeys,
                 jobs: jobs,
+                webhooks: webhooks,
                 simulator: simulator,
                 logger: logger
             )
@@ -192,6 +201,7 @@ enum ServeCommand {
         apns: APNsSettings?,
         apiKeys: APIKeys,
         jobs: JobWorkerConfiguration,
+        webhooks: WebhookConfiguration,
         simulator: DemoSimulator? = nil,
         logger: Logger
     ) async throws {
@@ -218,9 +228,15 @@ enum ServeCommand {
             let relay = try apns.map { try RelayWiring(settings: $0, clients: clients) }
             try await Migrator.migrate(database, HeraldSchema.migrations, logger: logger)
 
+            // Webhooks: events are recorded in the transactions that cause them (a notification
+            // finishing), delivered by webhook.deliver jobs.
+            let webhookStore = WebhookStore(database: database)
+            let webhookEvents = WebhookEvents(store: webhookStore, configuration: webhooks)
+            let webhookDeliverer = try WebhookDeliverer(store: webhookStore, configuration: webhooks)
+
             // Durable notifications: the store, the notification.send handler, the queue and its worker.
             let sender = NotificationSender(
-                store: NotificationStore(database: database),
+                store: NotificationStore(database: database, finishObserver: webhookEvents),
                 clients: clients,
                 // Shorter than the job lease: a job recovered from a dead instance finds its claim expired.
                 sendLease: min(10, jobs.lease / 2),
@@ -233,7 +249,9 @@ enum ServeCommand {
             // Idempotency keys expire after 24 h: an hourly job of their own deletes them.
             let idempotency = IdempotencyStore(database: database)
             idempotency.register(on: &handlers)
+            webhookDeliverer.register(on: &handlers)
             let queue = JobQueue(database: database, handlers: handlers)
+            webhookEvents.attach(queue)
             try await retention.schedule(on: queue)
             try await idempotency.schedule(on: queue)
             let worker = JobWorker(
@@ -253,6 +271,8 @@ enum ServeCommand {
             system.register(on: &router)
             relay?.service.register(on: &router)
             NotificationRoutes(service: notifications, keys: apiKeys, idempotency: idempotency).register(on: &router)
+            WebhookRoutes(store: webhookStore, keys: apiKeys, idempotency: idempotency, allowHTTP: webhooks.allowHTTP)
+                .register(on: &router)
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it
@@ -309,6 +329,7 @@ enum ServeCommand {
                 }
                 try await tasks.waitForAll()
             }
+            await webhookDeliverer.close()
         } catch {
             await clients.shutdown()
             await database.close()

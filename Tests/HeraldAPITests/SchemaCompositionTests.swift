@@ -6,12 +6,14 @@ import Jobs
 import Notifications
 import Storage
 import Testing
+import Webhooks
 
 /// The modules' migrations in the order the executable composes them (`HeraldSchema`), for tests
 /// that build a database of their own.
 enum TestSchema {
     static let migrations: [Migration] =
         StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
+        + WebhookMigrations.all
 }
 
 /// Each module owns its migrations; the executable composes them. The single list of before
@@ -35,7 +37,7 @@ struct SchemaCompositionTests {
         #expect(Array(byVersion.prefix(legacy.count)) == legacy)
         let latest = legacy.map(\.version).max() ?? 0
         #expect(Self.added.allSatisfy { $0.version > latest })
-        #expect(Self.added.map(\.name) == ["notifications_listing"])
+        #expect(Self.added.map(\.name) == ["notifications_listing", "create_webhooks", "create_webhook_outbox"])
     }
 
     @Test(
