@@ -209,41 +209,23 @@ public struct NotificationStore: Sendable {
         to status: NotificationStatus,
         failureReason: String? = nil,
         at now: Date,
-        on executor: (any DatabaseExecutor)? = nil
+        on executor: (any DatabaseExecutor)? = nil,
+        reportingFinish: Bool = true
     ) async throws -> StoredNotification? {
-        if let finishObserver, status.isFinal {
+        // To a final status, the finish observer writes in the same transaction.
+        if reportingFinish, let finishObserver, status.isFinal {
             return try await transitionReportingFinish(finishObserver, on: executor) { tx in
-                try await self.transition(
+                try await transition(
                     id,
                     from: from,
                     to: status,
                     failureReason: failureReason,
                     at: now,
                     on: tx,
-                    reporting: false
+                    reportingFinish: false
                 )
             }
         }
-        return try await transition(
-            id,
-            from: from,
-            to: status,
-            failureReason: failureReason,
-            at: now,
-            on: executor,
-            reporting: false
-        )
-    }
-
-    private func transition(
-        _ id: UUID,
-        from: [NotificationStatus],
-        to status: NotificationStatus,
-        failureReason: String?,
-        at now: Date,
-        on executor: (any DatabaseExecutor)?,
-        reporting: Bool
-    ) async throws -> StoredNotification? {
         let list = from.map { "'\($0.rawValue)'" }.joined(separator: ", ")
         let rows = try await (executor ?? database).query(
             """
@@ -315,17 +297,7 @@ public struct NotificationStore: Sendable {
 
     /// Tokens per status.
     public func counts(id: UUID) async throws -> DeliveryCounts {
-        let rows = try await database.query(
-            "SELECT status, COUNT(*) AS n FROM notification_deliveries WHERE notification_id = $1 GROUP BY status",
-            [SQLValue(id)]
-        )
-        var counts = DeliveryCounts()
-        for row in rows {
-            if let status = DeliveryStatus(rawValue: try row.string("status")) {
-                counts.counts[status] = Int(try row.int("n"))
-            }
-        }
-        return counts
+        try await Self.counts(id: id, on: database)
     }
 
     /// The tokens that still need a send: `pending` or `retrying`, in order.
