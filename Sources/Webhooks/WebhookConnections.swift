@@ -114,7 +114,7 @@ actor WebhookConnections {
                         + "HTTP/2 without TLS): \(error.message)"
                 )
             }
-            throw WebhookDeliveryError("cannot connect to \(target.origin): \(error.message)")
+            throw WebhookDeliveryError(error.message)
         }
     }
 }

@@ -104,7 +104,10 @@ public final class WebhookDeliverer: Sendable {
                     metrics.events.increment(by: Double(batch.events.count), labels: [("result", "delivered")])
                     logger.debug(
                         "webhook delivered",
-                        metadata: ["webhook": .string("\(webhook.id)"), "events": .int(batch.events.count)]
+                        metadata: [
+                            "webhook": .string(RequestIdentifier.lowercaseString(webhook.id)),
+                            "events": .int(batch.events.count),
+                        ]
                     )
                     return true
                 }
@@ -143,7 +146,8 @@ public final class WebhookDeliverer: Sendable {
         logger.warning(
             "webhook delivery failed",
             metadata: [
-                "webhook": .string("\(batch.webhook.id)"), "events": .int(batch.events.count),
+                "webhook": .string(RequestIdentifier.lowercaseString(batch.webhook.id)),
+                "events": .int(batch.events.count),
                 "attempt": .int(attempt), "error": .string(String(failure.prefix(300))), "dead": .int(dead),
                 "retry_at": .string(RFC3339.string(from: retryAt)),
             ]
