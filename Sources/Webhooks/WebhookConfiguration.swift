@@ -19,6 +19,9 @@ public struct WebhookConfiguration: Sendable {
     /// The first retry's delay; doubles per attempt, with jitter, up to ``retryMaximum``.
     public var retryBase: TimeInterval = 2
     public var retryMaximum: TimeInterval = 30 * 60
+    /// How long dead events stay visible (counted in `GET /v1/webhooks/{id}`) before they are
+    /// deleted, when later ones die.
+    public var deadRetention: TimeInterval = 7 * 24 * 3_600
     /// Connect and request timeouts of a delivery.
     public var connectTimeout: Duration = .seconds(10)
     public var requestTimeout: Duration = .seconds(15)

@@ -139,6 +139,7 @@ public final class WebhookDeliverer: Sendable {
             error: String(failure.prefix(500)),
             retryAt: retryAt,
             window: configuration.retryWindow,
+            deadRetention: configuration.deadRetention,
             at: now
         )
         metrics.deliveries.increment(labels: [("result", "failure")])

@@ -122,13 +122,15 @@ extension WebhookStore {
 
     /// The batch failed with `error`: events whose first attempt is `window` or more ago become
     /// dead; the others are due again at `retryAt`, but no later than the end of their window (a
-    /// last attempt then). Returns how many became dead.
+    /// last attempt then). Dead events older than `deadRetention` go, so a receiver gone for good
+    /// does not fill the table. Returns how many became dead.
     func recordFailed(
         _ id: UUID,
         _ events: [OutboxEvent],
         error: String,
         retryAt: Date,
         window: TimeInterval,
+        deadRetention: TimeInterval,
         at now: Date
     ) async throws -> Int {
         try await database.transaction { tx in
@@ -155,6 +157,12 @@ extension WebhookStore {
                 "UPDATE webhooks SET last_error = $2, last_error_at = $3 WHERE id = $1",
                 [SQLValue(id), .text(error), SQLValue(now)]
             )
+            if dead > 0 {
+                try await tx.execute(
+                    "DELETE FROM webhook_outbox WHERE webhook_id = $1 AND status = 'dead' AND due_at < $2",
+                    [SQLValue(id), SQLValue(now.addingTimeInterval(-deadRetention))]
+                )
+            }
             return dead
         }
     }

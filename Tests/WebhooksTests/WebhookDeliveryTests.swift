@@ -131,6 +131,32 @@ struct WebhookDeliveryTests {
         }
     }
 
+    @Test("dead events are deleted after their retention when later ones die", arguments: Backend.allCases)
+    func deadRetention(backend: Backend) async throws {
+        let receiver = try Receiver(statuses: Array(repeating: 500, count: 1_000))
+        var configuration = WebhookHarness.configuration()
+        configuration.retryWindow = 60
+        configuration.deadRetention = 3_600
+        try await receiver.run {
+            try await WebhookHarness.with(backend, configuration: configuration) { harness, clock in
+                let webhook = try await harness.createWebhook(url: receiver.url)
+                func failUntilDead() async throws {
+                    while let next = try await harness.store.nextDue(webhook.id) {
+                        clock.set(max(next, clock.now()))
+                        try await harness.deliverer.deliverDue(webhook.id)
+                    }
+                }
+                try await harness.recordInvalidations(2, perTransaction: 2)
+                try await failUntilDead()
+                #expect(try await harness.store.state(id: webhook.id)?.dead == 2)
+                clock.advance(2 * 3_600)
+                try await harness.recordInvalidations(1)
+                try await failUntilDead()
+                #expect(try await harness.store.state(id: webhook.id)?.dead == 1)
+            }
+        }
+    }
+
     @Test(
         "a receiver that does not negotiate HTTP/2 fails with a message that says so",
         arguments: [Backend.sqliteMemory]
