@@ -107,9 +107,15 @@ let package = Package(
             dependencies: ["HeraldCore", "Storage"],
             swiftSettings: swiftSettings
         ),
+        // The device registry: devices, tags, the dead-token rule, audience reads.
+        .target(
+            name: "Devices",
+            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs"],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "Notifications",
-            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs"],
+            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "Devices"],
             swiftSettings: swiftSettings
         ),
         // Outbound events to the app's backend: the webhooks, their outbox and signed delivery.
@@ -117,6 +123,7 @@ let package = Package(
             name: "Webhooks",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2", "Storage", "Jobs", "Notifications", "APNs",
+                "Devices",
             ],
             swiftSettings: swiftSettings
         ),
@@ -133,7 +140,8 @@ let package = Package(
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs", "Webhooks",
+                "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs", "Devices",
+                "Webhooks",
             ],
             swiftSettings: swiftSettings
         ),
@@ -141,7 +149,8 @@ let package = Package(
             name: "herald",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
-                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn", "Webhooks",
+                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn", "Devices",
+                "Webhooks",
             ],
             swiftSettings: swiftSettings
         ),
@@ -249,7 +258,15 @@ let package = Package(
             name: "NotificationsTests",
             dependencies: [
                 "Notifications", "Jobs", "Storage", "APNs", "APNsSimulator", "HeraldCore", "HeraldCrypto",
-                "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport",
+                "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport", "Devices",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DevicesTests",
+            dependencies: [
+                "Devices", "Storage", "APNs", "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport",
+                "Jobs",
             ],
             swiftSettings: swiftSettings
         ),
@@ -272,7 +289,7 @@ let package = Package(
         .testTarget(
             name: "WebhooksTests",
             dependencies: [
-                "Webhooks", "Notifications", "Jobs", "Storage", "APNs", "APNsSimulator", "HTTP2", "HeraldIO",
+                "Webhooks", "Notifications", "Devices", "Jobs", "Storage", "APNs", "APNsSimulator", "HTTP2", "HeraldIO",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport",
                 "ProcessTestSupport",
             ],
@@ -285,7 +302,7 @@ let package = Package(
             dependencies: [
                 "HeraldAPI", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
-                "ProcessTestSupport", "Webhooks",
+                "ProcessTestSupport", "Devices", "Webhooks",
             ],
             swiftSettings: swiftSettings
         ),

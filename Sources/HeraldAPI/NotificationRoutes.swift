@@ -1,4 +1,5 @@
 public import APNs
+public import Devices
 public import Foundation
 public import HTTPRouting
 import HeraldCore

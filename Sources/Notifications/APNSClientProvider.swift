@@ -67,30 +67,11 @@ public final class APNSClientProvider: Sendable {
         app: String?,
         environment: APNSEnvironment?
     ) throws(NotificationError) -> (APNSAppConfiguration, APNSEnvironment) {
-        guard !apps.isEmpty else {
-            throw NotificationError(
-                .unavailable,
-                code: "apns_not_configured",
-                message: "no APNs app is configured: set APNS_AUTH_KEY, APNS_KEY_ID, APPLE_TEAM_ID and TOPIC, "
-                    + "or HERALD_APPS_FILE, and restart"
-            )
+        do {
+            return try APNSAppConfiguration.resolve(in: apps, app: app, environment: environment)
+        } catch {
+            throw NotificationError(error)
         }
-        let candidates = app.map { name in apps.filter { $0.bundleID == name } } ?? [apps[0]]
-        guard let first = candidates.first else {
-            let known = apps.map(\.bundleID).joined(separator: ", ")
-            throw .invalid("unknown_app", "app is not a configured app: use one of \(known)", field: "app")
-        }
-        if let environment {
-            guard let match = candidates.first(where: { $0.serves(environment) }) else {
-                throw .invalid(
-                    "invalid_environment",
-                    "\(first.bundleID) is not configured for \(environment): use \(first.environment?.rawValue ?? "production")",
-                    field: "environment"
-                )
-            }
-            return (match, environment)
-        }
-        return (first, first.defaultEnvironment)
     }
 
     /// The shared client for `app` in `environment`, made on first use.
@@ -146,5 +127,16 @@ public final class APNSClientProvider: Sendable {
             return state.clients.values.map(\.1)
         }
         for pool in pools { await pool.shutdown() }
+    }
+}
+
+extension NotificationError {
+    /// The refusal for an app or environment that could not be resolved.
+    public init(_ error: APNSAppResolutionError) {
+        switch error {
+        case .noApps: self.init(.unavailable, code: "apns_not_configured", message: error.message)
+        case .unknownApp: self = .invalid("unknown_app", error.message, field: "app")
+        case .environmentNotServed: self = .invalid("invalid_environment", error.message, field: "environment")
+        }
     }
 }

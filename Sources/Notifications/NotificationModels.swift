@@ -26,8 +26,8 @@ public enum DeliveryStatus: String, Sendable, Hashable, CaseIterable, Codable {
     case sent
     /// APNs refused it for a reason that retrying does not fix (`reason` says which).
     case rejected
-    /// The token is no longer valid (410, `BadDeviceToken`, `DeviceTokenNotForTopic`); it is also
-    /// recorded in `dead_tokens`.
+    /// The token is no longer valid (410, `BadDeviceToken`, `DeviceTokenNotForTopic`); its device is
+    /// also marked invalid in the registry (`/v1/dead-tokens`).
     case dead
     /// A retryable failure (429, 5xx, connection trouble) after the client's own retries; the
     /// notification's job runs again later for these.
@@ -118,20 +118,6 @@ public struct DeliveryCounts: Sendable, Hashable {
     public subscript(status: DeliveryStatus) -> Int { counts[status] ?? 0 }
 
     public var total: Int { counts.values.reduce(0, +) }
-}
-
-/// A device token APNs said is dead, kept for pruning the app's own token list.
-public struct DeadToken: Sendable, Hashable {
-    public var app: String
-    public var environment: APNSEnvironment
-    public var token: String
-    public var reason: String
-    /// APNs' 410 timestamp when it gave one.
-    public var invalidAt: Date?
-    /// When Herald recorded it.
-    public var recordedAt: Date
-    /// The notification whose send found it.
-    public var notificationID: UUID?
 }
 
 /// One page of a list and where the next starts.

@@ -2,8 +2,8 @@ public import Foundation
 public import HeraldCore
 public import Jobs
 
-/// Deletes finished notifications, their per-token results and old dead-token records: a
-/// recurring job (`notifications.prune`, hourly) that every instance schedules at start-up under
+/// Deletes finished notifications and their per-token results (dead tokens are invalid devices
+/// now, which `DeviceRetention` deletes): a recurring job (`notifications.prune`, hourly) that every instance schedules at start-up under
 /// one unique key, so exactly one chain exists however many instances run.
 public struct NotificationRetention: Sendable {
     public static let jobKind = "notifications.prune"
@@ -11,9 +11,6 @@ public struct NotificationRetention: Sendable {
     public let store: NotificationStore
     /// How long finished notifications and their results are kept.
     public var retention: TimeInterval
-    /// How long dead-token records are kept: at least 30 days, so an app that collects them
-    /// weekly or monthly does not miss any.
-    public var deadTokenRetention: TimeInterval { max(retention, 30 * 86_400) }
 
     public init(store: NotificationStore, retention: TimeInterval) {
         self.store = store
@@ -43,6 +40,5 @@ public struct NotificationRetention: Sendable {
     /// Deletes what is older than the retention periods, in batches until none is left.
     public func prune(now: Date) async throws {
         while try await store.prune(finishedBefore: now.addingTimeInterval(-retention)) > 0 {}
-        while try await store.pruneDeadTokens(recordedBefore: now.addingTimeInterval(-deadTokenRetention)) > 0 {}
     }
 }

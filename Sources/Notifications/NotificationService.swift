@@ -1,4 +1,5 @@
 public import APNs
+public import Devices
 public import Foundation
 public import HeraldCore
 public import Jobs
@@ -266,7 +267,7 @@ public struct NotificationService: Sendable {
         try await store.list(query)
     }
 
-    /// Dead tokens, oldest first.
+    /// Dead tokens (invalid devices of the registry), oldest record first.
     public func deadTokens(
         app: String?,
         environment: APNSEnvironment?,
@@ -274,6 +275,13 @@ public struct NotificationService: Sendable {
         limit: Int,
         cursor: DeadTokenCursor?
     ) async throws -> Page<DeadToken> {
-        try await store.deadTokens(app: app, environment: environment, since: since, limit: limit, cursor: cursor)
+        let page = try await store.devices.deadTokens(
+            app: app,
+            environment: environment,
+            since: since,
+            limit: limit,
+            cursor: cursor
+        )
+        return Page(items: page.items, nextCursor: page.nextCursor)
     }
 }

@@ -1,10 +1,12 @@
-public import APNs
+package import APNs
+public import Devices
 public import Foundation
 import HeraldCore
 public import Storage
 
-/// The `notifications`, `notification_deliveries` and `dead_tokens` tables (migration 3), with the
-/// same SQL on SQLite and PostgreSQL.
+/// The `notifications` and `notification_deliveries` tables (migration 3), with the same SQL on
+/// SQLite and PostgreSQL. Tokens APNs calls dead go to the device registry (``devices``), in
+/// the transaction that stores their results.
 ///
 /// A notification's tokens are rows of `notification_deliveries` keyed by (notification, token),
 /// numbered by `ordinal` in the order given. A row's status moves from `pending` to a result
@@ -12,13 +14,21 @@ public import Storage
 /// without a final result.
 public struct NotificationStore: Sendable {
     public let database: any Database
+    /// Where dead tokens are recorded: the registry marks their devices invalid.
+    public let devices: DeviceStore
     /// Told of each notification that reaches a final status, in that transaction.
     public let finishObserver: (any NotificationFinishObserver)?
     /// Rows per multi-row `INSERT` (9 binds each, well under both databases' bind limits).
     static let batchSize = 500
 
-    public init(database: any Database, finishObserver: (any NotificationFinishObserver)? = nil) {
+    /// - Parameter devices: the registry on the same database; `nil`: one without event hook.
+    public init(
+        database: any Database,
+        devices: DeviceStore? = nil,
+        finishObserver: (any NotificationFinishObserver)? = nil
+    ) {
         self.database = database
+        self.devices = devices ?? DeviceStore(database: database)
         self.finishObserver = finishObserver
     }
 
@@ -110,34 +120,22 @@ public struct NotificationStore: Sendable {
                 try await tx.execute(sql, binds)
                 start = end
             }
-            let dead = results.filter { $0.status == .dead }
-            start = 0
-            while start < dead.count {
-                let end = min(start + Self.batchSize, dead.count)
-                var sql = """
-                    INSERT INTO dead_tokens (app, environment, token, reason, invalid_at, recorded_at, notification_id)
-                    VALUES
-                    """
-                var binds: [SQLValue] = [
-                    .text(notification.app), .text(notification.environment.rawValue), SQLValue(notification.id),
-                ]
-                for index in start..<end {
-                    let result = dead[index]
-                    if index > start { sql += "," }
-                    let base = binds.count
-                    sql += " ($1, $2, $\(base + 1), $\(base + 2), $\(base + 3), $\(base + 4), $3)"
-                    binds += [
-                        .text(result.token), .text(result.reason ?? "Unregistered"), SQLValue(result.invalidAt),
-                        SQLValue(result.updatedAt),
-                    ]
-                }
-                sql += """
-                     ON CONFLICT (app, environment, token) DO UPDATE SET reason = excluded.reason,
-                        invalid_at = excluded.invalid_at, recorded_at = excluded.recorded_at,
-                        notification_id = excluded.notification_id
-                    """
-                try await tx.execute(sql, binds)
-                start = end
+            let dead = results.filter { $0.status == .dead }.map { result in
+                DeviceInvalidation(
+                    token: result.token,
+                    reason: result.reason ?? "Unregistered",
+                    invalidAt: result.invalidAt ?? result.updatedAt,
+                    recordedAt: result.updatedAt,
+                    notificationID: notification.id
+                )
+            }
+            if !dead.isEmpty {
+                try await self.devices.invalidate(
+                    dead,
+                    app: notification.app,
+                    environment: notification.environment,
+                    on: tx
+                )
             }
             guard let ownership else { return true }
             return try await self.renewSend(notification.id, ownership, on: tx)
@@ -273,19 +271,6 @@ public struct NotificationStore: Sendable {
         }
     }
 
-    /// Deletes up to `limit` dead-token records made before `cutoff`.
-    @discardableResult
-    public func pruneDeadTokens(recordedBefore cutoff: Date, limit: Int = 5_000) async throws -> Int {
-        try await database.execute(
-            """
-            DELETE FROM dead_tokens WHERE (app, environment, token) IN (
-                SELECT app, environment, token FROM dead_tokens WHERE recorded_at < $1 ORDER BY recorded_at LIMIT $2
-            )
-            """,
-            [SQLValue(cutoff), SQLValue(limit)]
-        )
-    }
-
     // MARK: Reading
 
     public func notification(id: UUID) async throws -> StoredNotification? {
@@ -329,60 +314,6 @@ public struct NotificationStore: Sendable {
         if items.count > limit {
             items.removeLast()
             next = items.last.map { String($0.ordinal) }
-        }
-        return Page(items: items, nextCursor: next)
-    }
-
-    /// Dead tokens recorded at or after `since`, oldest first, `limit` at a time.
-    public func deadTokens(
-        app: String?,
-        environment: APNSEnvironment?,
-        since: Date?,
-        limit: Int,
-        cursor: DeadTokenCursor?
-    ) async throws -> Page<DeadToken> {
-        var conditions: [String] = []
-        var binds: [SQLValue] = []
-        func bind(_ value: SQLValue) -> String {
-            binds.append(value)
-            return "$\(binds.count)"
-        }
-        if let app { conditions.append("app = \(bind(.text(app)))") }
-        if let environment { conditions.append("environment = \(bind(.text(environment.rawValue)))") }
-        if let since { conditions.append("recorded_at >= \(bind(SQLValue(since)))") }
-        if let cursor {
-            let at = bind(.integer(cursor.recordedAt))
-            let app = bind(.text(cursor.app))
-            let environment = bind(.text(cursor.environment))
-            let token = bind(.text(cursor.token))
-            conditions.append(
-                "(recorded_at > \(at) OR (recorded_at = \(at) AND (app > \(app) OR (app = \(app) AND "
-                    + "(environment > \(environment) OR (environment = \(environment) AND token > \(token)))))))"
-            )
-        }
-        let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-        let rows = try await database.query(
-            """
-            SELECT app, environment, token, reason, invalid_at, recorded_at, notification_id FROM dead_tokens
-            \(whereClause) ORDER BY recorded_at, app, environment, token LIMIT \(bind(SQLValue(limit + 1)))
-            """,
-            binds
-        )
-        var items = try rows.map { row in
-            DeadToken(
-                app: try row.string("app"),
-                environment: APNSEnvironment(rawValue: try row.string("environment")) ?? .production,
-                token: try row.string("token"),
-                reason: try row.string("reason"),
-                invalidAt: try row.optionalDate("invalid_at"),
-                recordedAt: try row.date("recorded_at"),
-                notificationID: try row.optionalUUID("notification_id")
-            )
-        }
-        var next: String?
-        if items.count > limit {
-            items.removeLast()
-            next = items.last.map { DeadTokenCursor($0).text }
         }
         return Page(items: items, nextCursor: next)
     }
@@ -440,31 +371,4 @@ public struct NotificationStore: Sendable {
             updatedAt: try row.date("updated_at")
         )
     }
-}
-
-/// Where a page of dead tokens ends: `<recorded_at ms>:<app>:<environment>:<token>`.
-public struct DeadTokenCursor: Sendable, Hashable {
-    var recordedAt: Int64
-    var app: String
-    var environment: String
-    var token: String
-
-    init(_ token: DeadToken) {
-        recordedAt = EpochTime.milliseconds(token.recordedAt)
-        app = token.app
-        environment = token.environment.rawValue
-        self.token = token.token
-    }
-
-    /// Parses a cursor a previous page returned; `nil` when it is not one.
-    public init?(_ text: String) {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 4, let at = Int64(parts[0]) else { return nil }
-        recordedAt = at
-        app = String(parts[1])
-        environment = String(parts[2])
-        token = String(parts[3])
-    }
-
-    var text: String { "\(recordedAt):\(app):\(environment):\(token)" }
 }

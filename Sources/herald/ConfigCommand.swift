@@ -84,6 +84,11 @@ enum ConfigCommand {
             problems += error.problems
         }
         do {
+            _ = try DeviceSettings.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
+        do {
             _ = try WebhookSettings.load(environment: environment)
         } catch {
             problems += error.problems

@@ -1,3 +1,4 @@
+import Devices
 import HeraldAPI
 import Jobs
 import Notifications
@@ -15,5 +16,6 @@ import Webhooks
 enum HeraldSchema {
     static let migrations: [Migration] =
         StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
+        + DeviceMigrations.all
         + WebhookMigrations.all
 }

@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import Devices
 import Foundation
 import HTTPRouting
 import HTTPServer
@@ -111,6 +112,12 @@ enum ServeCommand {
         } catch {
             problems += error.problems
         }
+        var deviceRetention = DeviceRetention.defaultRetention
+        do {
+            deviceRetention = try DeviceSettings.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
         let useSimulator = parsed.flag("simulator")
         if parsed.value("env-file") != nil, !useSimulator {
             problems.append("--env-file goes with --simulator: add --simulator, or drop --env-file")
@@ -176,6 +183,7 @@ enum ServeCommand {
                 apns: apns,
                 apiKeys: apiKeys,
                 jobs: jobs,
+                deviceRetention: deviceRetention,
                 webhooks: webhooks,
                 simulator: simulator,
                 logger: logger
@@ -201,6 +209,7 @@ enum ServeCommand {
         apns: APNsSettings?,
         apiKeys: APIKeys,
         jobs: JobWorkerConfiguration,
+        deviceRetention: TimeInterval = DeviceRetention.defaultRetention,
         webhooks: WebhookConfiguration,
         simulator: DemoSimulator? = nil,
         logger: Logger
@@ -235,8 +244,11 @@ enum ServeCommand {
             let webhookDeliverer = try WebhookDeliverer(store: webhookStore, configuration: webhooks)
 
             // Durable notifications: the store, the notification.send handler, the queue and its worker.
+            // The device registry: the sender marks the devices of tokens APNs calls dead, and each
+            // device that becomes invalid is a device.invalidated webhook event.
+            let devices = DeviceStore(database: database, events: webhookEvents)
             let sender = NotificationSender(
-                store: NotificationStore(database: database, finishObserver: webhookEvents),
+                store: NotificationStore(database: database, devices: devices, finishObserver: webhookEvents),
                 clients: clients,
                 // Shorter than the job lease: a job recovered from a dead instance finds its claim expired.
                 sendLease: min(10, jobs.lease / 2),
@@ -246,6 +258,8 @@ enum ServeCommand {
             NotificationService.register(sender, on: &handlers)
             let retention = NotificationRetention(store: sender.store, retention: jobs.retention)
             retention.register(on: &handlers)
+            let deviceRetention = DeviceRetention(store: devices, retention: deviceRetention)
+            deviceRetention.register(on: &handlers)
             // Idempotency keys expire after 24 h: an hourly job of their own deletes them.
             let idempotency = IdempotencyStore(database: database)
             idempotency.register(on: &handlers)
@@ -253,6 +267,7 @@ enum ServeCommand {
             let queue = JobQueue(database: database, handlers: handlers)
             webhookEvents.attach(queue)
             try await retention.schedule(on: queue)
+            try await deviceRetention.schedule(on: queue)
             try await idempotency.schedule(on: queue)
             let worker = JobWorker(
                 queue: queue,
@@ -271,6 +286,9 @@ enum ServeCommand {
             system.register(on: &router)
             relay?.service.register(on: &router)
             NotificationRoutes(service: notifications, keys: apiKeys, idempotency: idempotency).register(on: &router)
+            DeviceRoutes(service: DeviceService(store: devices, apps: clients.apps), keys: apiKeys).register(
+                on: &router
+            )
             WebhookRoutes(store: webhookStore, keys: apiKeys, idempotency: idempotency, allowHTTP: webhooks.allowHTTP)
                 .register(on: &router)
             if let simulator {

@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import AsyncTestSupport
 import DatabaseTestSupport
+import Devices
 import Foundation
 import HTTPRouting
 import HTTPServer
@@ -88,6 +89,8 @@ struct NotificationAPITests {
             let service = NotificationService(queue: queue, sender: sender, metrics: metrics, logger: quiet)
             var router = Router()
             NotificationRoutes(service: service, keys: APIKeys(keys), idempotency: IdempotencyStore(database: db))
+                .register(on: &router)
+            DeviceRoutes(service: DeviceService(store: sender.store.devices, apps: clients.apps), keys: APIKeys(keys))
                 .register(on: &router)
             var http = HTTPServer.Configuration()
             http.host = "127.0.0.1"

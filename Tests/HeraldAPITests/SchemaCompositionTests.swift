@@ -1,4 +1,5 @@
 import DatabaseTestSupport
+import Devices
 import Foundation
 import HeraldAPI
 import HeraldCore
@@ -13,6 +14,7 @@ import Webhooks
 enum TestSchema {
     static let migrations: [Migration] =
         StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
+        + DeviceMigrations.all
         + WebhookMigrations.all
 }
 
@@ -37,7 +39,11 @@ struct SchemaCompositionTests {
         #expect(Array(byVersion.prefix(legacy.count)) == legacy)
         let latest = legacy.map(\.version).max() ?? 0
         #expect(Self.added.allSatisfy { $0.version > latest })
-        #expect(Self.added.map(\.name) == ["notifications_listing", "create_webhooks", "create_webhook_outbox"])
+        #expect(
+            Self.added.map(\.name) == [
+                "notifications_listing", "create_devices", "create_webhooks", "create_webhook_outbox",
+            ]
+        )
     }
 
     @Test(

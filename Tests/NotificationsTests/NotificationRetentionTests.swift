@@ -40,7 +40,6 @@ struct NotificationRetentionTests {
             let jobs = try await harness.queue.list(kind: NotificationRetention.jobKind)
             #expect(jobs.count == 1)
             #expect(jobs.first?.schedule == .interval(seconds: 3_600))
-            #expect(retention.deadTokenRetention == 30 * 86_400)
         }
     }
 }

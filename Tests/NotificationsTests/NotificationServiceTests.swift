@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import DatabaseTestSupport
+import Devices
 import Foundation
 import HeraldCore
 import Jobs

@@ -10,6 +10,7 @@ extension Setting {
         apnsAuthKey, apnsAuthKeyFile, apnsKeyID, appleTeamID, topic, apnsEnvironment, appsFile,
         apnsProductionURL, apnsSandboxURL, apnsManagementProductionURL, apnsManagementSandboxURL, apnsCAFile,
         jobConcurrency, jobLeaseSeconds, jobRetentionHours,
+        invalidDeviceRetentionDays,
         webhookAllowHTTP, webhookCAFile,
     ]
 
@@ -262,6 +263,19 @@ extension Setting {
         example: 720,
         range: 1...87_600,
         unit: "hours"
+    )
+
+    // MARK: Devices
+
+    public static let invalidDeviceRetentionDays = Setting.integer(
+        "HERALD_INVALID_DEVICE_RETENTION_DAYS",
+        group: .jobs,
+        meaning: "How long a device APNs called dead stays in the registry (and in GET /v1/dead-tokens) "
+            + "before it is deleted, in days, counted from when Herald learned it.",
+        default: 30,
+        example: 90,
+        range: 1...3_650,
+        unit: "days"
     )
 
     // MARK: Webhooks

@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import DatabaseTestSupport
+import Devices
 import Foundation
 import HeraldCore
 import HeraldCrypto
@@ -63,7 +64,11 @@ struct NotificationHarness {
             metrics: metrics
         )
         try await withDatabase(backend, poolSize: 4) { db, _ in
-            try await Migrator.migrate(db, JobMigrations.all + NotificationMigrations.all, logger: quietLogger)
+            try await Migrator.migrate(
+                db,
+                JobMigrations.all + NotificationMigrations.all + DeviceMigrations.all,
+                logger: quietLogger
+            )
             let store = NotificationStore(database: db)
             let sender = NotificationSender(
                 store: store,

@@ -1,0 +1,68 @@
+public import Storage
+
+/// The device registry's tables. Versions are one sequence across every module's migrations
+/// (``Storage/StorageMigrations``); never change one that has shipped.
+///
+/// `devices` holds one row per (app, environment, token); `device_tags` one row per tag of a
+/// device, keyed for audience reads by tag in token order. Version 7 also moves the dead-token
+/// records of Notifications' `dead_tokens` (version 3) into `devices` as invalid devices and drops
+/// that table; it creates `dead_tokens` first when absent, so the registry's migrations also run
+/// on a database without the notifications' (its own tests).
+public enum DeviceMigrations {
+    public static let all: [Migration] = [
+        Migration(
+            version: 7,
+            name: "create_devices",
+            sql: """
+                CREATE TABLE devices (
+                    app TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    user_id TEXT,
+                    tags TEXT NOT NULL,
+                    locale TEXT,
+                    timezone TEXT,
+                    app_version TEXT,
+                    platform TEXT,
+                    status TEXT NOT NULL,
+                    invalid_reason TEXT,
+                    invalid_at BIGINT,
+                    invalid_recorded_at BIGINT,
+                    invalid_notification_id TEXT,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    last_registered_at BIGINT,
+                    PRIMARY KEY (app, environment, token)
+                );
+                CREATE INDEX devices_status ON devices (app, environment, status, token);
+                CREATE INDEX devices_user ON devices (app, environment, user_id, token);
+                CREATE INDEX devices_invalid ON devices (invalid_recorded_at, app, environment, token)
+                    WHERE status = 'invalid';
+                CREATE TABLE device_tags (
+                    app TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    tag TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    PRIMARY KEY (app, environment, tag, token)
+                );
+                CREATE INDEX device_tags_token ON device_tags (app, environment, token);
+                CREATE TABLE IF NOT EXISTS dead_tokens (
+                    app TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    invalid_at BIGINT,
+                    recorded_at BIGINT NOT NULL,
+                    notification_id TEXT,
+                    PRIMARY KEY (app, environment, token)
+                );
+                INSERT INTO devices (app, environment, token, tags, status, invalid_reason, invalid_at,
+                    invalid_recorded_at, invalid_notification_id, created_at, updated_at)
+                SELECT app, environment, token, '[]', 'invalid', reason, invalid_at, recorded_at, notification_id,
+                    recorded_at, recorded_at
+                FROM dead_tokens;
+                DROP TABLE dead_tokens;
+                """
+        )
+    ]
+}

@@ -1,0 +1,71 @@
+public import APNs
+import Foundation
+import Storage
+
+/// What `GET /v1/devices` asks for: one app and environment, optional filters, a page.
+public struct DeviceListQuery: Sendable, Hashable {
+    public var app: String
+    public var environment: APNSEnvironment
+    public var userID: String?
+    public var tag: String?
+    public var status: DeviceStatus?
+    public var limit: Int
+    /// The last token of the previous page (its `next_cursor`).
+    public var cursor: String?
+
+    public init(
+        app: String,
+        environment: APNSEnvironment,
+        userID: String? = nil,
+        tag: String? = nil,
+        status: DeviceStatus? = nil,
+        limit: Int = 100,
+        cursor: String? = nil
+    ) {
+        self.app = app
+        self.environment = environment
+        self.userID = userID
+        self.tag = tag
+        self.status = status
+        self.limit = limit
+        self.cursor = cursor
+    }
+}
+
+extension DeviceStore {
+    /// Devices of one app and environment in token order, filtered, `limit` at a time after the
+    /// cursor; each filter reads an index in token order (`devices_user`, `devices_status`,
+    /// `device_tags`' key).
+    public func list(_ query: DeviceListQuery) async throws -> KeysetPage<Device> {
+        var binds = SQLBinds()
+        var conditions = [
+            "d.app = \(binds.add(.text(query.app)))",
+            "d.environment = \(binds.add(.text(query.environment.rawValue)))",
+        ]
+        if let user = query.userID { conditions.append("d.user_id = \(binds.add(.text(user)))") }
+        if let status = query.status { conditions.append("d.status = \(binds.add(.text(status.rawValue)))") }
+        if let tag = query.tag {
+            conditions.append(
+                "EXISTS (SELECT 1 FROM device_tags t WHERE t.app = d.app AND t.environment = d.environment "
+                    + "AND t.tag = \(binds.add(.text(tag))) AND t.token = d.token)"
+            )
+        }
+        if let cursor = query.cursor { conditions.append("d.token > \(binds.add(.text(cursor)))") }
+        let columns = Self.columns.split(separator: ",").map { "d." + $0.trimmingCharacters(in: .whitespaces) }
+        let rows = try await database.query(
+            """
+            SELECT \(columns.joined(separator: ", ")) FROM devices d
+            WHERE \(conditions.joined(separator: " AND "))
+            ORDER BY d.token LIMIT \(binds.add(SQLValue(query.limit + 1)))
+            """,
+            binds.values
+        )
+        var items = try rows.map(Self.device(from:))
+        var next: String?
+        if items.count > query.limit {
+            items.removeLast()
+            next = items.last?.token
+        }
+        return KeysetPage(items: items, nextCursor: next)
+    }
+}

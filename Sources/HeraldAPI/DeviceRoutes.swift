@@ -1,0 +1,202 @@
+public import APNs
+public import Devices
+import Foundation
+public import HTTPRouting
+import HeraldCore
+
+/// The device registry's API under `/v1`, behind ``APIKeys``:
+///
+/// - `PUT /v1/devices/{token}` → 201 when created, 200 when updated, with the device. The body
+///   replaces the device's metadata: a field left out is cleared.
+/// - `GET /v1/devices/{token}?app=&environment=` → the device; `DELETE` the same → 204.
+/// - `GET /v1/devices?app=&environment=&user_id=&tag=&status=&limit=&cursor=` → in token order,
+///   keyset-paged.
+/// - `POST /v1/devices/batch` `{"devices": [{"token", …}]}` (1 to 1,000) → 200 with one answer
+///   per device, stored in one transaction.
+///
+/// `app` and `environment` default as in `/v1/notifications`. Input is strict, as there.
+public struct DeviceRoutes: Sendable {
+    public let service: DeviceService
+    public let keys: APIKeys
+
+    public init(service: DeviceService, keys: APIKeys) {
+        self.service = service
+        self.keys = keys
+    }
+
+    /// The query parameters of `GET /v1/devices`.
+    static let listParameters = ["app", "environment", "user_id", "tag", "status", "limit", "cursor"]
+
+    public func register(on router: inout Router) {
+        let routes = self
+        router.admit(under: "/v1/devices", keys.admission)
+        router.on("PUT", "/v1/devices/{token}", maxBodySize: DeviceLimits.maximumBodyBytes) { request in
+            try await routes.authorized(request, "PUT /v1/devices/{token}", query: []) { try await routes.put($0) }
+        }
+        router.get("/v1/devices/{token}") { request in
+            try await routes.authorized(request, "GET /v1/devices/{token}", query: ["app", "environment"]) {
+                try await routes.read($0)
+            }
+        }
+        router.delete("/v1/devices/{token}") { request in
+            try await routes.authorized(request, "DELETE /v1/devices/{token}", query: ["app", "environment"]) {
+                try await routes.remove($0)
+            }
+        }
+        router.get("/v1/devices") { request in
+            try await routes.authorized(request, "GET /v1/devices", query: Self.listParameters) {
+                try await routes.list($0)
+            }
+        }
+        router.on("POST", "/v1/devices/batch", maxBodySize: DeviceLimits.maximumBatchBodyBytes) { request in
+            try await routes.authorized(request, "POST /v1/devices/batch", query: []) { try await routes.batch($0) }
+        }
+    }
+
+    /// Checks the key and the request's form (query parameters in `known`, a JSON body), then runs `body`.
+    private func authorized(
+        _ request: HTTPRequest,
+        _ route: String,
+        query known: [String],
+        _ body: (HTTPRequest) async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
+        try keys.authorize(request)
+        try request.rejectUnknownQueryParameters(known, route: route)
+        try request.requireJSONContentType()
+        do {
+            return try await body(request)
+        } catch let error as DeviceError {
+            return error.response
+        }
+    }
+
+    // MARK: Handlers
+
+    func put(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let token = try Self.token(request)
+        let input = try DeviceInput.parse(request.body)
+        let result = try await service.register(token: token, input)
+        return .json(DeviceBody(result.device), status: result.created ? 201 : 200)
+    }
+
+    func read(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let token = try Self.token(request)
+        let (app, environment) = try Self.scope(request)
+        return .json(DeviceBody(try await service.device(token: token, app: app, environment: environment)))
+    }
+
+    func remove(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let token = try Self.token(request)
+        let (app, environment) = try Self.scope(request)
+        try await service.delete(token: token, app: app, environment: environment)
+        return HTTPResponse(status: 204)
+    }
+
+    func list(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let query = try Self.parseList(request)
+        let page = try await service.list(
+            app: query.app,
+            environment: query.environment,
+            userID: query.userID,
+            tag: query.tag,
+            status: query.status,
+            limit: query.limit,
+            cursor: query.cursor
+        )
+        return .json(DeviceListBody(devices: page.items.map(DeviceBody.init), nextCursor: page.nextCursor))
+    }
+
+    func batch(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let entries = try DeviceBatch.parse(request.body)
+        let outcomes = try await service.register(batch: entries)
+        return .json(BatchBody(outcomes))
+    }
+
+    // MARK: Parsing
+
+    /// The path's token, checked as `/v1/notifications` checks tokens (400 `invalid_token`).
+    static func token(_ request: HTTPRequest) throws(DeviceError) -> String {
+        try DeviceInput.token(request.parameters["token"] ?? "", field: "token")
+    }
+
+    /// The `app` and `environment` query parameters, unresolved.
+    static func scope(_ request: HTTPRequest) throws(HTTPError) -> (String?, APNSEnvironment?) {
+        var environment: APNSEnvironment?
+        if let name = request.queryValue("environment") {
+            guard name == "production" || name == "sandbox" else {
+                throw HTTPError(
+                    status: 400,
+                    code: "invalid_environment",
+                    message: "environment must be production or sandbox",
+                    field: "environment"
+                )
+            }
+            environment = APNSEnvironment(rawValue: name)
+        }
+        return (try NotificationRoutes.app(request), environment)
+    }
+
+    /// The query of `GET /v1/devices`, checked.
+    public struct ListQuery: Sendable {
+        public var app: String?
+        public var environment: APNSEnvironment?
+        public var userID: String?
+        public var tag: String?
+        public var status: DeviceStatus?
+        public var limit: Int
+        public var cursor: String?
+    }
+
+    /// `GET /v1/devices`: every query parameter range-checked (400 naming it).
+    public static func parseList(_ request: HTTPRequest) throws(HTTPError) -> ListQuery {
+        let (app, environment) = try scope(request)
+        let userID = request.queryValue("user_id")
+        if let userID, userID.isEmpty || userID.utf8.count > DeviceLimits.maximumNameBytes {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_user_id",
+                message: "user_id must be 1 to \(DeviceLimits.maximumNameBytes) bytes",
+                field: "user_id"
+            )
+        }
+        let tag = request.queryValue("tag")
+        if let tag, !(1...DeviceLimits.maximumTagCharacters).contains(tag.count) {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_tag",
+                message: "tag must be 1 to \(DeviceLimits.maximumTagCharacters) characters",
+                field: "tag"
+            )
+        }
+        var status: DeviceStatus?
+        if let name = request.queryValue("status") {
+            guard let parsed = DeviceStatus(rawValue: name) else {
+                throw HTTPError(
+                    status: 400,
+                    code: "invalid_status",
+                    message: "status must be active or invalid",
+                    field: "status"
+                )
+            }
+            status = parsed
+        }
+        let cursor = request.queryValue("cursor")
+        if let cursor, (try? APNSDeviceToken.normalized(cursor)) != cursor {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_cursor",
+                message: "cursor is not one this API returned: pass next_cursor from the previous page",
+                field: "cursor"
+            )
+        }
+        return ListQuery(
+            app: app,
+            environment: environment,
+            userID: userID,
+            tag: tag,
+            status: status,
+            limit: try NotificationRoutes.limit(request),
+            cursor: cursor
+        )
+    }
+}
