@@ -95,7 +95,7 @@ struct NotificationFinishedTests {
                         now: Date()
                     )
                     let notification = try await service.create(request)
-                    try await eventually("the event is delivered and every job is done") {
+                    try await eventually("the events are delivered and every job is done", timeout: .seconds(90)) {
                         let active = try await db.queryFirst(
                             "SELECT COUNT(*) AS n FROM jobs WHERE status IN ('pending', 'running')"
                         )?.int("n")

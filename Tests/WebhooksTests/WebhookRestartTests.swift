@@ -39,7 +39,7 @@ struct WebhookRestartTests {
             )
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await worker.run() }
-                try await eventually("the events are delivered and the job is done") {
+                try await eventually("the events are delivered and the job is done", timeout: .seconds(90)) {
                     let state = try await after.store.state(id: webhook.id)
                     let active = try await second.queryFirst(
                         "SELECT COUNT(*) AS n FROM jobs WHERE status IN ('pending', 'running')"

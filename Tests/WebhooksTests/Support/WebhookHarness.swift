@@ -29,8 +29,8 @@ struct WebhookHarness {
         configuration.caFile = ReceiverCertificate.shared.caFile
         configuration.allowHTTP = true
         configuration.userAgent = "Herald/test"
-        configuration.connectTimeout = .seconds(5)
-        configuration.requestTimeout = .seconds(5)
+        configuration.connectTimeout = .seconds(30)
+        configuration.requestTimeout = .seconds(30)
         return configuration
     }
 
