@@ -29,7 +29,7 @@ extension NotificationStatus {
 }
 
 extension NotificationStore {
-    /// ``transition(_:from:to:failureReason:at:on:)`` to a final status with a finish observer:
+    /// ``transition(_:from:to:failureReason:at:on:reportingFinish:)`` to a final status with a finish observer:
     /// the update and the observer's writes in one transaction (the caller's when given).
     func transitionReportingFinish(
         _ observer: any NotificationFinishObserver,
