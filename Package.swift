@@ -124,6 +124,15 @@ let package = Package(
             dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "Devices"],
             swiftSettings: swiftSettings
         ),
+        // Outbound events to the app's backend: the webhooks, their outbox and signed delivery.
+        .target(
+            name: "Webhooks",
+            dependencies: [
+                "HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2", "Storage", "Jobs", "Notifications", "APNs",
+                "Devices",
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "APNsSimulator",
             dependencies: ["HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2", "HTTPRouting", "HTTPServer", "APNs"],
@@ -139,6 +148,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs", "Devices",
                 "ClientTokens",
+                "Webhooks",
             ],
             swiftSettings: swiftSettings
         ),
@@ -148,6 +158,7 @@ let package = Package(
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
                 "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn", "Devices",
                 "ClientTokens",
+                "Webhooks",
             ],
             swiftSettings: swiftSettings
         ),
@@ -283,6 +294,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "WebhooksTests",
+            dependencies: [
+                "Webhooks", "Notifications", "Devices", "Jobs", "Storage", "APNs", "APNsSimulator", "HTTP2", "HeraldIO",
+                "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport",
+                "ProcessTestSupport",
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Replays Fuzz/corpus and Fuzz/regressions through the fuzz harnesses.
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzHarness"], swiftSettings: swiftSettings),
         .testTarget(
@@ -295,7 +315,7 @@ let package = Package(
             dependencies: [
                 "HeraldAPI", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
-                "ProcessTestSupport", "Devices", "ClientTokens",
+                "ProcessTestSupport", "Devices", "ClientTokens", "Webhooks",
             ],
             swiftSettings: swiftSettings
         ),

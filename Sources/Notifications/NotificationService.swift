@@ -258,6 +258,7 @@ public struct NotificationService: Sendable {
             return (cancelled, try await store.cancelUnfinished(id, at: now, on: tx))
         }
         if let (cancelled, tokens) = outcome {
+            store.finishObserver?.finishCommitted()
             if let jobID = cancelled.jobID { _ = try? await queue.cancel(id: jobID) }
             logger.info(
                 "notification cancelled",

@@ -16,13 +16,20 @@ public struct NotificationStore: Sendable {
     public let database: any Database
     /// Where dead tokens are recorded: the registry marks their devices invalid.
     public let devices: DeviceStore
+    /// Told of each notification that reaches a final status, in that transaction.
+    public let finishObserver: (any NotificationFinishObserver)?
     /// Rows per multi-row `INSERT` (9 binds each, well under both databases' bind limits).
     static let batchSize = 500
 
     /// - Parameter devices: the registry on the same database; `nil`: one without event hook.
-    public init(database: any Database, devices: DeviceStore? = nil) {
+    public init(
+        database: any Database,
+        devices: DeviceStore? = nil,
+        finishObserver: (any NotificationFinishObserver)? = nil
+    ) {
         self.database = database
         self.devices = devices ?? DeviceStore(database: database)
+        self.finishObserver = finishObserver
     }
 
     static let columns = """
@@ -192,8 +199,23 @@ public struct NotificationStore: Sendable {
         to status: NotificationStatus,
         failureReason: String? = nil,
         at now: Date,
-        on executor: (any DatabaseExecutor)? = nil
+        on executor: (any DatabaseExecutor)? = nil,
+        reportingFinish: Bool = true
     ) async throws -> StoredNotification? {
+        // To a final status, the finish observer writes in the same transaction.
+        if reportingFinish, let finishObserver, status.isFinal {
+            return try await transitionReportingFinish(finishObserver, on: executor) { tx in
+                try await transition(
+                    id,
+                    from: from,
+                    to: status,
+                    failureReason: failureReason,
+                    at: now,
+                    on: tx,
+                    reportingFinish: false
+                )
+            }
+        }
         let list = from.map { "'\($0.rawValue)'" }.joined(separator: ", ")
         let rows = try await (executor ?? database).query(
             """
@@ -252,17 +274,7 @@ public struct NotificationStore: Sendable {
 
     /// Tokens per status.
     public func counts(id: UUID) async throws -> DeliveryCounts {
-        let rows = try await database.query(
-            "SELECT status, COUNT(*) AS n FROM notification_deliveries WHERE notification_id = $1 GROUP BY status",
-            [SQLValue(id)]
-        )
-        var counts = DeliveryCounts()
-        for row in rows {
-            if let status = DeliveryStatus(rawValue: try row.string("status")) {
-                counts.counts[status] = Int(try row.int("n"))
-            }
-        }
-        return counts
+        try await Self.counts(id: id, on: database)
     }
 
     /// The tokens that still need a send (`pending` or `retrying`) after ordinal `after`, in

@@ -94,6 +94,11 @@ enum ConfigCommand {
         } catch {
             problems += error.problems
         }
+        do {
+            _ = try WebhookSettings.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
         var apps: [APNSAppConfiguration] = []
         if ServeCommand.configuresAPNs(environment) {
             do {

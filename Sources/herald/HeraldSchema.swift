@@ -3,6 +3,7 @@ import HeraldAPI
 import Jobs
 import Notifications
 import Storage
+import Webhooks
 
 /// Herald's database schema: every module's migrations, composed in one fixed order.
 ///
@@ -16,4 +17,5 @@ enum HeraldSchema {
     static let migrations: [Migration] =
         StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
         + DeviceMigrations.all
+        + WebhookMigrations.all
 }

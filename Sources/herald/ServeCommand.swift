@@ -12,6 +12,7 @@ import Jobs
 import Notifications
 import Relay
 import Storage
+import Webhooks
 
 /// `herald serve` (the HTTP API, plus the relay when APNs credentials are configured) and
 /// `herald relay` (the same server, refusing to start without the relay's credentials).
@@ -95,6 +96,13 @@ enum ServeCommand {
         }
         var apiKeys = APIKeys([])
         var jobs = JobWorkerConfiguration()
+        var webhooks = WebhookConfiguration()
+        do {
+            webhooks = try WebhookSettings.load(environment: environment)
+            webhooks.userAgent = "Herald/\(Herald.version)"
+        } catch {
+            problems += error.problems
+        }
         do {
             apiKeys = try APIKeys.load(environment: environment)
         } catch {
@@ -184,6 +192,7 @@ enum ServeCommand {
                 clientTokens: clientTokens,
                 jobs: jobs,
                 deviceRetention: deviceRetention,
+                webhooks: webhooks,
                 simulator: simulator,
                 logger: logger
             )
@@ -210,6 +219,7 @@ enum ServeCommand {
         clientTokens: ClientTokenConfiguration = ClientTokenConfiguration(),
         jobs: JobWorkerConfiguration,
         deviceRetention: TimeInterval = DeviceRetention.defaultRetention,
+        webhooks: WebhookConfiguration,
         simulator: DemoSimulator? = nil,
         logger: Logger
     ) async throws {
@@ -236,11 +246,18 @@ enum ServeCommand {
             let relay = try apns.map { try RelayWiring(settings: $0, clients: clients) }
             try await Migrator.migrate(database, HeraldSchema.migrations, logger: logger)
 
+            // Webhooks: events are recorded in the transactions that cause them (a notification
+            // finishing), delivered by webhook.deliver jobs.
+            let webhookStore = WebhookStore(database: database)
+            let webhookEvents = WebhookEvents(store: webhookStore, configuration: webhooks)
+            let webhookDeliverer = try WebhookDeliverer(store: webhookStore, configuration: webhooks)
+
             // Durable notifications: the store, the notification.send handler, the queue and its worker.
-            // The device registry: the sender marks the devices of tokens APNs calls dead.
-            let devices = DeviceStore(database: database)
+            // The device registry: the sender marks the devices of tokens APNs calls dead, and each
+            // device that becomes invalid is a device.invalidated webhook event.
+            let devices = DeviceStore(database: database, events: webhookEvents)
             let sender = NotificationSender(
-                store: NotificationStore(database: database, devices: devices),
+                store: NotificationStore(database: database, devices: devices, finishObserver: webhookEvents),
                 clients: clients,
                 // Shorter than the job lease: a job recovered from a dead instance finds its claim expired.
                 sendLease: min(10, jobs.lease / 2),
@@ -255,7 +272,9 @@ enum ServeCommand {
             // Idempotency keys expire after 24 h: an hourly job of their own deletes them.
             let idempotency = IdempotencyStore(database: database)
             idempotency.register(on: &handlers)
+            webhookDeliverer.register(on: &handlers)
             let queue = JobQueue(database: database, handlers: handlers)
+            webhookEvents.attach(queue)
             try await retention.schedule(on: queue)
             try await deviceRetention.schedule(on: queue)
             try await idempotency.schedule(on: queue)
@@ -284,6 +303,8 @@ enum ServeCommand {
                 service: DeviceService(store: devices, apps: clients.apps),
                 authenticator: ClientTokenAuthenticator(clientTokens)
             ).register(on: &router)
+            WebhookRoutes(store: webhookStore, keys: apiKeys, idempotency: idempotency, allowHTTP: webhooks.allowHTTP)
+                .register(on: &router)
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it
@@ -340,6 +361,7 @@ enum ServeCommand {
                 }
                 try await tasks.waitForAll()
             }
+            await webhookDeliverer.close()
         } catch {
             await clients.shutdown()
             await database.close()

@@ -7,6 +7,7 @@ import Jobs
 import Notifications
 import Storage
 import Testing
+import Webhooks
 
 /// The modules' migrations in the order the executable composes them (`HeraldSchema`), for tests
 /// that build a database of their own.
@@ -14,6 +15,7 @@ enum TestSchema {
     static let migrations: [Migration] =
         StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
         + DeviceMigrations.all
+        + WebhookMigrations.all
 }
 
 /// Each module owns its migrations; the executable composes them. The single list of before
@@ -37,7 +39,12 @@ struct SchemaCompositionTests {
         #expect(Array(byVersion.prefix(legacy.count)) == legacy)
         let latest = legacy.map(\.version).max() ?? 0
         #expect(Self.added.allSatisfy { $0.version > latest })
-        #expect(Self.added.map(\.name) == ["notifications_listing", "create_devices", "notification_audiences"])
+        #expect(
+            Self.added.map(\.name) == [
+                "notifications_listing", "create_devices", "notification_audiences", "create_webhooks",
+                "create_webhook_outbox",
+            ]
+        )
     }
 
     @Test(

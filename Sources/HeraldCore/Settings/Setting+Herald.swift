@@ -12,6 +12,7 @@ extension Setting {
         apnsProductionURL, apnsSandboxURL, apnsManagementProductionURL, apnsManagementSandboxURL, apnsCAFile,
         jobConcurrency, jobLeaseSeconds, jobRetentionHours,
         invalidDeviceRetentionDays,
+        webhookAllowHTTP, webhookCAFile,
     ]
 
     /// The setting called `name`, if Herald reads one.
@@ -306,5 +307,25 @@ extension Setting {
         example: 90,
         range: 1...3_650,
         unit: "days"
+    )
+
+    // MARK: Webhooks
+
+    public static let webhookAllowHTTP = Setting(
+        "HERALD_WEBHOOK_ALLOW_HTTP",
+        group: .webhooks,
+        meaning: "Accept http:// webhook URLs (delivered as cleartext HTTP/2 with prior knowledge), for local "
+            + "receivers; otherwise only https:// URLs are accepted.",
+        default: "0",
+        example: "1",
+        accepted: "1 (allow http://) or 0"
+    )
+    public static let webhookCAFile = Setting(
+        "HERALD_WEBHOOK_CA_FILE",
+        group: .webhooks,
+        meaning: "Extra root certificates (PEM) to trust for webhook receivers, added to the system store.",
+        whenUnset: "the system store only",
+        example: "/etc/herald/receiver-ca.pem",
+        accepted: "the path of a PEM file"
     )
 }

@@ -14,6 +14,7 @@ public struct Setting: Sendable, Hashable, CustomStringConvertible {
         case clientTokens = "Client tokens"
         case apns = "APNs (Apple's push service)"
         case jobs = "Jobs (durable work)"
+        case webhooks = "Webhooks"
     }
 
     /// How much of a value may be shown.

@@ -1,0 +1,173 @@
+import Foundation
+public import HTTPRouting
+import HeraldCore
+public import Webhooks
+
+/// The webhooks API under `/v1`, behind ``APIKeys``:
+///
+/// - `POST /v1/webhooks` `{"url", "events": [...], "secret"?}` → 201 with the webhook and its
+///   secret (generated when not given); the secret is never shown again.
+/// - `GET /v1/webhooks` → `{"webhooks": [...]}` without secrets, oldest first.
+/// - `GET /v1/webhooks/{id}` → the webhook and its delivery state (pending and dead events,
+///   deliveries, the last error).
+/// - `DELETE /v1/webhooks/{id}` → 204; its undelivered events go with it.
+public struct WebhookRoutes: Sendable {
+    public let store: WebhookStore
+    public let keys: APIKeys
+    public let idempotency: IdempotencyStore
+    /// `HERALD_WEBHOOK_ALLOW_HTTP`: accept `http://` URLs.
+    public let allowHTTP: Bool
+
+    public init(store: WebhookStore, keys: APIKeys, idempotency: IdempotencyStore, allowHTTP: Bool) {
+        self.store = store
+        self.keys = keys
+        self.idempotency = idempotency
+        self.allowHTTP = allowHTTP
+    }
+
+    public func register(on router: inout Router) {
+        let routes = self
+        router.admit(under: "/v1/webhooks", keys.admission)
+        router.on("POST", "/v1/webhooks", maxBodySize: WebhookLimits.maximumBodyBytes) { request in
+            try await routes.authorized(request, "POST /v1/webhooks") { request in
+                try await routes.idempotency.run(request) { try await routes.create($0) }
+            }
+        }
+        router.get("/v1/webhooks") { request in
+            try await routes.authorized(request, "GET /v1/webhooks") { _ in try await routes.list() }
+        }
+        router.get("/v1/webhooks/{id}") { request in
+            try await routes.authorized(request, "GET /v1/webhooks/{id}") { try await routes.read($0) }
+        }
+        router.delete("/v1/webhooks/{id}") { request in
+            try await routes.authorized(request, "DELETE /v1/webhooks/{id}") { try await routes.delete($0) }
+        }
+    }
+
+    /// Checks the key and the request's form (no query parameters, a JSON body), then runs `body`.
+    private func authorized(
+        _ request: HTTPRequest,
+        _ route: String,
+        _ body: (HTTPRequest) async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
+        try keys.authorize(request)
+        try request.rejectUnknownQueryParameters([], route: route)
+        try request.requireJSONContentType()
+        do {
+            return try await body(request)
+        } catch let error as WebhookError {
+            return error.response
+        }
+    }
+
+    func create(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let parsed = try WebhookRequest.parse(request.body, allowHTTP: allowHTTP)
+        let webhook = try await store.create(parsed)
+        var response = HTTPResponse.json(WebhookBody(webhook, secret: webhook.secret, delivery: nil), status: 201)
+        response.headers.replaceOrAdd(
+            name: "Location",
+            value: "/v1/webhooks/\(RequestIdentifier.lowercaseString(webhook.id))"
+        )
+        return response
+    }
+
+    func list() async throws -> HTTPResponse {
+        let webhooks = try await store.list()
+        return .json(WebhookListBody(webhooks: webhooks.map { WebhookBody($0, secret: nil, delivery: nil) }))
+    }
+
+    func read(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = try Self.id(request)
+        guard let webhook = try await store.webhook(id: id), let state = try await store.state(id: id) else {
+            throw WebhookError.notFound(for: id)
+        }
+        return .json(WebhookBody(webhook, secret: nil, delivery: DeliveryBody(state)))
+    }
+
+    func delete(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = try Self.id(request)
+        guard try await store.delete(id: id) else { throw WebhookError.notFound(for: id) }
+        return HTTPResponse(status: 204)
+    }
+
+    static func id(_ request: HTTPRequest) throws(HTTPError) -> UUID {
+        guard let text = request.parameters["id"], let id = UUID(uuidString: text) else {
+            throw HTTPError(
+                status: 404,
+                code: "not_found",
+                message: "that is not a webhook id: use the id a POST /v1/webhooks answered with, or GET /v1/webhooks",
+                field: "id"
+            )
+        }
+        return id
+    }
+}
+
+extension WebhookError {
+    static func notFound(for id: UUID) -> WebhookError {
+        WebhookError(
+            .notFound,
+            code: "not_found",
+            message: "no webhook has the id \(RequestIdentifier.lowercaseString(id)): use an id GET /v1/webhooks lists",
+            field: "id"
+        )
+    }
+}
+
+/// A webhook as the API shows it; `secret` only in the answer to its `POST`.
+struct WebhookBody: Encodable, Sendable {
+    var webhook: Webhook
+    var secret: String?
+    var delivery: DeliveryBody?
+
+    init(_ webhook: Webhook, secret: String?, delivery: DeliveryBody?) {
+        self.webhook = webhook
+        self.secret = secret
+        self.delivery = delivery
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, url, events, secret, delivery
+        case createdAt = "created_at"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(RequestIdentifier.lowercaseString(webhook.id), forKey: .id)
+        try container.encode(webhook.url, forKey: .url)
+        try container.encode(webhook.events.map(\.rawValue), forKey: .events)
+        try container.encode(webhook.createdAt, forKey: .createdAt)
+        try container.encodeIfPresent(secret, forKey: .secret)
+        try container.encodeIfPresent(delivery, forKey: .delivery)
+    }
+}
+
+/// `delivery` in `GET /v1/webhooks/{id}`.
+struct DeliveryBody: Encodable, Sendable {
+    var state: WebhookDeliveryState
+
+    init(_ state: WebhookDeliveryState) {
+        self.state = state
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case pending, dead, delivered
+        case lastDeliveryAt = "last_delivery_at"
+        case lastError = "last_error"
+        case lastErrorAt = "last_error_at"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(state.pending, forKey: .pending)
+        try container.encode(state.dead, forKey: .dead)
+        try container.encode(state.delivered, forKey: .delivered)
+        try container.encode(state.lastDeliveryAt, forKey: .lastDeliveryAt)
+        try container.encode(state.lastError, forKey: .lastError)
+        try container.encode(state.lastErrorAt, forKey: .lastErrorAt)
+    }
+}
+
+struct WebhookListBody: Encodable, Sendable {
+    var webhooks: [WebhookBody]
+}

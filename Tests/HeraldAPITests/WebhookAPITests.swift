@@ -1,0 +1,166 @@
+import DatabaseTestSupport
+import Foundation
+import HTTPRouting
+import HTTPServer
+import HeraldAPI
+import HeraldCore
+import Storage
+import Testing
+import Webhooks
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `/v1/webhooks` over the real HTTP server, on every backend.
+@Suite("Webhooks API over HTTP")
+struct WebhookAPITests {
+    static let key = "test-key-0123456789abcdef"
+
+    struct Harness {
+        let base: String
+
+        func request(
+            _ method: String,
+            _ path: String,
+            json: Any? = nil,
+            key: String? = WebhookAPITests.key
+        ) async throws -> (status: Int, json: [String: Any]) {
+            var request = URLRequest(url: try #require(URL(string: base + path)))
+            request.httpMethod = method
+            if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
+            if let json {
+                request.httpBody = try JSONSerialization.data(withJSONObject: json)
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            }
+            let (data, response) = try await URLSession.shared.data(for: request)
+            let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+            return ((response as? HTTPURLResponse)?.statusCode ?? 0, object)
+        }
+    }
+
+    static func with(_ backend: Backend, allowHTTP: Bool = false, _ body: (Harness) async throws -> Void) async throws {
+        let quiet = Logger(label: "test", level: .error, handler: RecordingLogHandler())
+        try await withDatabase(backend, poolSize: 4) { db, _ in
+            try await Migrator.migrate(db, TestSchema.migrations, logger: quiet)
+            var router = Router()
+            WebhookRoutes(
+                store: WebhookStore(database: db),
+                keys: APIKeys([key]),
+                idempotency: IdempotencyStore(database: db),
+                allowHTTP: allowHTTP
+            ).register(on: &router)
+            var http = HTTPServer.Configuration()
+            http.host = "127.0.0.1"
+            http.port = 0
+            let server = HTTPServer(configuration: http, responder: router, logger: quiet, metrics: MetricsRegistry())
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await server.run() }
+                let port = try await server.listeningPort()
+                do {
+                    try await body(Harness(base: "http://127.0.0.1:\(port)"))
+                } catch {
+                    server.triggerGracefulShutdown()
+                    throw error
+                }
+                server.triggerGracefulShutdown()
+                try await group.waitForAll()
+            }
+        }
+    }
+
+    static func error(_ json: [String: Any]) -> [String: Any]? {
+        json["error"] as? [String: Any]
+    }
+
+    @Test("create shows the secret once; list and read never do; delete is 204 then 404", arguments: Backend.allCases)
+    func lifecycle(backend: Backend) async throws {
+        try await Self.with(backend) { harness in
+            let created = try await harness.request(
+                "POST",
+                "/v1/webhooks",
+                json: ["url": "https://example.com/herald", "events": ["notification.finished", "device.invalidated"]]
+            )
+            #expect(created.status == 201)
+            let id = try #require(created.json["id"] as? String)
+            #expect(UUID(uuidString: id) != nil)
+            #expect(created.json["url"] as? String == "https://example.com/herald")
+            #expect(created.json["events"] as? [String] == ["device.invalidated", "notification.finished"])
+            #expect(created.json["created_at"] is String)
+            let secret = try #require(created.json["secret"] as? String)
+            #expect(secret.hasPrefix("whsec_") && secret.count == 6 + 43)
+
+            let given = try await harness.request(
+                "POST",
+                "/v1/webhooks",
+                json: [
+                    "url": "https://example.com/other", "events": ["device.invalidated"],
+                    "secret": "my-own-secret-123456",
+                ]
+            )
+            #expect(given.status == 201)
+            #expect(given.json["secret"] as? String == "my-own-secret-123456")
+
+            let list = try await harness.request("GET", "/v1/webhooks")
+            #expect(list.status == 200)
+            let webhooks = try #require(list.json["webhooks"] as? [[String: Any]])
+            #expect(webhooks.count == 2)
+            #expect(webhooks.allSatisfy { $0["secret"] == nil })
+
+            let read = try await harness.request("GET", "/v1/webhooks/\(id)")
+            #expect(read.status == 200)
+            #expect(read.json["secret"] == nil)
+            let delivery = try #require(read.json["delivery"] as? [String: Any])
+            #expect(delivery["pending"] as? Int == 0)
+            #expect(delivery["dead"] as? Int == 0)
+            #expect(delivery["last_error"] is NSNull)
+
+            #expect(try await harness.request("DELETE", "/v1/webhooks/\(id)").status == 204)
+            let gone = try await harness.request("GET", "/v1/webhooks/\(id)")
+            #expect(gone.status == 404)
+            #expect(Self.error(gone.json)?["code"] as? String == "not_found")
+            #expect(try await harness.request("DELETE", "/v1/webhooks/\(id)").status == 404)
+        }
+    }
+
+    @Test("refusals: unknown events name the accepted ones, http:// needs the setting, a key is required")
+    func refusals() async throws {
+        try await Self.with(.sqliteMemory) { harness in
+            let unknown = try await harness.request(
+                "POST",
+                "/v1/webhooks",
+                json: ["url": "https://example.com/", "events": ["device.created"]]
+            )
+            #expect(unknown.status == 400)
+            #expect(Self.error(unknown.json)?["code"] as? String == "unknown_event")
+            #expect(
+                (Self.error(unknown.json)?["message"] as? String)?
+                    .contains("device.invalidated, notification.finished") == true
+            )
+            let http = try await harness.request(
+                "POST",
+                "/v1/webhooks",
+                json: ["url": "http://127.0.0.1:9000/", "events": ["device.invalidated"]]
+            )
+            #expect(http.status == 400)
+            #expect((Self.error(http.json)?["message"] as? String)?.contains("HERALD_WEBHOOK_ALLOW_HTTP") == true)
+            let short = try await harness.request(
+                "POST",
+                "/v1/webhooks",
+                json: ["url": "https://example.com/", "events": ["device.invalidated"], "secret": "short"]
+            )
+            #expect(short.status == 400)
+            #expect(Self.error(short.json)?["field"] as? String == "secret")
+            #expect(try await harness.request("GET", "/v1/webhooks", key: nil).status == 401)
+            #expect(try await harness.request("GET", "/v1/webhooks/not-a-uuid").status == 404)
+        }
+        try await Self.with(.sqliteMemory, allowHTTP: true) { harness in
+            let http = try await harness.request(
+                "POST",
+                "/v1/webhooks",
+                json: ["url": "http://127.0.0.1:9000/", "events": ["device.invalidated"]]
+            )
+            #expect(http.status == 201)
+        }
+    }
+}

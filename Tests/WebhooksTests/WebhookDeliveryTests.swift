@@ -1,0 +1,211 @@
+import AsyncTestSupport
+import DatabaseTestSupport
+import Foundation
+import HTTP2
+import HeraldCore
+import Jobs
+import Storage
+import Testing
+
+@testable import Webhooks
+
+/// Delivery against a real HTTP/2 receiver over TLS, on every backend, with a manual clock.
+@Suite("webhook delivery")
+struct WebhookDeliveryTests {
+    @Test(
+        "a burst becomes one job due 1 s after the first event, then POSTs of at most 100, signed",
+        arguments: Backend.allCases
+    )
+    func batching(backend: Backend) async throws {
+        let receiver = try Receiver()
+        try await receiver.run {
+            try await WebhookHarness.with(backend) { harness, clock in
+                let webhook = try await harness.createWebhook(url: receiver.url, secret: "test-secret-0123456789")
+                let first = clock.now()
+                let recorded = try await harness.recordInvalidations(150, perTransaction: 10)
+                // One job for the whole burst, due one batching window after the first event.
+                let due = try await harness.pendingDeliveryJobs()
+                #expect(due.count == 1)
+                #expect(due.first.map { abs($0.timeIntervalSince(first) - 1) < 0.01 } == true)
+
+                clock.advance(1)
+                try await harness.deliverer.deliverDue(webhook.id)
+                let deliveries = receiver.deliveries
+                #expect(deliveries.map(\.eventIDs.count) == [100, 50])
+                // Each event once; within a millisecond, events may come in any order.
+                let ids = recorded.map { RequestIdentifier.lowercaseString($0.id) }
+                #expect(deliveries.flatMap(\.eventIDs).sorted() == ids.sorted())
+                #expect(Set(deliveries.flatMap(\.types)) == ["device.invalidated"])
+                for delivery in deliveries {
+                    #expect(delivery.headers["content-type"] == "application/json")
+                    #expect(delivery.headers["user-agent"] == "Herald/test")
+                    #expect(try await verifySignatureWithOpenSSL(delivery, secret: "test-secret-0123456789"))
+                    #expect(try await !verifySignatureWithOpenSSL(delivery, secret: "another-secret-012345"))
+                }
+                let event = try #require(deliveries.flatMap(\.events).first { $0["id"] as? String == ids[0] })
+                let data = try #require(event["data"] as? [String: Any])
+                #expect(data["token"] as? String == String(format: "%064x", 0))
+                #expect(data["app"] as? String == "com.example.app")
+                #expect(data["environment"] as? String == "production")
+                #expect(data["reason"] as? String == "Unregistered")
+                #expect(data["invalid_at"] is String)
+                #expect(event["created_at"] is String)
+
+                let state = try #require(try await harness.store.state(id: webhook.id))
+                #expect(state.pending == 0)
+                #expect(state.delivered == 150)
+                #expect(harness.metrics.value("herald_webhook_events_total", labels: [("result", "delivered")]) == 150)
+            }
+        }
+    }
+
+    @Test(
+        "a receiver error is retried with backoff: the same event ids are delivered again",
+        arguments: Backend.allCases
+    )
+    func retryAfterReceiverError(backend: Backend) async throws {
+        let receiver = try Receiver(statuses: [500, 200])
+        try await receiver.run {
+            try await WebhookHarness.with(backend) { harness, clock in
+                let webhook = try await harness.createWebhook(url: receiver.url)
+                let recorded = try await harness.recordInvalidations(3, perTransaction: 3)
+                clock.advance(1)
+                try await harness.deliverer.deliverDue(webhook.id)
+                #expect(receiver.deliveries.count == 1)
+                let failed = try #require(try await harness.store.state(id: webhook.id))
+                #expect(failed.pending == 3)
+                #expect(failed.lastError == "the receiver answered HTTP 500")
+
+                // Not due again until the backoff has passed.
+                try await harness.deliverer.deliverDue(webhook.id)
+                #expect(receiver.deliveries.count == 1)
+                let next = try #require(try await harness.store.nextDue(webhook.id))
+                #expect(next > clock.now())
+                #expect(next <= clock.now().addingTimeInterval(WebhookHarness.configuration().retryBase))
+
+                clock.set(next)
+                try await harness.deliverer.deliverDue(webhook.id)
+                let deliveries = receiver.deliveries
+                #expect(deliveries.count == 2)
+                #expect(
+                    deliveries[0].eventIDs.sorted()
+                        == recorded.map { RequestIdentifier.lowercaseString($0.id) }.sorted()
+                )
+                #expect(deliveries[1].eventIDs == deliveries[0].eventIDs)
+                let state = try #require(try await harness.store.state(id: webhook.id))
+                #expect(state.pending == 0)
+                #expect(state.delivered == 3)
+            }
+        }
+    }
+
+    @Test("events still failing 24 h after their first attempt are dead and visible", arguments: Backend.allCases)
+    func deadAfterRetryWindow(backend: Backend) async throws {
+        let receiver = try Receiver(statuses: Array(repeating: 503, count: 1_000))
+        var configuration = WebhookHarness.configuration()
+        configuration.retryMaximum = 4 * 3_600
+        try await receiver.run {
+            try await WebhookHarness.with(backend, configuration: configuration) { harness, clock in
+                let webhook = try await harness.createWebhook(url: receiver.url)
+                try await harness.recordInvalidations(2, perTransaction: 2)
+                clock.advance(1)
+                let firstAttempt = clock.now()
+                var attempts = 0
+                while let next = try await harness.store.nextDue(webhook.id), attempts < 100 {
+                    clock.set(max(next, clock.now()))
+                    try await harness.deliverer.deliverDue(webhook.id)
+                    attempts += 1
+                }
+                #expect(receiver.deliveries.count == attempts)
+                // The last attempt is the one at the end of the window, not later.
+                #expect(abs(clock.now().timeIntervalSince(firstAttempt) - 24 * 3_600) < 1)
+                let state = try #require(try await harness.store.state(id: webhook.id))
+                #expect(state.dead == 2)
+                #expect(state.pending == 0)
+                #expect(state.lastError == "the receiver answered HTTP 503")
+                #expect(harness.metrics.value("herald_webhook_events_total", labels: [("result", "dead")]) == 2)
+                // The job ends: nothing is pending.
+                let job = try #require(try await harness.queue.claim(owner: "test", limit: 10, lease: 60).first)
+                #expect(try await harness.deliverer.run(job) == .done)
+            }
+        }
+    }
+
+    @Test("dead events are deleted after their retention when later ones die", arguments: Backend.allCases)
+    func deadRetention(backend: Backend) async throws {
+        let receiver = try Receiver(statuses: Array(repeating: 500, count: 1_000))
+        var configuration = WebhookHarness.configuration()
+        configuration.retryWindow = 60
+        configuration.deadRetention = 3_600
+        try await receiver.run {
+            try await WebhookHarness.with(backend, configuration: configuration) { harness, clock in
+                let webhook = try await harness.createWebhook(url: receiver.url)
+                func failUntilDead() async throws {
+                    while let next = try await harness.store.nextDue(webhook.id) {
+                        clock.set(max(next, clock.now()))
+                        try await harness.deliverer.deliverDue(webhook.id)
+                    }
+                }
+                try await harness.recordInvalidations(2, perTransaction: 2)
+                try await failUntilDead()
+                #expect(try await harness.store.state(id: webhook.id)?.dead == 2)
+                clock.advance(2 * 3_600)
+                try await harness.recordInvalidations(1)
+                try await failUntilDead()
+                #expect(try await harness.store.state(id: webhook.id)?.dead == 1)
+            }
+        }
+    }
+
+    @Test(
+        "a receiver that does not negotiate HTTP/2 fails with a message that says so",
+        arguments: [Backend.sqliteMemory]
+    )
+    func receiverWithoutHTTP2(backend: Backend) async throws {
+        let receiver = try Receiver(applicationProtocols: ["http/1.1"])
+        try await receiver.run {
+            try await WebhookHarness.with(backend) { harness, clock in
+                let webhook = try await harness.createWebhook(url: receiver.url)
+                try await harness.recordInvalidations(1)
+                clock.advance(1)
+                try await harness.deliverer.deliverDue(webhook.id)
+                let state = try #require(try await harness.store.state(id: webhook.id))
+                #expect(state.pending == 1)
+                #expect(state.lastError?.contains("did not negotiate HTTP/2") == true)
+            }
+        }
+    }
+
+    @Test("http:// receivers get cleartext prior-knowledge HTTP/2", arguments: [Backend.sqliteMemory])
+    func cleartextReceiver(backend: Backend) async throws {
+        let receiver = try Receiver(tls: false)
+        try await receiver.run {
+            try await WebhookHarness.with(backend) { harness, clock in
+                let webhook = try await harness.createWebhook(url: receiver.url)
+                try await harness.recordInvalidations(2)
+                clock.advance(1)
+                try await harness.deliverer.deliverDue(webhook.id)
+                #expect(receiver.deliveries.map(\.eventIDs.count) == [2])
+            }
+        }
+    }
+
+    @Test(
+        "events reach only the webhooks subscribed to their type; deleting a webhook drops its events",
+        arguments: Backend.allCases
+    )
+    func subscriptionsAndDelete(backend: Backend) async throws {
+        try await WebhookHarness.with(backend) { harness, _ in
+            let devices = try await harness.createWebhook(url: "https://a.example/", events: [.deviceInvalidated])
+            let finished = try await harness.createWebhook(url: "https://b.example/", events: [.notificationFinished])
+            try await harness.recordInvalidations(3)
+            #expect(try await harness.store.state(id: devices.id)?.pending == 3)
+            #expect(try await harness.store.state(id: finished.id)?.pending == 0)
+            #expect(try await harness.store.delete(id: devices.id))
+            #expect(try await harness.store.state(id: devices.id) == nil)
+            let left = try await harness.database.queryFirst("SELECT COUNT(*) AS n FROM webhook_outbox")?.int("n")
+            #expect(left == 0)
+            #expect(try await harness.store.list().map(\.id) == [finished.id])
+        }
+    }
+}
