@@ -218,7 +218,7 @@ final class SQLiteConnection: Sendable {
     /// Binds `binds[n - 1]` to `$n`, wherever `$n` appears.
     private static func bind(_ binds: [SQLValue], to statement: SQLiteStatement) throws {
         let pointer = statement.pointer
-        let count = Int(sqlite3_bind_parameter_count(pointer))
+        let count = statement.placeholderIndexes.count
         guard count == binds.count else {
             throw DatabaseError(
                 code: .queryFailed,
@@ -227,7 +227,7 @@ final class SQLiteConnection: Sendable {
             )
         }
         for (offset, value) in binds.enumerated() {
-            let index = sqlite3_bind_parameter_index(pointer, "$\(offset + 1)")
+            let index = statement.placeholderIndexes[offset]
             guard index > 0 else {
                 throw DatabaseError(
                     code: .queryFailed,

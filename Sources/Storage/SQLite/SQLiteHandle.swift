@@ -29,11 +29,17 @@ final class SQLiteStatement {
     let pointer: OpaquePointer
     let handle: SQLiteHandle
     let sql: String
+    /// The parameter index of `$n` at `[n - 1]` (0 when the statement has no `$n`), looked up once
+    /// here: SQLite finds a name by a linear search, so looking up each bind on every run would
+    /// cost time quadratic in the number of placeholders.
+    let placeholderIndexes: [Int32]
 
     init(takingOwnershipOf pointer: OpaquePointer, handle: SQLiteHandle, sql: String) {
         self.pointer = pointer
         self.handle = handle
         self.sql = sql
+        let count = Int(sqlite3_bind_parameter_count(pointer))
+        self.placeholderIndexes = (0..<count).map { sqlite3_bind_parameter_index(pointer, "$\($0 + 1)") }
     }
 
     deinit {
