@@ -9,4 +9,12 @@ public import Storage
 public protocol DeviceEvents: Sendable {
     /// Records `events` using `executor`, the invalidating transaction. Throwing rolls it back.
     func devicesInvalidated(_ events: [DeviceInvalidatedEvent], on executor: any DatabaseExecutor) async throws
+
+    /// Called after a transaction in which ``devicesInvalidated(_:on:)`` was called has committed
+    /// (to wake a job worker that delivers what it recorded). Does nothing unless implemented.
+    func invalidationsCommitted()
+}
+
+extension DeviceEvents {
+    public func invalidationsCommitted() {}
 }

@@ -83,7 +83,7 @@ public struct NotificationStore: Sendable {
             guard let ownership else { return true }
             return try await renewSend(notification.id, ownership)
         }
-        return try await database.transaction { tx in
+        let (held, invalidated) = try await database.transaction { tx -> (Bool, Bool) in
             var start = 0
             while start < results.count {
                 let end = min(start + Self.batchSize, results.count)
@@ -121,17 +121,20 @@ public struct NotificationStore: Sendable {
                     notificationID: notification.id
                 )
             }
-            if !dead.isEmpty {
-                try await self.devices.invalidate(
+            let invalidated =
+                dead.isEmpty
+                ? []
+                : try await self.devices.invalidate(
                     dead,
                     app: notification.app,
                     environment: notification.environment,
                     on: tx
                 )
-            }
-            guard let ownership else { return true }
-            return try await self.renewSend(notification.id, ownership, on: tx)
+            guard let ownership else { return (true, !invalidated.isEmpty) }
+            return (try await self.renewSend(notification.id, ownership, on: tx), !invalidated.isEmpty)
         }
+        if invalidated { devices.events?.invalidationsCommitted() }
+        return held
     }
 
     /// Who is sending a notification, and until when the claim holds without being renewed.

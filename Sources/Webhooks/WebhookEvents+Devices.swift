@@ -22,4 +22,8 @@ extension WebhookEvents: DeviceEvents {
             on: executor
         )
     }
+
+    public func invalidationsCommitted() {
+        committed()
+    }
 }

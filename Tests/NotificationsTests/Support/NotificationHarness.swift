@@ -36,6 +36,7 @@ struct NotificationHarness {
         waitBackupDelay: TimeInterval? = nil,
         resolver: (any AudienceResolver)? = nil,
         pageSize: Int = 1_000,
+        deviceEvents: (any DeviceEvents)? = nil,
         _ body: (NotificationHarness) async throws -> Void
     ) async throws {
         let key = try APNSSigningKey(keyID: "NOTIFKEY01", teamID: "NOTIFTEAM1", privateKey: P256PrivateKey())
@@ -71,7 +72,7 @@ struct NotificationHarness {
                 JobMigrations.all + NotificationMigrations.all + DeviceMigrations.all,
                 logger: quietLogger
             )
-            let store = NotificationStore(database: db)
+            let store = NotificationStore(database: db, devices: DeviceStore(database: db, events: deviceEvents))
             let sender = NotificationSender(
                 store: store,
                 clients: clients,
