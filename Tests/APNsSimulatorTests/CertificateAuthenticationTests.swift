@@ -60,6 +60,7 @@ import Testing
         let pool = APNSConnectionPool(
             endpoint: fixture.simulator.endpoint,
             tls: APNSTLSConfiguration(caFile: fixture.simulator.caFile, credentials: credentials),
+            configuration: SimulatorFixture.poolConfiguration(),
             logger: Logger(label: "test.pool", level: .error)
         )
         let client = APNSClient(
@@ -126,7 +127,8 @@ import Testing
                 let connection = try await HTTP2ClientConnection.connect(
                     host: "127.0.0.1",
                     port: fixture.simulator.port,
-                    tls: tls
+                    tls: tls,
+                    configuration: SimulatorFixture.connectionConfiguration()
                 )
                 let response = try await connection.send(fixture.devicePush(jwt: nil, omitting: ["apns-topic"]))
                 #expect(response.status == expected, "topics \(topics ?? [])")

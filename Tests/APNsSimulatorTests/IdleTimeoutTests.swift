@@ -16,7 +16,7 @@ import Testing
     func connect(_ fixture: SimulatorFixture, pingInterval: Duration?) async throws -> HTTP2ClientConnection {
         var tls = TLSConfiguration.makeClient()
         tls.additionalTrustRootsFile = fixture.simulator.caFile
-        var configuration = HTTP2ClientConnection.Configuration()
+        var configuration = SimulatorFixture.connectionConfiguration()
         configuration.pingInterval = pingInterval
         configuration.eventLoop = loop
         return try await HTTP2ClientConnection.connect(

@@ -48,7 +48,7 @@ final class RawFrameConnection: ChannelHandler, @unchecked Sendable {
             host: "127.0.0.1",
             port: port,
             tls: nil,
-            timeout: .seconds(10),
+            timeout: SimulatorFixture.connectTimeout,
             handler: connection
         )
         return connection

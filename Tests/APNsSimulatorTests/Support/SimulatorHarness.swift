@@ -57,12 +57,31 @@ struct SimulatorFixture: Sendable {
         try APNSProviderToken(signingKey: key ?? self.key, issuedAt: issuedAt ?? clock.now()).value
     }
 
+    /// The connect deadline of these tests' clients. What they test comes after the connect; when
+    /// the whole test run starts at once on two cores, a TLS connect on loopback has taken longer
+    /// than the clients' default of 10 s, so they wait longer for it.
+    static let connectTimeout: Duration = .seconds(60)
+
+    /// A pool configuration with the tests' connect deadline.
+    static func poolConfiguration() -> APNSConnectionPool.Configuration {
+        var configuration = APNSConnectionPool.Configuration()
+        configuration.connectTimeout = connectTimeout
+        return configuration
+    }
+
+    /// An HTTP/2 client configuration with the tests' connect deadline.
+    static func connectionConfiguration() -> HTTP2ClientConnection.Configuration {
+        var configuration = HTTP2ClientConnection.Configuration()
+        configuration.connectTimeout = connectTimeout
+        return configuration
+    }
+
     /// A client on its own pool, with a token manager on the simulator's clock, never retrying.
     func makeClient(
         key: APNSSigningKey? = nil,
         endpoint: APNSEndpoint? = nil,
         wallClock: (@Sendable () -> Date)? = nil,
-        poolConfiguration: APNSConnectionPool.Configuration = .init()
+        poolConfiguration: APNSConnectionPool.Configuration = SimulatorFixture.poolConfiguration()
     ) -> (client: APNSClient, pool: APNSConnectionPool) {
         let key = key ?? self.key
         let pool = APNSConnectionPool(
@@ -87,12 +106,18 @@ struct SimulatorFixture: Sendable {
             return try await HTTP2ClientConnection.connect(
                 host: "127.0.0.1",
                 port: simulator.cleartextPort!,
-                tls: nil as TLSContext?
+                tls: nil as TLSContext?,
+                configuration: Self.connectionConfiguration()
             )
         }
         var tls = TLSConfiguration.makeClient()
         tls.additionalTrustRootsFile = simulator.caFile
-        return try await HTTP2ClientConnection.connect(host: "127.0.0.1", port: simulator.port, tls: tls)
+        return try await HTTP2ClientConnection.connect(
+            host: "127.0.0.1",
+            port: simulator.port,
+            tls: tls,
+            configuration: Self.connectionConfiguration()
+        )
     }
 
     /// `POST /3/device/<token>` with a valid token, topic, push type and payload unless changed.
