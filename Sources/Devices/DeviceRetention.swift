@@ -20,24 +20,19 @@ public struct DeviceRetention: Sendable {
         self.retention = retention
     }
 
+    /// The hourly job that runs ``prune(now:)``.
+    public var job: HourlyJob {
+        HourlyJob(kind: Self.jobKind) { now in try await prune(now: now) }
+    }
+
     /// Registers the pruning job's handler.
     public func register(on handlers: inout JobHandlers, clock: any JobClock = SystemJobClock()) {
-        handlers.register(Self.jobKind, options: JobKindOptions(maxAttempts: 3, retryBase: 60)) { _ in
-            try await prune(now: clock.now())
-            return .done
-        }
+        job.register(on: &handlers, clock: clock)
     }
 
     /// Adds the hourly job unless it exists (idempotent; safe from several instances at once).
     public func schedule(on queue: JobQueue) async throws {
-        try await queue.enqueue(
-            NewJob(
-                kind: Self.jobKind,
-                uniqueKey: Self.jobKind,
-                schedule: try .every(seconds: 3_600),
-                missedRuns: .runOnce
-            )
-        )
+        try await job.schedule(on: queue)
     }
 
     /// Deletes the devices invalid since before `now` minus the retention, in batches until none is left.

@@ -222,25 +222,19 @@ public struct IdempotencyStore: Sendable {
 
     // MARK: Expiry
 
-    /// Registers the pruning job's handler.
+    /// The hourly job that runs ``prune(now:)``.
+    private var job: HourlyJob {
+        HourlyJob(kind: Self.jobKind) { now in _ = try await prune(now: now) }
+    }
+
+    /// Registers the pruning job's handler, on the store's clock.
     public func register(on handlers: inout JobHandlers) {
-        let store = self
-        handlers.register(Self.jobKind, options: JobKindOptions(maxAttempts: 3, retryBase: 60)) { _ in
-            _ = try await store.prune(now: store.clock.now())
-            return .done
-        }
+        job.register(on: &handlers, clock: clock)
     }
 
     /// Adds the hourly pruning job unless it exists (safe from several instances at once).
     public func schedule(on queue: JobQueue) async throws {
-        try await queue.enqueue(
-            NewJob(
-                kind: Self.jobKind,
-                uniqueKey: Self.jobKind,
-                schedule: try .every(seconds: 3_600),
-                missedRuns: .runOnce
-            )
-        )
+        try await job.schedule(on: queue)
     }
 
     /// Deletes the keys whose time is up; returns how many.
