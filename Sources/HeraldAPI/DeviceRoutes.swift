@@ -53,21 +53,15 @@ public struct DeviceRoutes: Sendable {
         }
     }
 
-    /// Checks the key and the request's form (query parameters in `known`, a JSON body), then runs `body`.
+    /// Checks the key and the request's form (query parameters in `known`, a JSON body), then runs
+    /// `body`; a DeviceError it throws becomes its response.
     private func authorized(
         _ request: HTTPRequest,
         _ route: String,
         query known: [String],
         _ body: (HTTPRequest) async throws -> HTTPResponse
     ) async throws -> HTTPResponse {
-        try keys.authorize(request)
-        try request.rejectUnknownQueryParameters(known, route: route)
-        try request.requireJSONContentType()
-        do {
-            return try await body(request)
-        } catch let error as DeviceError {
-            return error.response
-        }
+        try await keys.authorized(request, route, query: known, answering: DeviceError.self, body)
     }
 
     // MARK: Handlers

@@ -72,21 +72,15 @@ public struct NotificationRoutes: Sendable {
     /// The query parameters of `GET /v1/dead-tokens`.
     static let deadTokenParameters = ["app", "environment", "since", "limit", "cursor"]
 
-    /// Checks the key and the request's form (query parameters in `known`, a JSON body), then runs `body`.
+    /// Checks the key and the request's form (query parameters in `known`, a JSON body), then runs
+    /// `body`; a NotificationError it throws becomes its response.
     private func authorized(
         _ request: HTTPRequest,
         _ route: String,
         query known: [String],
         _ body: (HTTPRequest) async throws -> HTTPResponse
     ) async throws -> HTTPResponse {
-        try keys.authorize(request)
-        try request.rejectUnknownQueryParameters(known, route: route)
-        try request.requireJSONContentType()
-        do {
-            return try await body(request)
-        } catch let error as NotificationError {
-            return error.response
-        }
+        try await keys.authorized(request, route, query: known, answering: NotificationError.self, body)
     }
 
     // MARK: Handlers

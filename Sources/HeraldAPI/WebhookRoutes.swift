@@ -44,20 +44,14 @@ public struct WebhookRoutes: Sendable {
         }
     }
 
-    /// Checks the key and the request's form (no query parameters, a JSON body), then runs `body`.
+    /// Checks the key and the request's form (no query parameters, a JSON body), then runs
+    /// `body`; a WebhookError it throws becomes its response.
     private func authorized(
         _ request: HTTPRequest,
         _ route: String,
         _ body: (HTTPRequest) async throws -> HTTPResponse
     ) async throws -> HTTPResponse {
-        try keys.authorize(request)
-        try request.rejectUnknownQueryParameters([], route: route)
-        try request.requireJSONContentType()
-        do {
-            return try await body(request)
-        } catch let error as WebhookError {
-            return error.response
-        }
+        try await keys.authorized(request, route, query: [], answering: WebhookError.self, body)
     }
 
     func create(_ request: HTTPRequest) async throws -> HTTPResponse {

@@ -1,0 +1,34 @@
+import Devices
+import HTTPRouting
+import Notifications
+import Webhooks
+
+/// A domain error that HeraldAPI answers with a response of its own (status, code, message, field).
+protocol DomainErrorResponse: Error {
+    var response: HTTPResponse { get }
+}
+
+extension NotificationError: DomainErrorResponse {}
+extension DeviceError: DomainErrorResponse {}
+extension WebhookError: DomainErrorResponse {}
+
+extension APIKeys {
+    /// Checks the key and the request's form (query parameters in `known`, a JSON body), then runs
+    /// `body`; a `Failure` it throws becomes that error's response.
+    func authorized<Failure: DomainErrorResponse>(
+        _ request: HTTPRequest,
+        _ route: String,
+        query known: [String],
+        answering _: Failure.Type,
+        _ body: (HTTPRequest) async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
+        try authorize(request)
+        try request.rejectUnknownQueryParameters(known, route: route)
+        try request.requireJSONContentType()
+        do {
+            return try await body(request)
+        } catch let error as Failure {
+            return error.response
+        }
+    }
+}
