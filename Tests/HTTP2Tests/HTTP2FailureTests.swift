@@ -82,7 +82,9 @@ struct HTTP2FailureTests {
         defer { listener.close() }
         listener.start(tls: nil) { _ in SilentHandler() }
         var configuration = clientConfiguration()
-        configuration.connectTimeout = .milliseconds(300)
+        // Long enough for the TCP connect to finish first on a loaded machine (at 300 ms it once
+        // did not), so that the deadline ends the wait for the server's SETTINGS.
+        configuration.connectTimeout = .seconds(2)
         let error = await expectError {
             try await HTTP2ClientConnection.connect(
                 host: "127.0.0.1",
