@@ -63,6 +63,9 @@ extension NotificationStore {
                 counts.counts[status] = Int(try row.int("n"))
             }
         }
+        // Tokens of an audience's stored pages have no row until their first result.
+        let unrecorded = try await NotificationStore.unrecordedCount(id: id, rows: counts.total, on: executor)
+        if unrecorded > 0 { counts.counts[.pending, default: 0] += unrecorded }
         return counts
     }
 }

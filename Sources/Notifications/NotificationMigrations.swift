@@ -90,5 +90,21 @@ public enum NotificationMigrations {
                 ALTER TABLE notifications ADD COLUMN audience_resolved_at BIGINT;
                 """
         ),
+        // An audience's resolved pages, one row each (first ordinal, count, tokens in order): a
+        // device gets its `notification_deliveries` row with its first result instead of a
+        // `pending` row that the result then updates, which halves the writes of a large send.
+        Migration(
+            version: 15,
+            name: "notification_pages",
+            sql: """
+                CREATE TABLE notification_pages (
+                    notification_id TEXT NOT NULL REFERENCES notifications (id) ON DELETE CASCADE,
+                    first_ordinal BIGINT NOT NULL,
+                    token_count BIGINT NOT NULL,
+                    tokens TEXT NOT NULL,
+                    PRIMARY KEY (notification_id, first_ordinal)
+                );
+                """
+        ),
     ]
 }

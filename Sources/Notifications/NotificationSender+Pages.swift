@@ -4,11 +4,12 @@ import HeraldCore
 import Jobs
 
 /// The tokens one send pass sends, a page at a time: first the rows without a final result (in
-/// ordinal order), then, for an audience resolved at send time, the registry's next page, stored
-/// as `pending` rows with the resume cursor before it is sent (``NotificationStore/appendResolved``).
+/// ordinal order), then the tokens of pages stored by an earlier pass that have no result yet, then,
+/// for an audience resolved at send time, the registry's next page, stored with the resume cursor
+/// before it is sent (``NotificationStore/appendResolved``).
 ///
 /// A pass never holds more than one page, whatever the audience's size. After a crash the next
-/// pass sends the stored rows still without a result, then reads the registry on from the cursor:
+/// pass sends the tokens still without a result, then reads the registry on from the cursor:
 /// no page is read twice, and a device is sent twice only when its push was in flight (or its
 /// result not yet written) at the crash.
 struct PendingPages: Sendable {
@@ -22,6 +23,8 @@ struct PendingPages: Sendable {
     var resolving: (state: AudienceState, resolver: any AudienceResolver)?
     /// The last ordinal handed out.
     private(set) var afterOrdinal = -1
+    /// Where the scan of earlier passes' pages stands; `nil` once it found nothing left.
+    private var afterPageOrdinal: Int? = -1
 
     init(
         store: NotificationStore,
@@ -49,6 +52,21 @@ struct PendingPages: Sendable {
         if let last = rows.last {
             afterOrdinal = last.ordinal
             return rows
+        }
+        if let after = afterPageOrdinal {
+            // Rows with an ordinal below the claim's token count that appear from now on are this
+            // pass's own results (a `retrying` one waits for the next pass).
+            afterOrdinal = max(afterOrdinal, notification.tokenCount - 1)
+            if let page = try await store.unrecordedPageTokens(
+                id: notification.id,
+                after: after,
+                before: notification.tokenCount,
+                at: clock.now()
+            ) {
+                afterPageOrdinal = page.through
+                return page.tokens
+            }
+            afterPageOrdinal = nil
         }
         while let (current, resolver) = resolving {
             var state = current

@@ -214,6 +214,8 @@ public struct NotificationSender: Sendable {
         let final: NotificationStatus = failed > 0 ? .failed : .done
         let reason = failed > 0 ? "\(failed) token(s) still failed after the last attempt" : nil
         _ = try await store.transition(id, from: [.sending], to: final, failureReason: reason, at: end)
+        // Every token has its row now: the audience's stored pages are no longer needed.
+        try await store.deletePages(of: id, on: store.database)
         summary.status = final
         logger.debug(
             "notification sent",

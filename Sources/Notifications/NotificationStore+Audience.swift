@@ -34,14 +34,14 @@ extension NotificationStore {
         )
     }
 
-    /// Stores one page of resolved devices as `pending` rows numbered after the notification's
-    /// rows so far and moves the resume cursor to `cursor` (the next page's; `nil` after the last
-    /// page, which records that resolution is finished), all in one transaction that also renews
-    /// the sender's claim.
-    /// A crash before the commit rereads the page; after it, the rows are there to send.
+    /// Stores one page of resolved devices (``insertPage(_:first:of:on:)``: their rows come with
+    /// their results), numbered after the notification's tokens so far, and moves the resume
+    /// cursor to `cursor` (the next page's; `nil` after the last page, which records that
+    /// resolution is finished), all in one transaction that also renews the sender's claim.
+    /// A crash before the commit rereads the page; after it, the page is there to send.
     ///
-    /// - Returns: the rows as stored, or `nil` (nothing stored) when `ownership` no longer holds
-    ///   the notification.
+    /// - Returns: the page's tokens as `pending` results, or `nil` (nothing stored) when
+    ///   `ownership` no longer holds the notification.
     func appendResolved(
         _ tokens: [String],
         to id: UUID,
@@ -70,7 +70,7 @@ extension NotificationStore {
                 let results = tokens.enumerated().map { offset, token in
                     DeliveryResult(token: token, ordinal: first + offset, status: .pending, updatedAt: now)
                 }
-                try await Self.insertPending(results, of: id, at: now, on: tx)
+                try await Self.insertPage(tokens, first: first, of: id, on: tx)
                 return results
             }
         } catch is ClaimNotHeld {

@@ -100,14 +100,16 @@ extension NotificationStore {
     /// Marks every token without a final result (`pending`, `retrying`) `cancelled`, inside the
     /// caller's transaction; returns how many.
     func cancelUnfinished(_ id: UUID, at now: Date, on executor: any DatabaseExecutor) async throws -> Int {
-        try await executor.execute(
-            """
-            UPDATE notification_deliveries SET status = 'cancelled', reason = 'the notification was cancelled',
-                updated_at = $2
-            WHERE notification_id = $1 AND status IN ('pending', 'retrying')
-            """,
-            [SQLValue(id), SQLValue(now)]
-        )
+        let reason = "the notification was cancelled"
+        let unrecorded = try await recordUnrecordedPages(id, as: .cancelled, reason: reason, at: now, on: executor)
+        return try await unrecorded
+            + executor.execute(
+                """
+                UPDATE notification_deliveries SET status = 'cancelled', reason = $3, updated_at = $2
+                WHERE notification_id = $1 AND status IN ('pending', 'retrying')
+                """,
+                [SQLValue(id), SQLValue(now), .text(reason)]
+            )
     }
 
     /// Forgets the notification's send job (deleted by the caller in the same transaction).

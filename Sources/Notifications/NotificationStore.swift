@@ -11,7 +11,8 @@ public import Storage
 /// A notification's tokens are rows of `notification_deliveries` keyed by (notification, token),
 /// numbered by `ordinal` in the order given. A row's status moves from `pending` to a result
 /// when APNs has answered for it, so a send interrupted by a crash resends only the tokens
-/// without a final result.
+/// without a final result. The devices of an audience are stored a page to a row instead
+/// (`notification_pages`), and get their row with their first result.
 public struct NotificationStore: Sendable {
     public let database: any Database
     /// Where dead tokens are recorded: the registry marks their devices invalid.
@@ -84,34 +85,7 @@ public struct NotificationStore: Sendable {
             return try await renewSend(notification.id, ownership)
         }
         let (held, invalidated) = try await database.transaction { tx -> (Bool, Bool) in
-            var start = 0
-            while start < results.count {
-                let end = min(start + Self.batchSize, results.count)
-                var sql = """
-                    INSERT INTO notification_deliveries (notification_id, token, ordinal, status, reason, apns_id,
-                        invalid_at, attempts, updated_at) VALUES
-                    """
-                var binds: [SQLValue] = [SQLValue(notification.id)]
-                for index in start..<end {
-                    let result = results[index]
-                    if index > start { sql += "," }
-                    let base = binds.count
-                    sql += " ($1, " + (1...8).map { "$\(base + $0)" }.joined(separator: ", ") + ")"
-                    binds += [
-                        .text(result.token), SQLValue(result.ordinal), .text(result.status.rawValue),
-                        SQLValue(result.reason), SQLValue(result.apnsID), SQLValue(result.invalidAt),
-                        SQLValue(result.attempts), SQLValue(result.updatedAt),
-                    ]
-                }
-                sql += """
-                     ON CONFLICT (notification_id, token) DO UPDATE SET status = excluded.status,
-                        reason = excluded.reason, apns_id = excluded.apns_id, invalid_at = excluded.invalid_at,
-                        attempts = notification_deliveries.attempts + excluded.attempts,
-                        updated_at = excluded.updated_at
-                    """
-                try await tx.execute(sql, binds)
-                start = end
-            }
+            try await Self.upsert(results, of: notification.id, on: tx)
             let dead = results.filter { $0.status == .dead }.map { result in
                 DeviceInvalidation(
                     token: result.token,
@@ -234,13 +208,17 @@ public struct NotificationStore: Sendable {
 
     /// Marks every token still without a final result `failed` with `reason`.
     func failUnfinished(_ id: UUID, reason: String, at now: Date) async throws -> Int {
-        try await database.execute(
-            """
-            UPDATE notification_deliveries SET status = 'failed', reason = $2, updated_at = $3
-            WHERE notification_id = $1 AND status IN ('pending', 'retrying')
-            """,
-            [SQLValue(id), .text(reason), SQLValue(now)]
-        )
+        try await database.transaction { tx in
+            let unrecorded = try await recordUnrecordedPages(id, as: .failed, reason: reason, at: now, on: tx)
+            return try await unrecorded
+                + tx.execute(
+                    """
+                    UPDATE notification_deliveries SET status = 'failed', reason = $2, updated_at = $3
+                    WHERE notification_id = $1 AND status IN ('pending', 'retrying')
+                    """,
+                    [SQLValue(id), .text(reason), SQLValue(now)]
+                )
+        }
     }
 
     // MARK: Retention
@@ -262,6 +240,7 @@ public struct NotificationStore: Sendable {
             let list = ids.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
             let binds = ids.map { SQLValue.text($0) }
             try await tx.execute("DELETE FROM notification_deliveries WHERE notification_id IN (\(list))", binds)
+            try await tx.execute("DELETE FROM notification_pages WHERE notification_id IN (\(list))", binds)
             return try await tx.execute("DELETE FROM notifications WHERE id IN (\(list))", binds)
         }
     }

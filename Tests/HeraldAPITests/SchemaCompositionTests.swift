@@ -42,7 +42,7 @@ struct SchemaCompositionTests {
         #expect(
             Self.added.map(\.name) == [
                 "notifications_listing", "create_devices", "notification_audiences", "create_webhooks",
-                "create_webhook_outbox",
+                "create_webhook_outbox", "notification_pages",
             ]
         )
     }
