@@ -305,6 +305,8 @@ enum ServeCommand {
             ).register(on: &router)
             WebhookRoutes(store: webhookStore, keys: apiKeys, idempotency: idempotency, allowHTTP: webhooks.allowHTTP)
                 .register(on: &router)
+            // Broadcast channels: straight to APNs' management and broadcast hosts, nothing stored.
+            ChannelRoutes(clients: clients, keys: apiKeys).register(on: &router)
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it
