@@ -9,7 +9,7 @@ import Synchronization
 /// goes to APNs at once (nothing is stored) and answers what APNs answered.
 ///
 /// - `POST /v1/channels` `{"app"?, "environment"?, "storage_policy"}` → 201 `{"id", "app",
-///   "environment", "storage_policy"}` with `Location`.
+///   "environment", "storage_policy"}` with `Location`; accepts `Idempotency-Key`.
 /// - `GET /v1/channels?app=&environment=` → `{"app", "environment", "channels": [{"id"}]}`, APNs' list.
 /// - `GET /v1/channels/{id}?app=&environment=` → the channel's `storage_policy` as APNs keeps it.
 /// - `DELETE /v1/channels/{id}?app=&environment=` → 204.
@@ -27,14 +27,23 @@ import Synchronization
 public struct ChannelRoutes: Sendable {
     public let clients: APNSClientProvider
     public let keys: APIKeys
+    /// Makes a retried `POST /v1/channels` with the same `Idempotency-Key` answer the first
+    /// response instead of creating a second channel; `nil`: the header is ignored.
+    public let idempotency: IdempotencyStore?
     private let timestamps: BroadcastTimestamps
 
     /// The largest request body: a broadcast's payload is at most 5120 bytes.
     public static let maximumBodyBytes = 16 * 1024
 
-    public init(clients: APNSClientProvider, keys: APIKeys, clock: any HeraldClock = SystemClock()) {
+    public init(
+        clients: APNSClientProvider,
+        keys: APIKeys,
+        idempotency: IdempotencyStore? = nil,
+        clock: any HeraldClock = SystemClock()
+    ) {
         self.clients = clients
         self.keys = keys
+        self.idempotency = idempotency
         self.timestamps = BroadcastTimestamps(clock: clock)
     }
 
@@ -42,7 +51,10 @@ public struct ChannelRoutes: Sendable {
         let routes = self
         router.admit(under: "/v1/channels", keys.admission)
         router.on("POST", "/v1/channels", maxBodySize: Self.maximumBodyBytes) { request in
-            try await routes.authorized(request, "POST /v1/channels", query: []) { try await routes.create($0) }
+            try await routes.authorized(request, "POST /v1/channels", query: []) { request in
+                guard let idempotency = routes.idempotency else { return try await routes.create(request) }
+                return try await idempotency.run(request) { try await routes.create($0) }
+            }
         }
         router.get("/v1/channels") { request in
             try await routes.authorized(request, "GET /v1/channels", query: ["app", "environment"]) {

@@ -306,7 +306,7 @@ enum ServeCommand {
             WebhookRoutes(store: webhookStore, keys: apiKeys, idempotency: idempotency, allowHTTP: webhooks.allowHTTP)
                 .register(on: &router)
             // Broadcast channels: straight to APNs' management and broadcast hosts, nothing stored.
-            ChannelRoutes(clients: clients, keys: apiKeys).register(on: &router)
+            ChannelRoutes(clients: clients, keys: apiKeys, idempotency: idempotency).register(on: &router)
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it

@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import DatabaseTestSupport
 import Foundation
 import HTTPRouting
 import HTTPServer
@@ -7,6 +8,7 @@ import HeraldAPI
 import HeraldCore
 import HeraldCrypto
 import Notifications
+import Storage
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -90,8 +92,23 @@ struct ChannelAPITests {
             logger: quiet,
             metrics: MetricsRegistry()
         )
-        var router = Router()
-        ChannelRoutes(clients: clients, keys: APIKeys([key])).register(on: &router)
+        try await withDatabase(.sqliteMemory, poolSize: 2) { database, _ in
+            try await Migrator.migrate(database, TestSchema.migrations, logger: quiet)
+            var router = Router()
+            ChannelRoutes(clients: clients, keys: APIKeys([key]), idempotency: IdempotencyStore(database: database))
+                .register(on: &router)
+            try await serve(router, simulator: simulator, clients: clients, signingKey: signingKey, body)
+        }
+    }
+
+    private static func serve(
+        _ router: Router,
+        simulator: APNSSimulator,
+        clients: APNSClientProvider,
+        signingKey: APNSSigningKey,
+        _ body: (Harness) async throws -> Void
+    ) async throws {
+        let quiet = Logger(label: "test", level: .error)
         var http = HTTPServer.Configuration()
         http.host = "127.0.0.1"
         http.port = 0
@@ -177,6 +194,33 @@ struct ChannelAPITests {
             #expect(Self.error(gone.json)?["code"] as? String == "unknown_channel")
             #expect((Self.error(gone.json)?["message"] as? String)?.contains("ChannelNotRegistered") == true)
             #expect(try await harness.request("DELETE", "/v1/channels/\(Self.path(id))").status == 404)
+        }
+    }
+
+    @Test("a retried POST with the same Idempotency-Key answers the first channel instead of creating another")
+    func idempotentCreate() async throws {
+        try await Self.with { harness in
+            func create(_ key: String) async throws -> (status: Int, json: [String: Any], headers: [AnyHashable: Any]) {
+                var request = URLRequest(url: URL(string: harness.base + "/v1/channels")!)
+                request.httpMethod = "POST"
+                request.setValue("Bearer \(Self.key)", forHTTPHeaderField: "Authorization")
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                request.setValue(key, forHTTPHeaderField: "Idempotency-Key")
+                request.httpBody = Data(#"{"storage_policy":1}"#.utf8)
+                let (data, response) = try await URLSession.shared.data(for: request)
+                let http = response as? HTTPURLResponse
+                let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+                return (http?.statusCode ?? 0, object, http?.allHeaderFields ?? [:])
+            }
+            let first = try await create("meetup-42")
+            let again = try await create("meetup-42")
+            #expect(first.status == 201)
+            #expect(again.status == 201)
+            #expect(again.json["id"] as? String == first.json["id"] as? String)
+            #expect(again.headers["Idempotent-Replayed"] as? String == "true")
+            #expect(harness.simulator.channels().count == 1)
+            #expect(try await create("meetup-43").json["id"] as? String != first.json["id"] as? String)
+            #expect(harness.simulator.channels().count == 2)
         }
     }
 
