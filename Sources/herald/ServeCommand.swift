@@ -22,7 +22,7 @@ enum ServeCommand {
         summary: "Run Herald's HTTP API. Settings come from the environment (README.md, Configuration).",
         usage: "herald serve [--host HOST] [--port PORT] [--database-url URL] [--simulator [--env-file FILE] "
             + "[--simulator-max-deliveries N] [--simulator-max-tokens N] [--simulator-max-faults N] "
-            + "[--simulator-max-channels N]]",
+            + "[--simulator-max-channels N] [--simulator-max-devices N] [--simulator-max-activities N]]",
         options: [
             .init(
                 "simulator",
