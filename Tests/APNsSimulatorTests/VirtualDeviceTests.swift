@@ -291,6 +291,87 @@ import Testing
         }
     }
 
+    static func call(
+        _ control: APNSSimulatorControl,
+        post path: String,
+        _ body: String
+    ) async throws -> (status: Int, json: APNSJSONValue?) {
+        let response = try await control.respond(to: HTTPRequest(method: "POST", path: path, body: Array(body.utf8)))
+        return (response.status, response.body.isEmpty ? nil : try APNSJSONValue(parsing: response.body))
+    }
+
+    @Test func theAppStartsActivitiesItselfWithinTheLimits() async throws {
+        try await withSimulator(configure: {
+            $0.virtualDeviceLimit = 2
+            $0.activitiesPerDeviceLimit = 2
+        }) { fixture in
+            let (client, pool) = fixture.makeClient()
+            let channel = try await client.createChannel(bundleID: Self.bundleID, storagePolicy: .noMessageStored)
+            let control = fixture.simulator.control
+            let path = "/devices/\(Self.device)/activities"
+            let base =
+                #""bundle_id":"\#(Self.bundleID)","attributes_type":"MeetupAttributes","attributes":{},"#
+                + #""content_state":{"coming":1}"#
+
+            let token = try await Self.call(control, post: path, #"{\#(base),"push_type":"token"}"#)
+            #expect(token.status == 201)
+            #expect(token.json?["allowed"] == true)
+            #expect(token.json?["update_token"]?.stringValue?.count == 64)
+            #expect(token.json?["changes"]?.arrayFirst?["via"] == "app")
+
+            let member = try await Self.call(
+                control,
+                post: path,
+                #"{\#(base),"push_type":"channel","channel_id":"\#(channel.rawValue)"}"#
+            )
+            #expect(member.status == 201)
+            #expect(member.json?["channel_id"] == .string(channel.rawValue))
+            #expect(member.json?["update_token"] == .null)
+            let update =
+                #"{"aps":{"event":"update","timestamp":\#(Int(fixture.clock.now().timeIntervalSince1970) + 1),"#
+                + #""content-state":{"coming":5}}}"#
+            #expect(
+                try await client.send(
+                    APNSBroadcastRequest(
+                        bundleID: Self.bundleID,
+                        channelID: channel,
+                        storagePolicy: .noMessageStored,
+                        payload: Array(update.utf8)
+                    )
+                ).isDelivered
+            )
+            #expect(fixture.simulator.activities(device: Self.device).last?.contentState == ["coming": 5])
+
+            // The device is full; a second device fits; a third does not.
+            let full = try await Self.call(control, post: path, "{\(base)}")
+            #expect(full.status == 409)
+            #expect(full.json?["error"]?["code"] == "limit_reached")
+            #expect(
+                try await Self.call(control, post: "/devices/\(Self.pushToStart)/activities", "{\(base)}").status == 201
+            )
+            let third = try await Self.call(
+                control,
+                post: "/devices/\(String(repeating: "c3", count: 32))/activities",
+                "{\(base)}"
+            )
+            #expect(third.status == 409)
+
+            let cases: [(String, Int, String)] = [
+                (#"{\#(base),"push_type":"channel","channel_id":"bm90LWEtY2hhbm5lbA=="}"#, 422, "channel_id"),
+                (#"{\#(base),"push_type":"channel"}"#, 400, "channel_id"),
+                (#"{\#(base),"push_type":"carrier-pigeon"}"#, 400, "push_type"),
+                (#"{"bundle_id":"\#(Self.bundleID)","attributes_type":"T","attributes":{}}"#, 400, "content_state"),
+                (#"{\#(base),"colour":"red"}"#, 400, "colour"),
+            ]
+            for (body, status, field) in cases {
+                let response = try await Self.call(control, post: "/devices/\(Self.pushToStart)/activities", body)
+                #expect(response.status == status, "\(body)")
+                #expect(response.json?["error"]?["field"] == .string(field), "\(body)")
+            }
+            await pool.shutdown()
+        }
+    }
+
     @Test func theCommandLineSetsTheOptionAndTheLimits() throws {
         let parsed = try APNSSimulatorCommandLine.spec.parse([
             "--apply-silent-live-activity", "--max-devices", "7", "--max-activities", "3",

@@ -8,6 +8,7 @@ import HeraldCore
 /// | route | does |
 /// |---|---|
 /// | `GET /devices/{token}/activities` | the device's Live Activities, in start order |
+/// | `POST /devices/{token}/activities` | the app starts one itself (`Activity.request`) |
 /// | `GET /devices/{token}/activities/{activity_id}` | one of them; 404 `unknown_activity` |
 /// | `POST /devices/{token}/activities/{activity_id}/allow` | the user taps Allow: the update token |
 /// | `DELETE /devices` | forgets every virtual device |
@@ -51,6 +52,53 @@ extension APNSSimulatorControl {
             writer.array("activities", activities.map { activityJSON($0, now: now) })
             return json(writer.json)
         }
+        router.post(activitiesPath) { request in
+            guard let token = deviceToken(request) else { return badToken }
+            let now = core.clock.now()
+            let start: InAppStart
+            switch ControlInput.inAppStart(request.body, now: now) {
+            case .success(let parsed): start = parsed
+            case .failure(let error): return error.response
+            }
+            let result = store.withState { state in
+                state.devices.startInApp(
+                    start.message,
+                    token: token,
+                    bundleID: start.bundleID,
+                    pushType: start.pushType,
+                    channels: state.channels,
+                    tokens: &state.tokens,
+                    now: now
+                )
+            }
+            switch result {
+            case .success(let activity):
+                var response = json(activityJSON(activity, now: now))
+                response.status = 201
+                return response
+            case .failure(.deviceLimit):
+                return limitReached(
+                    "The simulator's virtual devices are all taken: DELETE \(prefix)/devices, or start it with a larger --max-devices."
+                )
+            case .failure(.activityLimit):
+                return limitReached(
+                    "This device holds as many activities as it may: DELETE \(prefix)/devices, or start the simulator with a larger --max-activities."
+                )
+            case .failure(.tokenLimit(let limit)):
+                return limitReached(
+                    "The simulator already holds \(limit) device tokens, so it cannot hand out an update token: DELETE \(prefix)/tokens, or start it with a larger token limit."
+                )
+            case .failure(.channelNotRegistered):
+                return .error(
+                    status: 422,
+                    code: "channel_not_registered",
+                    message: "The app has no such channel: create it first (POST /1/apps/<bundle ID>/channels).",
+                    field: "channel_id"
+                )
+            case .failure(.incomplete):
+                return ControlInputError(field: nil, message: "The start lacks attributes or a content state.").response
+            }
+        }
         router.get(activityPath) { request in
             guard let token = deviceToken(request) else { return badToken }
             let id = request.parameters["activity_id"] ?? ""
@@ -73,10 +121,8 @@ extension APNSSimulatorControl {
             case .failure(.unknownActivity):
                 return unknownActivity(prefix: prefix, token: token)
             case .failure(.tokenLimit(let limit)):
-                return .error(
-                    status: 409,
-                    code: "limit_reached",
-                    message: "The simulator already holds \(limit) device tokens, so it cannot hand out an update "
+                return limitReached(
+                    "The simulator already holds \(limit) device tokens, so it cannot hand out an update "
                         + "token: DELETE \(prefix)/tokens, or start it with a larger token limit (docs/SIMULATOR.md)."
                 )
             }
@@ -119,6 +165,10 @@ extension APNSSimulatorControl {
                 + "\(APNSDeviceToken.shortened(token))/activities lists its activity_id values.",
             field: "activity_id"
         )
+    }
+
+    private static func limitReached(_ message: String) -> HTTPResponse {
+        .error(status: 409, code: "limit_reached", message: message)
     }
 
     private static func json(_ text: String) -> HTTPResponse {

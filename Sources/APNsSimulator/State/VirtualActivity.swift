@@ -32,6 +32,8 @@ public struct APNSSimulatorActivity: Sendable, Hashable {
         case broadcast
         /// A silent push whose `live-activity` object the app applied in code.
         case silent
+        /// The app itself (`Activity.request`, `POST /devices/{token}/activities`).
+        case app
         /// The user (Allow).
         case user
         /// iOS itself: the end 8 hours after the start, the dismissal.

@@ -73,7 +73,16 @@ struct VirtualDeviceRegistry: Sendable {
     ) {
         switch input {
         case .liveActivity(let message) where message.event == .start:
-            start(message, token: token, bundleID: bundleID, channels: channels, requestID: requestID, now: now)
+            let started = start(
+                message,
+                token: token,
+                bundleID: bundleID,
+                channels: channels,
+                source: Source(route: .pushToStart, requestID: requestID),
+                now: now
+            )
+            if case .failure(.deviceLimit) = started { refusedStarts += 1 }
+            if case .failure(.activityLimit) = started { refusedStarts += 1 }
         case .liveActivity(let message):
             // Only an update token names an activity; iOS drops updates sent to other tokens.
             guard let id = updateTokens[token] else { return }
@@ -97,32 +106,42 @@ struct VirtualDeviceRegistry: Sendable {
         }
     }
 
+    /// Why an activity did not start.
+    enum StartFailure: Error, Sendable, Equatable {
+        /// No `attributes-type`, `attributes` or `content-state`: iOS starts nothing.
+        case incomplete
+        /// ``VirtualDeviceRegistry/deviceLimit`` devices hold activities.
+        case deviceLimit
+        /// The device holds ``VirtualDeviceRegistry/activityLimit`` activities, none dismissed.
+        case activityLimit
+        /// An in-app start asked for a channel the app does not have.
+        case channelNotRegistered
+        /// The token registry is full (its limit): no update token can be made.
+        case tokenLimit(Int)
+    }
+
+    /// Creates the activity `message` starts on `token`'s device, making room by forgetting
+    /// dismissed activities; returns its id.
     private mutating func start(
         _ message: LiveActivityMessage,
         token: String,
         bundleID: String,
         channels: ChannelRegistry,
-        requestID: String?,
+        source: Source,
         now: Date
-    ) {
-        // iOS starts nothing from a start without these.
+    ) -> Result<String, StartFailure> {
         guard let type = message.attributesType, !type.isEmpty, let attributes = message.attributes,
             let contentState = message.contentState
-        else { return }
-        if devices[token] == nil, devices.count >= deviceLimit {
-            refusedStarts += 1
-            return
-        }
+        else { return .failure(.incomplete) }
+        if devices[token] == nil, devices.count >= deviceLimit { return .failure(.deviceLimit) }
         var ids = devices[token] ?? []
         while ids.count >= activityLimit,
             let dismissed = ids.firstIndex(where: { settled($0, now: now)?.state == .dismissed })
         {
             forget(ids.remove(at: dismissed))
         }
-        guard ids.count < activityLimit else {
-            refusedStarts += 1
-            return
-        }
+        devices[token] = ids
+        guard ids.count < activityLimit else { return .failure(.activityLimit) }
         var id = UUID().uuidString
         while activities[id] != nil { id = UUID().uuidString }
         var activity = APNSSimulatorActivity(
@@ -160,16 +179,66 @@ struct VirtualDeviceRegistry: Sendable {
             .init(
                 at: now,
                 event: "start",
-                route: .pushToStart,
+                route: source.route,
                 timestamp: message.timestamp,
                 applied: true,
                 note: note,
-                requestID: requestID
+                requestID: source.requestID
             )
         )
         activities[id] = activity
         ids.append(id)
         devices[token] = ids
+        return .success(id)
+    }
+
+    /// What an in-app start (`Activity.request(…, pushType:)`) asks for.
+    enum InAppPushType: String, Sendable {
+        /// `.token`: an update token at once.
+        case token
+        /// `.channel(id)`: broadcasts on the channel.
+        case channel
+    }
+
+    /// The app starts an activity itself, in the foreground: allowed at once (no Allow prompt),
+    /// with an update token at once for ``InAppPushType/token``, subscribed for
+    /// ``InAppPushType/channel`` (the channel must exist, or `Activity.request` fails).
+    mutating func startInApp(
+        _ message: LiveActivityMessage,
+        token: String,
+        bundleID: String,
+        pushType: InAppPushType?,
+        channels: ChannelRegistry,
+        tokens: inout DeviceTokenRegistry,
+        now: Date
+    ) -> Result<APNSSimulatorActivity, StartFailure> {
+        var message = message
+        message.inputPushToken = pushType == .token
+        if pushType != .channel { message.inputPushChannel = nil }
+        if pushType == .channel {
+            guard let channel = message.inputPushChannel, channels.channel(bundleID: bundleID, id: channel) != nil
+            else {
+                return .failure(.channelNotRegistered)
+            }
+        }
+        if pushType == .token, tokens.tokens.count >= tokens.limit { return .failure(.tokenLimit(tokens.limit)) }
+        let id: String
+        switch start(
+            message,
+            token: token,
+            bundleID: bundleID,
+            channels: channels,
+            source: Source(route: .app, requestID: nil),
+            now: now
+        ) {
+        case .success(let started): id = started
+        case .failure(let failure): return .failure(failure)
+        }
+        activities[id]?.allowed = true
+        if pushType == .token, case .failure(let failure) = issueUpdateToken(id, tokens: &tokens) {
+            return .failure(failure)
+        }
+        return activities[id].map { .success($0) } ?? .failure(.incomplete)
     }
 
     /// An update or end, unless the activity is no longer active or the timestamp is not newer
@@ -224,6 +293,24 @@ struct VirtualDeviceRegistry: Sendable {
         case tokenLimit(Int)
     }
 
+    /// Gives the activity a fresh update token registered in `tokens` for the app's Live
+    /// Activity topic.
+    private mutating func issueUpdateToken(
+        _ id: String,
+        tokens: inout DeviceTokenRegistry
+    ) -> Result<String, StartFailure> {
+        guard let bundleID = activities[id]?.bundleID else { return .failure(.incomplete) }
+        var updateToken = Self.makeUpdateToken()
+        while updateTokens[updateToken] != nil { updateToken = Self.makeUpdateToken() }
+        let topic = bundleID + APNSPushType.liveActivity.topicSuffix
+        guard tokens.set(APNSSimulatorTokenState(token: updateToken, topic: topic)) else {
+            return .failure(.tokenLimit(tokens.limit))
+        }
+        updateTokens[updateToken] = id
+        activities[id]?.updateToken = updateToken
+        return .success(updateToken)
+    }
+
     /// The user taps Allow: the activity is allowed and, when its start asked for one and it is
     /// still active, gets a fresh update token registered in `tokens` for the app's Live Activity
     /// topic. Allowing twice changes nothing.
@@ -233,18 +320,14 @@ struct VirtualDeviceRegistry: Sendable {
         tokens: inout DeviceTokenRegistry,
         now: Date
     ) -> Result<APNSSimulatorActivity, AllowFailure> {
-        guard var activity = activity(device: token, id: id, now: now) else { return .failure(.unknownActivity) }
-        if activity.allowed { return .success(activity) }
-        if activity.requestsUpdateToken, activity.state == .active {
-            var updateToken = Self.makeUpdateToken()
-            while updateTokens[updateToken] != nil { updateToken = Self.makeUpdateToken() }
-            let topic = activity.bundleID + APNSPushType.liveActivity.topicSuffix
-            guard tokens.set(APNSSimulatorTokenState(token: updateToken, topic: topic)) else {
-                return .failure(.tokenLimit(tokens.limit))
-            }
-            updateTokens[updateToken] = id
-            activity.updateToken = updateToken
+        guard let found = activity(device: token, id: id, now: now) else { return .failure(.unknownActivity) }
+        if found.allowed { return .success(found) }
+        if found.requestsUpdateToken, found.state == .active,
+            case .failure(.tokenLimit(let limit)) = issueUpdateToken(id, tokens: &tokens)
+        {
+            return .failure(.tokenLimit(limit))
         }
+        guard var activity = activities[id] else { return .failure(.unknownActivity) }
         activity.allowed = true
         activity.record(.init(at: now, event: "allow", route: .user, timestamp: nil, applied: true))
         activities[id] = activity
