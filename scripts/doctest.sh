@@ -65,7 +65,7 @@ mkdir "$work/serve" "$work/sim" "$work/run"
 pids+=($!)
 serve_pid=$!
 (cd "$work/sim" && exec env TMPDIR="$work/sim" \
-    "$herald" simulator --port 0 --control-port 0 --topic com.example.app >"$work/sim.log" 2>&1) &
+    "$herald" simulator --port 0 --control-port 0 --topic com.example.app --apply-silent-live-activity >"$work/sim.log" 2>&1) &
 pids+=($!)
 sim_pid=$!
 

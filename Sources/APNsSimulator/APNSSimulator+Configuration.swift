@@ -64,6 +64,16 @@ extension APNSSimulator {
         public var tokenLimit = 100_000
         /// Faults `POST /faults` may hold at once; past it, a new one gets 409 `limit_reached`.
         public var faultLimit = 1_000
+        /// Virtual devices (tokens holding Live Activities); past it, a push-to-start to a new
+        /// token starts nothing (APNs still answers 200).
+        public var virtualDeviceLimit = 100_000
+        /// Live Activities per virtual device, dismissed ones included (those make room first);
+        /// past it, a push-to-start starts nothing.
+        public var activitiesPerDeviceLimit = 100
+        /// Apply a silent push (`background`, `content-available: 1`) carrying a `live-activity`
+        /// object to the activity it names, as the app's code would (docs/SIMULATOR.md, "Virtual
+        /// devices"). `herald serve --simulator` turns it on.
+        public var applySilentLiveActivity = false
 
         /// `iat` older than this is `ExpiredProviderToken`. APNs: one hour.
         public var providerTokenLifetime: Duration = .seconds(3600)

@@ -12,7 +12,7 @@ public enum APNSSimulatorCommandLine {
         usage: "herald simulator [--host H] [--port 8443] [--control-port 8444] [--cleartext-port P] "
             + "[--tls-cert F --tls-key F] [--cert-out F] [--key KEYID[@ENV]:PEM]... [--team ID] [--topic BUNDLE]... "
             + "[--environment sandbox|production] [--max-deliveries N] [--max-tokens N] [--max-faults N] "
-            + "[--max-channels N]",
+            + "[--max-channels N] [--max-devices N] [--max-activities N] [--apply-silent-live-activity]",
         options: [
             .init("host", value: "H", help: "Address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)."),
             .init("port", value: "PORT", help: "HTTP/2-over-TLS port (default 8443; 0 picks a free one)."),
@@ -60,6 +60,11 @@ public enum APNSSimulatorCommandLine {
                 help: "Lower a connection's stream limit to N after a refused push, until its next success, "
                     + "as APNs has been seen to do (default: keep it)."
             ),
+            .init(
+                "apply-silent-live-activity",
+                help: "Apply a silent push carrying a live-activity object to the activity it names, "
+                    + "as the app's code would (docs/SIMULATOR.md, \"Virtual devices\")."
+            ),
         ] + boundOptions()
     )
 
@@ -87,6 +92,17 @@ public enum APNSSimulatorCommandLine {
                 value: "N",
                 help: "Broadcast channels across every app (each app also has 10000 at most) (default 100000)."
             ),
+            .init(
+                prefix + "max-devices",
+                value: "N",
+                help:
+                    "Virtual devices holding Live Activities; past it, a push-to-start starts nothing (default 100000)."
+            ),
+            .init(
+                prefix + "max-activities",
+                value: "N",
+                help: "Live Activities per virtual device; past it, a push-to-start starts nothing (default 100)."
+            ),
         ]
     }
 
@@ -109,6 +125,8 @@ public enum APNSSimulatorCommandLine {
         if let value = try bound("max-tokens") { configuration.tokenLimit = value }
         if let value = try bound("max-faults") { configuration.faultLimit = value }
         if let value = try bound("max-channels") { configuration.totalChannelLimit = value }
+        if let value = try bound("max-devices") { configuration.virtualDeviceLimit = value }
+        if let value = try bound("max-activities") { configuration.activitiesPerDeviceLimit = value }
     }
 
     /// What the command line asks for.
@@ -144,6 +162,7 @@ public enum APNSSimulatorCommandLine {
             configuration.idleTimeout = .milliseconds(Int64(value * 1000))
         }
         try applyBounds(parsed, to: &configuration)
+        configuration.applySilentLiveActivity = parsed.flag("apply-silent-live-activity")
         if let text = parsed.value("streams-after-rejection") {
             guard let value = Int(text), (1...100_000).contains(value) else {
                 throw UsageError("--streams-after-rejection \(text) is not a number from 1 to 100000")

@@ -26,6 +26,8 @@ public final class APNSClientProvider: Sendable {
     private struct Key: Hashable {
         var bundleID: String
         var environment: APNSEnvironment
+        /// A client of the channel management host rather than the push host.
+        var management = false
     }
 
     private struct State {
@@ -86,7 +88,22 @@ public final class APNSClientProvider: Sendable {
         for app: APNSAppConfiguration,
         environment: APNSEnvironment
     ) throws -> (client: APNSClient, pool: APNSConnectionPool) {
-        let key = Key(bundleID: app.bundleID, environment: environment)
+        try connection(for: app, environment: environment, management: false)
+    }
+
+    /// The shared client for `app`'s broadcast channel management (create, read, list, delete) in
+    /// `environment`: on the management host (``APNs/APNSEndpoints/management(_:)``), with the
+    /// app's provider token; made on first use.
+    public func managementClient(for app: APNSAppConfiguration, environment: APNSEnvironment) throws -> APNSClient {
+        try connection(for: app, environment: environment, management: true).client
+    }
+
+    private func connection(
+        for app: APNSAppConfiguration,
+        environment: APNSEnvironment,
+        management: Bool
+    ) throws -> (client: APNSClient, pool: APNSConnectionPool) {
+        let key = Key(bundleID: app.bundleID, environment: environment, management: management)
         return try state.withLock { state in
             guard !state.isShutDown else { throw CancellationError() }
             if let (client, pool) = state.clients[key] { return (client, pool) }
@@ -97,7 +114,7 @@ public final class APNSClientProvider: Sendable {
                 state.tokenManagers[name] = tokens
             }
             let pool = APNSConnectionPool(
-                endpoint: endpoints.push(environment),
+                endpoint: management ? endpoints.management(environment) : endpoints.push(environment),
                 tls: APNSTLSConfiguration(caFile: endpoints.caFile, credentials: app.credentials),
                 configuration: poolConfiguration,
                 logger: logger,

@@ -36,6 +36,10 @@ struct DemoSimulator {
         configuration.tokenLimit = bounds.tokenLimit
         configuration.faultLimit = bounds.faultLimit
         configuration.totalChannelLimit = bounds.totalChannelLimit
+        configuration.virtualDeviceLimit = bounds.virtualDeviceLimit
+        configuration.activitiesPerDeviceLimit = bounds.activitiesPerDeviceLimit
+        // Virtual devices apply silent live-activity pushes, as the documented app code does.
+        configuration.applySilentLiveActivity = true
         simulator = try APNSSimulator(configuration: configuration)
         var endpoints = APNSEndpoints()
         endpoints.production = simulator.endpoint

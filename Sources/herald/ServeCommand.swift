@@ -22,7 +22,7 @@ enum ServeCommand {
         summary: "Run Herald's HTTP API. Settings come from the environment (README.md, Configuration).",
         usage: "herald serve [--host HOST] [--port PORT] [--database-url URL] [--simulator [--env-file FILE] "
             + "[--simulator-max-deliveries N] [--simulator-max-tokens N] [--simulator-max-faults N] "
-            + "[--simulator-max-channels N]]",
+            + "[--simulator-max-channels N] [--simulator-max-devices N] [--simulator-max-activities N]]",
         options: [
             .init(
                 "simulator",
@@ -305,6 +305,8 @@ enum ServeCommand {
             ).register(on: &router)
             WebhookRoutes(store: webhookStore, keys: apiKeys, idempotency: idempotency, allowHTTP: webhooks.allowHTTP)
                 .register(on: &router)
+            // Broadcast channels: straight to APNs' management and broadcast hosts, nothing stored.
+            ChannelRoutes(clients: clients, keys: apiKeys, idempotency: idempotency).register(on: &router)
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it

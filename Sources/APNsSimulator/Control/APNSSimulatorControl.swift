@@ -14,6 +14,7 @@ import HeraldCore
 /// | `GET /tokens`, `POST /tokens`, `DELETE /tokens[?token=]` | `{"token","topic"?,"unregistered_at"?}` |
 /// | `GET /faults`, `POST /faults`, `DELETE /faults` | see docs/SIMULATOR.md |
 /// | `GET /channels`, `DELETE /channels` | every app's broadcast channels |
+/// | `GET /devices/{token}/activities[/{id}]`, `POST …/{id}/allow`, `DELETE /devices` | virtual devices' Live Activities |
 ///
 /// Served on the simulator's control port, or mounted on another ``HTTPServer/Router``:
 ///
@@ -38,7 +39,7 @@ public struct APNSSimulatorControl: HTTPResponder {
     public static let defaultDeliveryLimit = 100
 
     let info: Info
-    private let core: SimulatorCore
+    let core: SimulatorCore
     private let router: Router
 
     init(core: SimulatorCore, info: Info) {
@@ -105,6 +106,9 @@ public struct APNSSimulatorControl: HTTPResponder {
             let counts = store.withState { state in
                 (state.deliveries.count, state.deliveries.total, state.faults.entries.count, state.channels.all().count)
             }
+            let devices = store.withState { state in
+                (state.devices.devices.count, state.devices.activities.count, state.devices.refusedStarts)
+            }
             var writer = JSONObjectWriter()
             writer.string("url", info.url)
             writer.string("cleartext_url", info.cleartextURL)
@@ -129,6 +133,9 @@ public struct APNSSimulatorControl: HTTPResponder {
             writer.integer("deliveries_received", counts.1)
             writer.integer("faults", counts.2)
             writer.integer("channels", counts.3)
+            writer.integer("virtual_devices", devices.0)
+            writer.integer("activities", devices.1)
+            writer.integer("activities_refused", devices.2)
             return jsonResponse(writer.json)
         }
         router.get(prefix.isEmpty ? "/" : prefix, overview)
@@ -218,6 +225,7 @@ public struct APNSSimulatorControl: HTTPResponder {
             store.withState { $0.channels.removeAll() }
             return HTTPResponse(status: 204)
         }
+        registerDevices(on: &router, prefix: prefix, core: core)
     }
 
     /// 409 for a registry that is full.

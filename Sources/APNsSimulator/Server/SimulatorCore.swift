@@ -16,6 +16,8 @@ final class SimulatorCore: Sendable {
     private let rules: ProviderTokenRules
     private let maxConcurrentStreams: Int
     private let streamLimitAfterRejection: Int?
+    /// Whether silent pushes carrying `live-activity` reach the virtual devices.
+    private let applySilentLiveActivity: Bool
     /// The environment played, for environment-bound keys and certificates; nil: either.
     private let environment: APNSEnvironment?
     let clock: any HeraldClock
@@ -31,7 +33,11 @@ final class SimulatorCore: Sendable {
             channelLimit: configuration.channelLimit,
             totalChannelLimit: configuration.totalChannelLimit,
             tokenLimit: configuration.tokenLimit,
-            faultLimit: configuration.faultLimit
+            faultLimit: configuration.faultLimit,
+            devices: VirtualDeviceRegistry(
+                deviceLimit: configuration.virtualDeviceLimit,
+                activityLimit: configuration.activitiesPerDeviceLimit
+            )
         )
         self.devices = DevicePushValidator(apps: apps, malformedPayloadReason: configuration.malformedPayloadReason)
         self.broadcasts = BroadcastValidator(apps: apps)
@@ -44,6 +50,7 @@ final class SimulatorCore: Sendable {
         self.rules = configuration.providerTokenRules
         self.maxConcurrentStreams = configuration.maxConcurrentStreams
         self.streamLimitAfterRejection = configuration.streamLimitAfterRejection
+        self.applySilentLiveActivity = configuration.applySilentLiveActivity
         self.environment = configuration.environment
         self.clock = configuration.clock
         self.logger = configuration.logger
@@ -251,7 +258,17 @@ final class SimulatorCore: Sendable {
             payload: request.body,
             providerToken: authentication?.claims.map(Self.providerToken)
         )
-        let effects = store.finishDevice(&record, push: push, rejection: rejection, streamNumber: stream, now: now)
+        let virtual = push.flatMap {
+            VirtualDeviceInput.parse(pushType: $0.pushType, body: request.body, applySilent: applySilentLiveActivity)
+        }
+        let effects = store.finishDevice(
+            &record,
+            push: push,
+            rejection: rejection,
+            streamNumber: stream,
+            now: now,
+            virtual: virtual
+        )
         return (Self.answer(record, idHeader: ("apns-id", apnsID)), effects)
     }
 
@@ -308,7 +325,14 @@ final class SimulatorCore: Sendable {
             payload: request.body,
             providerToken: authentication?.claims.map(Self.providerToken)
         )
-        let effects = store.finishBroadcast(&record, push: push, rejection: rejection, streamNumber: stream, now: now)
+        let effects = store.finishBroadcast(
+            &record,
+            push: push,
+            rejection: rejection,
+            streamNumber: stream,
+            now: now,
+            message: push.flatMap { _ in VirtualDeviceInput.broadcast(body: request.body) }
+        )
         return (Self.answer(record, idHeader: ("apns-request-id", requestID)), effects)
     }
 

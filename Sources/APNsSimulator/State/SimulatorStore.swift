@@ -10,6 +10,7 @@ final class SimulatorStore: Sendable {
         var tokens: DeviceTokenRegistry
         var channels: ChannelRegistry
         var faults: FaultPlan
+        var devices: VirtualDeviceRegistry
     }
 
     private let state: Mutex<State>
@@ -20,14 +21,16 @@ final class SimulatorStore: Sendable {
         channelLimit: Int,
         totalChannelLimit: Int = 100_000,
         tokenLimit: Int = 100_000,
-        faultLimit: Int = 1_000
+        faultLimit: Int = 1_000,
+        devices: VirtualDeviceRegistry = VirtualDeviceRegistry()
     ) {
         state = Mutex(
             State(
                 deliveries: DeliveryLog(capacity: deliveryCapacity),
                 tokens: DeviceTokenRegistry(limit: tokenLimit),
                 channels: ChannelRegistry(limit: channelLimit, totalLimit: totalChannelLimit),
-                faults: FaultPlan(limit: faultLimit)
+                faults: FaultPlan(limit: faultLimit),
+                devices: devices
             )
         )
     }
@@ -37,13 +40,15 @@ final class SimulatorStore: Sendable {
     }
 
     /// Finishes a device push: `rejection` is what validation found (nil when it passed). Then the
-    /// token registry, the faults and the record.
+    /// token registry, the faults and the record; an accepted push then reaches the virtual
+    /// devices (`virtual`).
     func finishDevice(
         _ record: inout APNSSimulatorDelivery,
         push: DevicePush?,
         rejection: SimulatorRejection?,
         streamNumber: Int,
-        now: Date
+        now: Date,
+        virtual: VirtualDeviceInput? = nil
     ) -> FaultEffects {
         let (effects, final) = state.withLock { state -> (FaultEffects, SimulatorRejection?) in
             var rejection = rejection
@@ -58,6 +63,16 @@ final class SimulatorStore: Sendable {
                 var finished = record
                 finished.apply(rejection)
                 state.deliveries.append(finished)
+                if rejection == nil, let virtual, let push {
+                    state.devices.apply(
+                        virtual,
+                        token: push.token,
+                        bundleID: push.bundleID,
+                        channels: state.channels,
+                        requestID: record.apnsID,
+                        now: now
+                    )
+                }
             }
             return (effects, rejection)
         }
@@ -66,13 +81,15 @@ final class SimulatorStore: Sendable {
     }
 
     /// Finishes a broadcast: the channel must exist for the app and, with policy 0, the expiration
-    /// must be 0; then faults and the record.
+    /// must be 0; then faults and the record; an accepted one then reaches the activities
+    /// subscribed to the channel (`message`).
     func finishBroadcast(
         _ record: inout APNSSimulatorDelivery,
         push: BroadcastPush?,
         rejection: SimulatorRejection?,
         streamNumber: Int,
-        now: Date
+        now: Date,
+        message: LiveActivityMessage? = nil
     ) -> FaultEffects {
         let (effects, final) = state.withLock { state -> (FaultEffects, SimulatorRejection?) in
             var rejection = rejection
@@ -95,6 +112,15 @@ final class SimulatorStore: Sendable {
                 var finished = record
                 finished.apply(rejection)
                 state.deliveries.append(finished)
+                if rejection == nil, let message, let push {
+                    state.devices.broadcast(
+                        message,
+                        bundleID: push.bundleID,
+                        channelID: push.channelID,
+                        requestID: record.requestID,
+                        now: now
+                    )
+                }
             }
             return (effects, rejection)
         }

@@ -1,0 +1,287 @@
+import APNs
+import Foundation
+public import HTTPRouting
+public import HeraldCore
+public import Notifications
+import Synchronization
+
+/// Broadcast channels (iOS 18 Live Activities) under `/v1/channels`, behind ``APIKeys``: each call
+/// goes to APNs at once (nothing is stored) and answers what APNs answered.
+///
+/// - `POST /v1/channels` `{"app"?, "environment"?, "storage_policy"}` → 201 `{"id", "app",
+///   "environment", "storage_policy"}` with `Location`; accepts `Idempotency-Key`.
+/// - `GET /v1/channels?app=&environment=` → `{"app", "environment", "channels": [{"id"}]}`, APNs' list.
+/// - `GET /v1/channels/{id}?app=&environment=` → the channel's `storage_policy` as APNs keeps it.
+/// - `DELETE /v1/channels/{id}?app=&environment=` → 204.
+/// - `POST /v1/channels/{id}/broadcast` `{"app"?, "environment"?, "event", "content_state",
+///   "alert"?, "stale_date"?, "dismissal_date"?, "relevance_score"?, "timestamp"?, "priority"?,
+///   "expiration"?}` → 200 `{"apns_request_id", "apns_unique_id", "timestamp"}`.
+///
+/// A channel id is APNs' base64 text: in a path, percent-encode it (`+` `/` `=`), or write it in
+/// base64url (`-` for `+`, `_` for `/`, padding dropped), which is read back as base64. APNs'
+/// refusals keep their reason in the message: `ChannelNotRegistered` is 404 `unknown_channel`,
+/// `CannotCreateChannelConfig` 409 `channel_limit_reached`, `FeatureNotEnabled` 422
+/// `broadcast_not_enabled`, other 400s 400 `apns_rejected`, 413 `payload_too_large`, a refused
+/// provider token 502 `apns_credentials_rejected`, 429 and 5xx and connection trouble 503
+/// `apns_unavailable` with `Retry-After`.
+public struct ChannelRoutes: Sendable {
+    public let clients: APNSClientProvider
+    public let keys: APIKeys
+    /// Makes a retried `POST /v1/channels` with the same `Idempotency-Key` answer the first
+    /// response instead of creating a second channel; `nil`: the header is ignored.
+    public let idempotency: IdempotencyStore?
+    private let timestamps: BroadcastTimestamps
+
+    /// The largest request body: a broadcast's payload is at most 5120 bytes.
+    public static let maximumBodyBytes = 16 * 1024
+
+    public init(
+        clients: APNSClientProvider,
+        keys: APIKeys,
+        idempotency: IdempotencyStore? = nil,
+        clock: any HeraldClock = SystemClock()
+    ) {
+        self.clients = clients
+        self.keys = keys
+        self.idempotency = idempotency
+        self.timestamps = BroadcastTimestamps(clock: clock)
+    }
+
+    public func register(on router: inout Router) {
+        let routes = self
+        router.admit(under: "/v1/channels", keys.admission)
+        router.on("POST", "/v1/channels", maxBodySize: Self.maximumBodyBytes) { request in
+            try await routes.authorized(request, "POST /v1/channels", query: []) { request in
+                guard let idempotency = routes.idempotency else { return try await routes.create(request) }
+                return try await idempotency.run(request) { try await routes.create($0) }
+            }
+        }
+        router.get("/v1/channels") { request in
+            try await routes.authorized(request, "GET /v1/channels", query: ["app", "environment"]) {
+                try await routes.list($0)
+            }
+        }
+        router.get("/v1/channels/{id}") { request in
+            try await routes.authorized(request, "GET /v1/channels/{id}", query: ["app", "environment"]) {
+                try await routes.read($0)
+            }
+        }
+        router.delete("/v1/channels/{id}") { request in
+            try await routes.authorized(request, "DELETE /v1/channels/{id}", query: ["app", "environment"]) {
+                try await routes.delete($0)
+            }
+        }
+        router.on("POST", "/v1/channels/{id}/broadcast", maxBodySize: Self.maximumBodyBytes) { request in
+            try await routes.authorized(request, "POST /v1/channels/{id}/broadcast", query: []) {
+                try await routes.broadcast($0)
+            }
+        }
+    }
+
+    private func authorized(
+        _ request: HTTPRequest,
+        _ route: String,
+        query known: [String],
+        _ body: (HTTPRequest) async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
+        try await keys.authorized(request, route, query: known, answering: NotificationError.self) { request in
+            do {
+                return try await body(request)
+            } catch let error as HTTPError {
+                throw error
+            } catch let error as NotificationError {
+                throw error
+            } catch {
+                throw Self.apnsError(error)
+            }
+        }
+    }
+
+    // MARK: Handlers
+
+    func create(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let input = try ChannelInput.create(request.body)
+        let (app, environment) = try clients.resolve(app: input.app, environment: input.environment)
+        let client = try clients.managementClient(for: app, environment: environment)
+        let id = try await client.createChannel(bundleID: app.bundleID, storagePolicy: input.storagePolicy)
+        let body = ChannelBody(
+            id: id.rawValue,
+            app: app.bundleID,
+            environment: environment.rawValue,
+            storagePolicy: input.storagePolicy.rawValue
+        )
+        var response = HTTPResponse.json(body, status: 201)
+        response.headers.replaceOrAdd(name: "Location", value: "/v1/channels/" + Self.pathSegment(id.rawValue))
+        return response
+    }
+
+    func list(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let (app, environment) = try target(request)
+        let client = try clients.managementClient(for: app, environment: environment)
+        let ids = try await client.allChannels(bundleID: app.bundleID)
+        return .json(
+            ChannelListBody(
+                app: app.bundleID,
+                environment: environment.rawValue,
+                channels: ids.map { ChannelListBody.Item(id: $0.rawValue) }
+            )
+        )
+    }
+
+    func read(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = try ChannelInput.channelID(request)
+        let (app, environment) = try target(request)
+        let client = try clients.managementClient(for: app, environment: environment)
+        let configuration = try await client.channelConfiguration(bundleID: app.bundleID, channelID: id)
+        return .json(
+            ChannelBody(
+                id: id.rawValue,
+                app: app.bundleID,
+                environment: environment.rawValue,
+                storagePolicy: configuration.storagePolicy.rawValue
+            )
+        )
+    }
+
+    func delete(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = try ChannelInput.channelID(request)
+        let (app, environment) = try target(request)
+        let client = try clients.managementClient(for: app, environment: environment)
+        try await client.deleteChannel(bundleID: app.bundleID, channelID: id)
+        timestamps.forget(app: app.bundleID, channel: id.rawValue)
+        return HTTPResponse(status: 204)
+    }
+
+    func broadcast(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = try ChannelInput.channelID(request)
+        let input = try ChannelInput.broadcast(request.body)
+        let (app, environment) = try clients.resolve(app: input.app, environment: input.environment)
+        let client = try clients.client(for: app, environment: environment)
+        let timestamp = timestamps.next(app: app.bundleID, channel: id.rawValue, requested: input.timestamp)
+        let payload = APNSLiveActivityPayload(
+            event: input.event,
+            timestamp: timestamp,
+            contentState: input.contentState,
+            alert: input.alert,
+            staleDate: input.staleDate,
+            dismissalDate: input.dismissalDate,
+            relevanceScore: input.relevanceScore
+        )
+        // The policy only decides which expirations the client accepts: none (0) suits both; a
+        // later time needs a channel that stores messages, which APNs checks for itself.
+        let policy: APNSChannelMessageStoragePolicy =
+            input.expiration == .immediately ? .noMessageStored : .mostRecentMessageStored
+        let broadcast = try APNSBroadcastRequest(
+            bundleID: app.bundleID,
+            channelID: id,
+            storagePolicy: policy,
+            payload: payload,
+            expiration: input.expiration,
+            priority: input.priority
+        )
+        switch try await client.send(broadcast) {
+        case .delivered(let delivery):
+            return .json(
+                BroadcastBody(
+                    apnsRequestID: delivery.requestID?.uuidString.lowercased(),
+                    apnsUniqueID: delivery.uniqueID,
+                    timestamp: Int64(timestamp.timeIntervalSince1970)
+                )
+            )
+        case .rejected(let rejection):
+            throw Self.apnsError(rejection)
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The app and environment of the query (`app`, `environment`), resolved.
+    private func target(_ request: HTTPRequest) throws -> (APNSAppConfiguration, APNSEnvironment) {
+        let app = try NotificationRoutes.app(request)
+        let environment = try ChannelInput.environment(request.queryValue("environment"), field: "environment")
+        return try clients.resolve(app: app, environment: environment)
+    }
+
+    /// `id` percent-encoded for a path (base64's `+`, `/` and `=`).
+    static func pathSegment(_ id: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return id.addingPercentEncoding(withAllowedCharacters: allowed) ?? id
+    }
+}
+
+/// Broadcast timestamps that increase per channel: iOS ignores an update whose `timestamp` is not
+/// newer than the last one, and two broadcasts within one second would share it.
+final class BroadcastTimestamps: Sendable {
+    private let clock: any HeraldClock
+    private let last = Mutex<[String: Int64]>([:])
+    /// Channels remembered; past it, those whose last timestamp the clock has passed are dropped.
+    static let capacity = 10_000
+
+    init(clock: any HeraldClock) {
+        self.clock = clock
+    }
+
+    /// `requested` when given (iOS orders by it; the caller chose it), else now in whole seconds,
+    /// or one second after the channel's last when now is not later.
+    func next(app: String, channel: String, requested: Date?) -> Date {
+        let now = Int64(clock.now().timeIntervalSince1970.rounded(.down))
+        let key = app + " " + channel
+        let seconds = last.withLock { last in
+            var seconds = requested.map { Int64($0.timeIntervalSince1970.rounded(.down)) } ?? now
+            if requested == nil, let previous = last[key], previous >= seconds { seconds = previous + 1 }
+            if last.count >= Self.capacity { last = last.filter { $0.value > now } }
+            last[key] = max(seconds, last[key] ?? seconds)
+            return seconds
+        }
+        return Date(timeIntervalSince1970: TimeInterval(seconds))
+    }
+
+    func forget(app: String, channel: String) {
+        _ = last.withLock { $0.removeValue(forKey: app + " " + channel) }
+    }
+}
+
+// MARK: JSON bodies
+
+struct ChannelBody: Encodable, Sendable {
+    var id: String
+    var app: String
+    var environment: String
+    var storagePolicy: Int
+
+    enum CodingKeys: String, CodingKey {
+        case id, app, environment
+        case storagePolicy = "storage_policy"
+    }
+}
+
+struct ChannelListBody: Encodable, Sendable {
+    struct Item: Encodable, Sendable {
+        var id: String
+    }
+
+    var app: String
+    var environment: String
+    var channels: [Item]
+}
+
+struct BroadcastBody: Encodable, Sendable {
+    var apnsRequestID: String?
+    var apnsUniqueID: String?
+    /// The `timestamp` sent, seconds since 1970.
+    var timestamp: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case timestamp
+        case apnsRequestID = "apns_request_id"
+        case apnsUniqueID = "apns_unique_id"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(apnsRequestID, forKey: .apnsRequestID)
+        try container.encode(apnsUniqueID, forKey: .apnsUniqueID)
+        try container.encode(timestamp, forKey: .timestamp)
+    }
+}
