@@ -40,7 +40,12 @@ public struct WakeRoutes: Sendable {
             ) { try await routes.list($0) }
         }
         router.get("/v1/wake-schedules/{id}") { request in
-            try await routes.keys.authorized(request, "GET /v1/wake-schedules/{id}", query: [], answering: WakeError.self) {
+            try await routes.keys.authorized(
+                request,
+                "GET /v1/wake-schedules/{id}",
+                query: [],
+                answering: WakeError.self
+            ) {
                 try await routes.read($0)
             }
         }

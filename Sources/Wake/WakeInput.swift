@@ -37,7 +37,11 @@ enum WakeInput {
     static func name(_ value: Any?, required: Bool) throws(WakeError) -> String? {
         guard let value, !(value is NSNull) else {
             if required {
-                throw .invalid("invalid_name", "name is required: a label of 1-\(WakeLimits.maximumNameLength) characters", field: "name")
+                throw .invalid(
+                    "invalid_name",
+                    "name is required: a label of 1-\(WakeLimits.maximumNameLength) characters",
+                    field: "name"
+                )
             }
             return nil
         }
@@ -147,7 +151,12 @@ enum WakeInput {
         do {
             return try Audience.parse(value, field: "audience")
         } catch {
-            throw WakeError(error.isTooLarge ? .tooLarge : .invalid, code: error.code, message: error.message, field: error.field)
+            throw WakeError(
+                error.isTooLarge ? .tooLarge : .invalid,
+                code: error.code,
+                message: error.message,
+                field: error.field
+            )
         }
     }
 
@@ -155,7 +164,11 @@ enum WakeInput {
     static func data(_ value: Any?) throws(WakeError) -> String? {
         guard let value, !(value is NSNull) else { return nil }
         guard let object = value as? [String: Any] else {
-            throw .invalid("invalid_data", #"data must be a JSON object of custom keys, such as {"kind": "refresh"}"#, field: "data")
+            throw .invalid(
+                "invalid_data",
+                #"data must be a JSON object of custom keys, such as {"kind": "refresh"}"#,
+                field: "data"
+            )
         }
         if object["aps"] != nil {
             throw .invalid(

@@ -52,7 +52,11 @@ public struct WakeScheduleRequest: Sendable, Hashable {
             )
         }
         let name = try WakeInput.name(object["name"], required: true) ?? ""
-        let schedule = try WakeInput.schedule(every: object["every"], cron: object["cron"], timezone: object["timezone"])
+        let schedule = try WakeInput.schedule(
+            every: object["every"],
+            cron: object["cron"],
+            timezone: object["timezone"]
+        )
         guard let schedule else {
             throw .invalid(
                 "invalid_schedule",
@@ -125,8 +129,12 @@ public struct WakeSchedulePatch: Sendable, Hashable {
             )
         }
         guard !object.isEmpty else {
-            throw .invalid("empty_patch", "the body changes nothing: give at least one of "
-                + fields.sorted().joined(separator: ", "), field: nil)
+            throw .invalid(
+                "empty_patch",
+                "the body changes nothing: give at least one of "
+                    + fields.sorted().joined(separator: ", "),
+                field: nil
+            )
         }
         if object["every"] != nil, object["cron"] != nil {
             throw .invalid("invalid_schedule", #"give "every" or "cron", not both"#, field: "cron")

@@ -111,7 +111,9 @@ public final class WakeRunner: Sendable {
         }
         let now = clock.now()
         let next = Self.nextOccurrence(of: schedule.schedule, due: payload.due, now: now)
-        let following = { var copy = schedule; copy.nextRunAt = next; return copy }()
+        let following = {
+            var copy = schedule; copy.nextRunAt = next; return copy
+        }()
         let store = self.store
         let began = try await store.database.transaction { tx -> Bool in
             guard try await store.beginOccurrence(schedule, due: payload.due, next: next, now: now, on: tx) else {

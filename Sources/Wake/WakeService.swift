@@ -1,6 +1,6 @@
 public import APNs
-public import Foundation
 import Devices
+public import Foundation
 import HeraldCore
 public import Jobs
 import Storage
@@ -74,7 +74,8 @@ public struct WakeService: Sendable {
                 throw WakeError(
                     .limitReached,
                     code: "too_many_schedules",
-                    message: "this server has \(limit) wake schedules, the most it keeps: delete one you no longer need",
+                    message:
+                        "this server has \(limit) wake schedules, the most it keeps: delete one you no longer need",
                     field: nil
                 )
             }
@@ -167,7 +168,10 @@ public struct WakeService: Sendable {
         return (page.items, page.next?.text)
     }
 
-    private func resolve(app: String?, environment: APNSEnvironment?) throws(WakeError) -> (
+    private func resolve(
+        app: String?,
+        environment: APNSEnvironment?
+    ) throws(WakeError) -> (
         APNSAppConfiguration, APNSEnvironment
     ) {
         do {
@@ -202,7 +206,8 @@ extension WakeError {
         WakeError(
             .notFound,
             code: "not_found",
-            message: "no wake schedule has the id \(RequestIdentifier.lowercaseString(id)): use an id GET /v1/wake-schedules lists",
+            message:
+                "no wake schedule has the id \(RequestIdentifier.lowercaseString(id)): use an id GET /v1/wake-schedules lists",
             field: "id"
         )
     }
@@ -235,6 +240,10 @@ enum WakeJob {
             let generation = (object["generation"] as? NSNumber)?.int64Value,
             let ms = (object["due_at"] as? NSNumber)?.int64Value
         else { return nil }
-        return Payload(scheduleID: id, generation: generation, due: Date(timeIntervalSince1970: TimeInterval(ms) / 1000))
+        return Payload(
+            scheduleID: id,
+            generation: generation,
+            due: Date(timeIntervalSince1970: TimeInterval(ms) / 1000)
+        )
     }
 }

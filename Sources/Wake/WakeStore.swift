@@ -1,6 +1,6 @@
-public import Foundation
 import APNs
 import Devices
+public import Foundation
 import HeraldCore
 import Jobs
 public import Storage
@@ -74,7 +74,10 @@ public struct WakeStore: Sendable {
     }
 
     /// Schedules oldest first, `limit` at a time after `cursor` (``WakeListCursor``'s text).
-    public func list(limit: Int, after cursor: WakeListCursor?) async throws -> (items: [WakeSchedule], next: WakeListCursor?) {
+    public func list(
+        limit: Int,
+        after cursor: WakeListCursor?
+    ) async throws -> (items: [WakeSchedule], next: WakeListCursor?) {
         var sql = "SELECT \(Self.columns) FROM wake_schedules"
         var binds: [SQLValue] = []
         if let cursor {
