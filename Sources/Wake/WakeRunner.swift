@@ -32,6 +32,11 @@ public final class WakeRunner: Sendable {
 
     public static let jobKind = WakeJob.kind
     public static let defaultMinimumInterval: TimeInterval = 1_200
+    /// How often an occurrence due while the previous run still sends checks again, in seconds.
+    static let overlapRecheck: TimeInterval = 2
+    /// A run started longer ago than this no longer holds the next occurrence back (one that
+    /// never finished: its instance died and its job gave up).
+    static let overlapHorizon: TimeInterval = 3_600
 
     public init(
         store: WakeStore,
@@ -82,6 +87,17 @@ public final class WakeRunner: Sendable {
         var run = try await store.run(scheduleID: schedule.id, occurrence: payload.due)
         if let existing = run, existing.status == .done || existing.status == .failed { return .done }
         if run == nil {
+            let now = clock.now()
+            if try await store.hasUnfinishedRun(
+                scheduleID: schedule.id,
+                before: payload.due,
+                since: now.addingTimeInterval(-Self.overlapHorizon)
+            ) {
+                return .postpone(
+                    reason: "the run of an earlier occurrence is still sending",
+                    until: now.addingTimeInterval(Self.overlapRecheck)
+                )
+            }
             guard try await begin(schedule, payload: payload) else { return .done }
             run = try await store.run(scheduleID: schedule.id, occurrence: payload.due)
         }

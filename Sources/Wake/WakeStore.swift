@@ -129,6 +129,19 @@ public struct WakeStore: Sendable {
         return true
     }
 
+    /// Whether a run of an occurrence before `due`, started after `since`, is still sending or
+    /// waiting for a retry: the next occurrence waits for it, so that two runs of one schedule
+    /// never read and claim the same devices at once.
+    func hasUnfinishedRun(scheduleID: UUID, before due: Date, since: Date) async throws -> Bool {
+        try await database.queryFirst(
+            """
+            SELECT 1 AS found FROM wake_runs WHERE schedule_id = $1 AND occurrence_at < $2
+                AND status IN ('running', 'retrying') AND started_at > $3 LIMIT 1
+            """,
+            [SQLValue(scheduleID), SQLValue(due), SQLValue(since)]
+        ) != nil
+    }
+
     public func run(scheduleID: UUID, occurrence: Date) async throws -> WakeRun? {
         try await database.queryFirst(
             "SELECT * FROM wake_runs WHERE schedule_id = $1 AND occurrence_at = $2",

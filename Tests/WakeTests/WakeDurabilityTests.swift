@@ -105,4 +105,36 @@ struct WakeDurabilityTests {
             #expect(try await Self.pendingWakeJobs(instance) == 0, "and its chain ends")
         }
     }
+
+    @Test(
+        "an occurrence due while the previous run still sends waits for it",
+        arguments: [Backend.sqliteMemory, .postgres]
+    )
+    func noOverlap(_ backend: Backend) async throws {
+        try await WakeHarness.with(backend, minimumInterval: 0) { harness in
+            try await harness.register(WakeHarness.tokens(2))
+            let instance = harness.instance
+            let schedule = try await instance.create([
+                "name": "overlap", "mode": "apns", "every": "1m", "audience": ["all": true],
+            ])
+            // An earlier occurrence's run, still sending (on another instance, say).
+            let earlier = harness.clock.now()
+            _ = try await harness.database.execute(
+                "INSERT INTO wake_runs (schedule_id, occurrence_at, mode, status, started_at) VALUES ($1, $2, 'apns', 'running', $2)",
+                [SQLValue(schedule.id), SQLValue(earlier)]
+            )
+            harness.clock.advance(60)
+            #expect(try await instance.worker.runDueJobs() == 1)
+            #expect(harness.delivered().isEmpty, "postponed while the earlier run sends")
+            #expect(try await instance.store.runs(scheduleID: schedule.id).count == 1)
+            _ = try await harness.database.execute(
+                "UPDATE wake_runs SET status = 'done' WHERE schedule_id = $1",
+                [SQLValue(schedule.id)]
+            )
+            harness.clock.advance(WakeRunner.overlapRecheck)
+            #expect(try await instance.worker.runDueJobs() == 1)
+            #expect(harness.delivered().count == 2, "then it runs")
+            #expect(try await instance.store.runs(scheduleID: schedule.id).count == 2)
+        }
+    }
 }
