@@ -63,7 +63,7 @@ extension WakeRunner {
             repeat {
                 let page = try await self.page(target, after: cursor, offset: offset)
                 cursor = page.next
-                offset += page.tokens.count
+                offset += page.read
                 let index = run.devices
                 run.devices += page.tokens.count
                 let now = clock.now()
@@ -125,12 +125,19 @@ extension WakeRunner {
         _ target: WakeAPNsTarget,
         after cursor: AudienceCursor?,
         offset: Int
-    ) async throws -> (tokens: [String], next: AudienceCursor?) {
+    ) async throws -> (tokens: [String], next: AudienceCursor?, read: Int) {
         guard let selector = target.audience.selector else {
-            guard case .tokens(let tokens) = target.audience, offset < tokens.count else { return ([], nil) }
+            guard case .tokens(let tokens) = target.audience, offset < tokens.count else { return ([], nil, 0) }
             let end = min(offset + pageSize, tokens.count)
             let slice = Array(tokens[offset..<end])
-            return (slice, end < tokens.count ? AudienceCursor(text: slice[slice.count - 1]) : nil)
+            let next = end < tokens.count ? AudienceCursor(text: slice[slice.count - 1]) : nil
+            // Tokens APNs called dead stay out, as they do from the registry's audiences.
+            let invalid = try await devices.invalidTokens(
+                app: target.app,
+                environment: target.environment,
+                among: slice
+            )
+            return (invalid.isEmpty ? slice : slice.filter { !invalid.contains($0) }, next, slice.count)
         }
         let page = try await devices.activeTokens(
             app: target.app,
@@ -139,15 +146,17 @@ extension WakeRunner {
             after: cursor,
             limit: pageSize
         )
-        return (page.tokens, page.next)
+        return (page.tokens, page.next, page.tokens.count)
     }
 
     /// The audience's size, counted a page at a time (for the jitter's spacing).
     private func count(_ target: WakeAPNsTarget) async throws -> Int {
         var total = 0
+        var offset = 0
         var cursor: AudienceCursor?
         repeat {
-            let page = try await self.page(target, after: cursor, offset: total)
+            let page = try await self.page(target, after: cursor, offset: offset)
+            offset += page.read
             total += page.tokens.count
             cursor = page.next
         } while cursor != nil

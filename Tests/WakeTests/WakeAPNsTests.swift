@@ -118,6 +118,34 @@ struct WakeAPNsTests {
         }
     }
 
+    @Test(
+        "a tokens audience, in pages: a token APNs called dead is left out of the next runs",
+        arguments: [Backend.sqliteMemory, .postgres]
+    )
+    func tokensAudienceDropsDeadTokens(_ backend: Backend) async throws {
+        try await WakeHarness.with(backend, minimumInterval: 0, pageSize: 2) { harness in
+            let tokens = WakeHarness.tokens(5)
+            harness.simulator.addFault(
+                APNSSimulatorFault(.respond(status: 410, reason: .unregistered), token: tokens[1])
+            )
+            let instance = harness.instance
+            let schedule = try await instance.create([
+                "name": "listed", "mode": "apns", "every": "1m", "audience": ["tokens": tokens],
+            ])
+            harness.clock.advance(60)
+            #expect(try await instance.worker.runDueJobs() == 1)
+            var run = try #require(try await instance.store.runs(scheduleID: schedule.id).first)
+            #expect((run.devices, run.sent, run.failed) == (5, 4, 1))
+            harness.clock.advance(60)
+            #expect(try await instance.worker.runDueJobs() == 1)
+            run = try #require(try await instance.store.runs(scheduleID: schedule.id).first)
+            #expect((run.devices, run.sent, run.failed) == (4, 4, 0))
+            var expected = Dictionary(uniqueKeysWithValues: tokens.map { ($0, 2) })
+            expected[tokens[1]] = nil
+            #expect(harness.delivered() == expected)
+        }
+    }
+
     @Test("the payload is {\"aps\":{\"content-available\":1}} with data's keys beside aps")
     func payload() {
         #expect(WakeRunner.payload(data: "{}") == #"{"aps":{"content-available":1}}"#)
