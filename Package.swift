@@ -133,6 +133,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Wake pings: recurring silent pushes (APNs) or CloudKit records that keep background apps alive.
+        .target(
+            name: "Wake",
+            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "Devices", "Notifications"],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "APNsSimulator",
             dependencies: ["HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2", "HTTPRouting", "HTTPServer", "APNs"],
@@ -149,6 +155,7 @@ let package = Package(
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs", "Devices",
                 "ClientTokens",
                 "Webhooks",
+                "Wake",
             ],
             swiftSettings: swiftSettings
         ),
@@ -159,6 +166,7 @@ let package = Package(
                 "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn", "Devices",
                 "ClientTokens",
                 "Webhooks",
+                "Wake",
             ],
             swiftSettings: swiftSettings
         ),
@@ -303,6 +311,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "WakeTests",
+            dependencies: [
+                "Wake", "Notifications", "Devices", "Jobs", "Storage", "APNs", "APNsSimulator", "HeraldCore",
+                "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport",
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Replays Fuzz/corpus and Fuzz/regressions through the fuzz harnesses.
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzHarness"], swiftSettings: swiftSettings),
         .testTarget(
@@ -315,7 +331,7 @@ let package = Package(
             dependencies: [
                 "HeraldAPI", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
-                "ProcessTestSupport", "Devices", "ClientTokens", "Webhooks",
+                "ProcessTestSupport", "Devices", "ClientTokens", "Webhooks", "Wake",
             ],
             swiftSettings: swiftSettings
         ),

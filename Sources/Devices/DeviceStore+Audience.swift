@@ -267,3 +267,30 @@ extension DeviceStore {
         return AudiencePage(tokens: kept.map(\.token), next: AudienceCursor(userID: last.user, token: last.token))
     }
 }
+
+extension DeviceStore {
+    /// Which of `tokens` the registry holds as invalid for the app and environment: a fixed token
+    /// list (a recurring send's `tokens` audience) leaves them out, as the registry's audiences do.
+    public func invalidTokens(
+        app: String,
+        environment: APNSEnvironment,
+        among tokens: [String]
+    ) async throws -> Set<
+        String
+    > {
+        var invalid: Set<String> = []
+        for start in stride(from: 0, to: tokens.count, by: 500) {
+            var binds = SQLBinds()
+            _ = binds.add(.text(app))
+            _ = binds.add(.text(environment.rawValue))
+            let list = tokens[start..<min(start + 500, tokens.count)].map { binds.add(.text($0)) }
+            let rows = try await database.query(
+                "SELECT token FROM devices WHERE app = $1 AND environment = $2 AND status = 'invalid' "
+                    + "AND token IN (\(list.joined(separator: ", ")))",
+                binds.values
+            )
+            for row in rows { invalid.insert(try row.string("token")) }
+        }
+        return invalid
+    }
+}

@@ -3,6 +3,7 @@ import HeraldAPI
 import Jobs
 import Notifications
 import Storage
+import Wake
 import Webhooks
 
 /// Herald's database schema: every module's migrations, composed in one fixed order.
@@ -18,4 +19,5 @@ enum HeraldSchema {
         StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
         + DeviceMigrations.all
         + WebhookMigrations.all
+        + WakeMigrations.all
 }

@@ -12,6 +12,7 @@ import Jobs
 import Notifications
 import Relay
 import Storage
+import Wake
 import Webhooks
 
 /// `herald serve` (the HTTP API, plus the relay when APNs credentials are configured) and
@@ -119,6 +120,12 @@ enum ServeCommand {
         } catch {
             problems += error.problems
         }
+        var wakeMinInterval = WakeRunner.defaultMinimumInterval
+        do {
+            wakeMinInterval = try WakeSettings.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
         var clientTokens = ClientTokenConfiguration()
         do {
             clientTokens = try ClientTokenConfiguration.load(environment: environment)
@@ -193,6 +200,7 @@ enum ServeCommand {
                 jobs: jobs,
                 deviceRetention: deviceRetention,
                 webhooks: webhooks,
+                wakeMinInterval: wakeMinInterval,
                 simulator: simulator,
                 logger: logger
             )
@@ -220,6 +228,8 @@ enum ServeCommand {
         jobs: JobWorkerConfiguration,
         deviceRetention: TimeInterval = DeviceRetention.defaultRetention,
         webhooks: WebhookConfiguration,
+        wakeMinInterval: TimeInterval = WakeRunner.defaultMinimumInterval,
+        wakePublisher: (any WakeRecordPublisher)? = nil,
         simulator: DemoSimulator? = nil,
         logger: Logger
     ) async throws {
@@ -273,8 +283,25 @@ enum ServeCommand {
             let idempotency = IdempotencyStore(database: database)
             idempotency.register(on: &handlers)
             webhookDeliverer.register(on: &handlers)
+            // Wake schedules: each occurrence is a wake.run job that chains the next one.
+            let wakeStore = WakeStore(database: database)
+            let wakeRunner = WakeRunner(
+                store: wakeStore,
+                devices: devices,
+                clients: clients,
+                publisher: wakePublisher,
+                minimumInterval: wakeMinInterval,
+                logger: Logger(label: "herald.wake")
+            )
+            wakeRunner.register(on: &handlers)
+            let wakePruning = HourlyJob(kind: "wake.prune") { now in
+                _ = try await wakeStore.prunePings(before: now.addingTimeInterval(-wakeMinInterval))
+            }
+            wakePruning.register(on: &handlers)
             let queue = JobQueue(database: database, handlers: handlers)
             webhookEvents.attach(queue)
+            wakeRunner.attach(queue)
+            try await wakePruning.schedule(on: queue)
             try await retention.schedule(on: queue)
             try await deviceRetention.schedule(on: queue)
             try await idempotency.schedule(on: queue)
@@ -307,6 +334,16 @@ enum ServeCommand {
                 .register(on: &router)
             // Broadcast channels: straight to APNs' management and broadcast hosts, nothing stored.
             ChannelRoutes(clients: clients, keys: apiKeys, idempotency: idempotency).register(on: &router)
+            WakeRoutes(
+                service: WakeService(
+                    store: wakeStore,
+                    queue: queue,
+                    apps: clients.apps,
+                    cloudKitConfigured: wakePublisher != nil
+                ),
+                keys: apiKeys,
+                idempotency: idempotency
+            ).register(on: &router)
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it

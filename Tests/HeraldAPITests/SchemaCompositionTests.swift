@@ -7,6 +7,7 @@ import Jobs
 import Notifications
 import Storage
 import Testing
+import Wake
 import Webhooks
 
 /// The modules' migrations in the order the executable composes them (`HeraldSchema`), for tests
@@ -16,6 +17,7 @@ enum TestSchema {
         StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
         + DeviceMigrations.all
         + WebhookMigrations.all
+        + WakeMigrations.all
 }
 
 /// Each module owns its migrations; the executable composes them. The single list of before
@@ -42,7 +44,7 @@ struct SchemaCompositionTests {
         #expect(
             Self.added.map(\.name) == [
                 "notifications_listing", "create_devices", "notification_audiences", "create_webhooks",
-                "create_webhook_outbox", "notification_pages",
+                "create_webhook_outbox", "create_wake_schedules", "create_wake_runs_and_pings", "notification_pages",
             ]
         )
     }

@@ -12,6 +12,7 @@ extension Setting {
         apnsProductionURL, apnsSandboxURL, apnsManagementProductionURL, apnsManagementSandboxURL, apnsCAFile,
         jobConcurrency, jobLeaseSeconds, jobRetentionHours,
         invalidDeviceRetentionDays,
+        wakeMinInterval,
         webhookAllowHTTP, webhookCAFile,
     ]
 
@@ -307,6 +308,16 @@ extension Setting {
         example: 90,
         range: 1...3_650,
         unit: "days"
+    )
+
+    public static let wakeMinInterval = Setting(
+        "HERALD_WAKE_MIN_INTERVAL",
+        group: .jobs,
+        meaning: "The least time between two wake pings to one device, across every wake schedule; pings a "
+            + "device would get sooner are skipped and counted.",
+        default: "20m",
+        example: "30m",
+        accepted: "a duration such as 20m, 1h or 90s (0s for no floor)"
     )
 
     // MARK: Webhooks
