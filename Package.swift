@@ -124,6 +124,12 @@ let package = Package(
             dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "Devices"],
             swiftSettings: swiftSettings
         ),
+        // Live Activities: push-to-start tokens, activities, instances, routing with the silent fallback.
+        .target(
+            name: "LiveActivities",
+            dependencies: ["HeraldCore", "HeraldCrypto", "Storage", "Jobs", "APNs", "Devices", "Notifications"],
+            swiftSettings: swiftSettings
+        ),
         // Outbound events to the app's backend: the webhooks, their outbox and signed delivery.
         .target(
             name: "Webhooks",
@@ -148,7 +154,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs", "Devices",
                 "ClientTokens",
-                "Webhooks",
+                "Webhooks", "LiveActivities",
             ],
             swiftSettings: swiftSettings
         ),
@@ -158,7 +164,7 @@ let package = Package(
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
                 "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn", "Devices",
                 "ClientTokens",
-                "Webhooks",
+                "Webhooks", "LiveActivities",
             ],
             swiftSettings: swiftSettings
         ),
@@ -315,7 +321,7 @@ let package = Package(
             dependencies: [
                 "HeraldAPI", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
-                "ProcessTestSupport", "Devices", "ClientTokens", "Webhooks",
+                "ProcessTestSupport", "Devices", "ClientTokens", "Webhooks", "LiveActivities",
             ],
             swiftSettings: swiftSettings
         ),

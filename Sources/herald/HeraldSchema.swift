@@ -1,6 +1,7 @@
 import Devices
 import HeraldAPI
 import Jobs
+import LiveActivities
 import Notifications
 import Storage
 import Webhooks
@@ -18,4 +19,5 @@ enum HeraldSchema {
         StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
         + DeviceMigrations.all
         + WebhookMigrations.all
+        + LiveActivityMigrations.all
 }

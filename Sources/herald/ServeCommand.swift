@@ -9,6 +9,7 @@ import HeraldAPI
 import HeraldCore
 import HeraldCrypto
 import Jobs
+import LiveActivities
 import Notifications
 import Relay
 import Storage
@@ -119,6 +120,12 @@ enum ServeCommand {
         } catch {
             problems += error.problems
         }
+        var channelRetention: TimeInterval = 3_600
+        do {
+            channelRetention = try LiveActivitySettings.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
         var clientTokens = ClientTokenConfiguration()
         do {
             clientTokens = try ClientTokenConfiguration.load(environment: environment)
@@ -192,6 +199,7 @@ enum ServeCommand {
                 clientTokens: clientTokens,
                 jobs: jobs,
                 deviceRetention: deviceRetention,
+                channelRetention: channelRetention,
                 webhooks: webhooks,
                 simulator: simulator,
                 logger: logger
@@ -219,6 +227,7 @@ enum ServeCommand {
         clientTokens: ClientTokenConfiguration = ClientTokenConfiguration(),
         jobs: JobWorkerConfiguration,
         deviceRetention: TimeInterval = DeviceRetention.defaultRetention,
+        channelRetention: TimeInterval = 3_600,
         webhooks: WebhookConfiguration,
         simulator: DemoSimulator? = nil,
         logger: Logger
@@ -273,8 +282,19 @@ enum ServeCommand {
             let idempotency = IdempotencyStore(database: database)
             idempotency.register(on: &handlers)
             webhookDeliverer.register(on: &handlers)
+            // Live Activities: push-to-start, updates routed per instance, scheduled start and end.
+            let channels = ManagementChannels(endpoints: apns?.endpoints ?? APNSEndpoints())
+            let liveActivities = LiveActivitySender(
+                store: LiveActivityStore(database: database),
+                devices: devices,
+                clients: clients,
+                channels: channels,
+                channelRetention: channelRetention
+            )
+            liveActivities.register(on: &handlers)
             let queue = JobQueue(database: database, handlers: handlers)
             webhookEvents.attach(queue)
+            liveActivities.attach(queue)
             try await retention.schedule(on: queue)
             try await deviceRetention.schedule(on: queue)
             try await idempotency.schedule(on: queue)
@@ -301,6 +321,12 @@ enum ServeCommand {
             // App-facing: /v1/client takes client tokens, not API keys.
             ClientDeviceRoutes(
                 service: DeviceService(store: devices, apps: clients.apps),
+                authenticator: ClientTokenAuthenticator(clientTokens)
+            ).register(on: &router)
+            let liveActivityService = LiveActivityService(sender: liveActivities)
+            LiveActivityRoutes(service: liveActivityService, keys: apiKeys).register(on: &router)
+            ClientLiveActivityRoutes(
+                service: liveActivityService,
                 authenticator: ClientTokenAuthenticator(clientTokens)
             ).register(on: &router)
             WebhookRoutes(store: webhookStore, keys: apiKeys, idempotency: idempotency, allowHTTP: webhooks.allowHTTP)
@@ -362,6 +388,7 @@ enum ServeCommand {
                 try await tasks.waitForAll()
             }
             await webhookDeliverer.close()
+            await channels.shutdown()
         } catch {
             await clients.shutdown()
             await database.close()

@@ -4,6 +4,7 @@ import Foundation
 import HeraldAPI
 import HeraldCore
 import Jobs
+import LiveActivities
 import Notifications
 import Storage
 import Testing
@@ -16,6 +17,7 @@ enum TestSchema {
         StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
         + DeviceMigrations.all
         + WebhookMigrations.all
+        + LiveActivityMigrations.all
 }
 
 /// Each module owns its migrations; the executable composes them. The single list of before
@@ -42,7 +44,7 @@ struct SchemaCompositionTests {
         #expect(
             Self.added.map(\.name) == [
                 "notifications_listing", "create_devices", "notification_audiences", "create_webhooks",
-                "create_webhook_outbox",
+                "create_webhook_outbox", "create_live_activities", "create_live_activity_deliveries",
             ]
         )
     }

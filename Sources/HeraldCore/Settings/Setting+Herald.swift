@@ -12,6 +12,7 @@ extension Setting {
         apnsProductionURL, apnsSandboxURL, apnsManagementProductionURL, apnsManagementSandboxURL, apnsCAFile,
         jobConcurrency, jobLeaseSeconds, jobRetentionHours,
         invalidDeviceRetentionDays,
+        channelRetention,
         webhookAllowHTTP, webhookCAFile,
     ]
 
@@ -307,6 +308,19 @@ extension Setting {
         example: 90,
         range: 1...3_650,
         unit: "days"
+    )
+
+    // MARK: Live Activities
+
+    public static let channelRetention = Setting.integer(
+        "HERALD_CHANNEL_RETENTION",
+        group: .jobs,
+        meaning: "How long a broadcast channel Herald created for a Live Activity is kept after the activity "
+            + "ended, before Herald deletes it on APNs, in seconds.",
+        default: 3_600,
+        example: 7_200,
+        range: 0...604_800,
+        unit: "seconds"
     )
 
     // MARK: Webhooks
