@@ -283,18 +283,11 @@ enum ServeCommand {
             idempotency.register(on: &handlers)
             webhookDeliverer.register(on: &handlers)
             // Live Activities: push-to-start, updates routed per instance, scheduled start and end.
-            let channels = ManagementChannels(endpoints: apns?.endpoints ?? APNSEndpoints())
-            let liveActivities = LiveActivitySender(
-                store: LiveActivityStore(database: database),
-                devices: devices,
-                clients: clients,
-                channels: channels,
-                channelRetention: channelRetention
-            )
-            liveActivities.register(on: &handlers)
+            let liveActivities = LiveActivityWiring(database, devices, clients, apns?.endpoints, channelRetention)
+            liveActivities.sender.register(on: &handlers)
             let queue = JobQueue(database: database, handlers: handlers)
             webhookEvents.attach(queue)
-            liveActivities.attach(queue)
+            liveActivities.sender.attach(queue)
             try await retention.schedule(on: queue)
             try await deviceRetention.schedule(on: queue)
             try await idempotency.schedule(on: queue)
@@ -323,12 +316,7 @@ enum ServeCommand {
                 service: DeviceService(store: devices, apps: clients.apps),
                 authenticator: ClientTokenAuthenticator(clientTokens)
             ).register(on: &router)
-            let liveActivityService = LiveActivityService(sender: liveActivities)
-            LiveActivityRoutes(service: liveActivityService, keys: apiKeys).register(on: &router)
-            ClientLiveActivityRoutes(
-                service: liveActivityService,
-                authenticator: ClientTokenAuthenticator(clientTokens)
-            ).register(on: &router)
+            liveActivities.register(on: &router, keys: apiKeys, clientTokens: clientTokens)
             WebhookRoutes(store: webhookStore, keys: apiKeys, idempotency: idempotency, allowHTTP: webhooks.allowHTTP)
                 .register(on: &router)
             if let simulator {
@@ -388,7 +376,7 @@ enum ServeCommand {
                 try await tasks.waitForAll()
             }
             await webhookDeliverer.close()
-            await channels.shutdown()
+            await liveActivities.channels.shutdown()
         } catch {
             await clients.shutdown()
             await database.close()
@@ -487,29 +475,5 @@ struct RelayWiring {
             routes: routes,
             logger: Logger(label: "herald.relay")
         )
-    }
-}
-
-/// `/readyz`'s APNs check: fails while a pool opened so far has no usable connection and its
-/// connects have failed since one last answered (between retries as well as during backoff).
-struct APNsReadiness: ReadinessCheck {
-    let name = "apns"
-    let clients: APNSClientProvider
-
-    func check() async throws {
-        let down = clients.pools.map { ($0, $0.status) }.filter { _, status in
-            status.usableConnections == 0 && status.consecutiveConnectFailures > 0
-        }
-        guard down.isEmpty else {
-            throw APNsDown(endpoints: down.map { "\($0.0.endpoint)" }, reason: down.first?.1.lastConnectError)
-        }
-    }
-
-    struct APNsDown: Error, CustomStringConvertible {
-        var endpoints: [String]
-        var reason: String?
-        var description: String {
-            "cannot connect to \(endpoints.joined(separator: ", "))" + (reason.map { ": \($0)" } ?? "")
-        }
     }
 }
