@@ -17,13 +17,13 @@ struct LiveActivityServer {
     let herald: HeraldProcess
     let base: String
 
-    static func start(databaseURL: String) async throws -> LiveActivityServer {
+    static func start(databaseURL: String, environment: [String: String] = [:]) async throws -> LiveActivityServer {
         let herald = try HeraldProcess(
             arguments: ["serve", "--simulator", "--host", "127.0.0.1", "--port", "0"],
             environment: [
                 "DATABASE_URL": databaseURL, "TOPIC": topic, "HERALD_API_KEYS": key,
                 "HERALD_CLIENT_TOKEN_SECRET": secret,
-            ]
+            ].merging(environment) { _, new in new }
         )
         return LiveActivityServer(herald: herald, base: "http://127.0.0.1:\(try await herald.listeningPort())")
     }

@@ -32,7 +32,10 @@ struct ServeLiveActivitiesScheduleTests {
     func channel(backend: Backend) async throws {
         let database = try await LiveActivityServer.database(backend)
         defer { Task { await database.remove() } }
-        let server = try await LiveActivityServer.start(databaseURL: database.url)
+        let server = try await LiveActivityServer.start(
+            databaseURL: database.url,
+            environment: ["HERALD_CHANNEL_RETENTION": "0"]
+        )
         try await Self.register(server)
         var body = Self.create
         body["channel"] = ["create": true, "storage_policy": 0]
@@ -60,6 +63,11 @@ struct ServeLiveActivitiesScheduleTests {
         #expect(broadcasts.map { $0.payload("aps")["event"] as? String } == ["update", "end"])
         let state = try await server.activity(id, state: "ended")
         #expect(state["channel_created"] as? Bool == true)
+        // With HERALD_CHANNEL_RETENTION=0 the channel Herald created is deleted right after the end.
+        try await eventually("the channel deleted", timeout: .seconds(30)) {
+            let channels = try await server.call("GET", "/simulator/channels").body["channels"] as? [[String: Any]]
+            return channels?.isEmpty == true
+        }
         try await server.stop()
     }
 
