@@ -15,7 +15,6 @@ extension LiveActivitySender {
     public func accept(
         _ update: LiveActivityUpdate,
         for id: UUID,
-        requireStarted: Bool = true,
         keepContent: Bool = false
     ) async throws -> LiveActivityRouteCounts {
         let queue = try queue

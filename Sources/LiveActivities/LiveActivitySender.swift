@@ -283,7 +283,7 @@ public final class LiveActivitySender: Sendable {
         guard let activity = try await store.activity(id) else { return .done }
         guard activity.state == .started else { return .done }
         let update = LiveActivityUpdate(event: .end, contentState: activity.contentState)
-        _ = try await accept(update, for: id, requireStarted: true)
+        _ = try await accept(update, for: id)
         return .done
     }
 

@@ -172,7 +172,7 @@ public struct LiveActivityService: Sendable {
         }
     }
 
-    /// Accepts an update (``LiveActivitySender/accept(_:for:requireStarted:keepContent:)``).
+    /// Accepts an update (``LiveActivitySender/accept(_:for:keepContent:)``).
     public func update(_ id: UUID, _ update: LiveActivityUpdate) async throws -> LiveActivityRouteCounts {
         try await sender.accept(update, for: id)
     }

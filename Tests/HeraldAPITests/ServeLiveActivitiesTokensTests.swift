@@ -93,4 +93,48 @@ struct ServeLiveActivitiesTokensTests {
         #expect(recorded?.filter { $0["route"] as? String == "silent" }.map { $0["status"] as? Int } == [200, 503])
         try await server.stop()
     }
+
+    @Test(
+        "tags and all audiences read the push-to-start tokens of the registered devices' users",
+        arguments: ServeLiveActivitiesTests.backends
+    )
+    func tagAudiences(backend: Backend) async throws {
+        let database = try await LiveActivityServer.database(backend)
+        defer { Task { await database.remove() } }
+        let server = try await LiveActivityServer.start(databaseURL: database.url)
+        let devices: [(user: String, tags: [String])] = [("t1", ["fr", "beta"]), ("t2", ["fr"]), ("t3", [])]
+        for (index, device) in devices.enumerated() {
+            let token = String(format: "%064x", 100 + index)
+            let registered = try await server.call(
+                "PUT",
+                "/v1/devices/\(token)",
+                ["user_id": device.user, "tags": device.tags]
+            )
+            #expect(registered.status == 201, "\(registered.body)")
+            try await server.call(
+                "PUT",
+                "/v1/users/\(device.user)/push-to-start-tokens",
+                ["attributes_type": "OrderAttributes", "token": String(format: "%064x", 200 + index)]
+            )
+        }
+        let cases: [([String: Any], [String])] = [
+            (["tags": ["any": ["fr"]]], ["t1", "t2"]),
+            (["tags": ["all": ["fr", "beta"]]], ["t1"]),
+            (["all": true], ["t1", "t2", "t3"]),
+        ]
+        for (audience, users) in cases {
+            var body = Self.create
+            body["audience"] = audience
+            let (status, created) = try await server.call("POST", "/v1/live-activities", body)
+            #expect(status == 201, "\(audience): \(created)")
+            let started = try await server.activity(try #require(created["id"] as? String), state: "started")
+            #expect(started["users"] as? [String] == users, "\(audience)")
+            let starts = (started["deliveries"] as? [[String: Any]] ?? []).filter { $0["status"] as? Int == 200 }
+            #expect(starts.count == users.count, "\(audience)")
+        }
+        var nobody = Self.create
+        nobody["audience"] = ["tags": ["any": ["nl"]]]
+        #expect(try await server.call("POST", "/v1/live-activities", nobody).status == 422)
+        try await server.stop()
+    }
 }
