@@ -310,6 +310,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Replays Fuzz/corpus and Fuzz/regressions through the fuzz harnesses.
+        .testTarget(
+            name: "LiveActivitiesTests",
+            dependencies: ["LiveActivities", "Storage", "APNs", "HeraldCore", "DatabaseTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzHarness"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ClientTokensTests",
