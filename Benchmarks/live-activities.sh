@@ -147,7 +147,7 @@ elapsed = time.time() - began
 print("%.3f %.3f %.0f %d %d %d" % (accepted, elapsed, total / elapsed, counts["update_token"], counts["silent"],
       int(seen.get(("update_token", "delivered"), 0) + seen.get(("silent", "delivered"), 0))))
 PY
-)
+) || { echo "live-activities: the run failed; herald serve's log:" >&2; grep -m1 -B2 -A40 "Crash\|Fatal\|fatal\|Thread.*crashed" "$work/serve-$backend.log" | head -60 >&2; return 1; }
   read -r accept_seconds seconds rate via_token via_silent delivered <<<"$result"
   kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true; serve_pid=
 

@@ -250,27 +250,34 @@ extension LiveActivitySender {
 
     /// Sends the requests, at most 32 at a time; the results in the requests' order.
     func sendAll(_ requests: [APNSRequest], using client: APNSClient) async -> [Result<APNSSendResult, any Error>] {
-        var results = [Result<APNSSendResult, any Error>?](repeating: nil, count: requests.count)
-        await withTaskGroup(of: (Int, Result<APNSSendResult, any Error>).self) { group in
+        let results = await withTaskGroup(
+            of: (Int, Result<APNSSendResult, any Error>).self,
+            returning: [Result<APNSSendResult, any Error>?].self
+        ) { group in
+            var results = [Result<APNSSendResult, any Error>?](repeating: nil, count: requests.count)
             var next = 0
-            func add() {
+            while next < requests.count {
+                // At most 32 in flight: wait for one before adding the 33rd.
+                if next >= 32, let (index, result) = await group.next() { results[index] = result }
                 let index = next
                 let request = requests[index]
+                group.addTask { (index, await Self.send(request, using: client)) }
                 next += 1
-                group.addTask {
-                    do {
-                        return (index, .success(try await client.send(request)))
-                    } catch {
-                        return (index, .failure(error))
-                    }
-                }
             }
-            while next < min(32, requests.count) { add() }
-            while let (index, result) = await group.next() {
-                results[index] = result
-                if next < requests.count { add() }
-            }
+            while let (index, result) = await group.next() { results[index] = result }
+            return results
         }
         return results.map { $0 ?? .failure(CancellationError()) }
+    }
+
+    private static func send(
+        _ request: APNSRequest,
+        using client: APNSClient
+    ) async -> Result<APNSSendResult, any Error> {
+        do {
+            return .success(try await client.send(request))
+        } catch {
+            return .failure(error)
+        }
     }
 }

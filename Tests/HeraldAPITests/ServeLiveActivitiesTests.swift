@@ -140,7 +140,12 @@ struct ServeLiveActivitiesTests {
         let rescued = try #require(try await server.deliveries(token: device, count: 3).last)
         #expect(rescued.payload("live-activity")["content-state"] as? [String: Int] == ["step": 5])
         #expect(rescued.payload("live-activity")["timestamp"] as? Int == dead.payload("aps")["timestamp"] as? Int)
-        let details = try await server.call("GET", "/v1/live-activities/\(id)").body
+        // Herald records APNs' answers after the simulator has given them: wait for the fallback's.
+        var details: [String: Any] = [:]
+        try await eventually("the fallback recorded", timeout: .seconds(30)) {
+            details = try await server.call("GET", "/v1/live-activities/\(id)").body
+            return (details["deliveries"] as? [[String: Any]])?.first?["route"] as? String == "silent"
+        }
         let instances = try #require(details["instances"] as? [[String: Any]])
         #expect(instances.count == 1)
         #expect(instances.first?["update_token"] is NSNull)

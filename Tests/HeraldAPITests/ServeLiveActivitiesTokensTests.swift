@@ -89,8 +89,15 @@ struct ServeLiveActivitiesTokensTests {
         let delivered = try await server.deliveries(token: device, count: 5)
         #expect(delivered.map { $0["status"] as? Int } == [503, 503, 503, 503, 200])
         #expect(delivered.last?.payload("live-activity")["content-state"] as? [String: Int] == ["step": 2])
-        let recorded = try await server.call("GET", "/v1/live-activities/\(id)").body["deliveries"] as? [[String: Any]]
-        #expect(recorded?.filter { $0["route"] as? String == "silent" }.map { $0["status"] as? Int } == [200, 503])
+        // Herald records APNs' answer after the simulator has answered: wait for it.
+        var statuses: [Int?] = []
+        try await eventually("the 200 recorded", timeout: .seconds(30)) {
+            let recorded =
+                try await server.call("GET", "/v1/live-activities/\(id)").body["deliveries"] as? [[String: Any]]
+            statuses = recorded?.filter { $0["route"] as? String == "silent" }.map { $0["status"] as? Int } ?? []
+            return statuses.first == 200
+        }
+        #expect(statuses == [200, 503])
         try await server.stop()
     }
 
