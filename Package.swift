@@ -124,6 +124,12 @@ let package = Package(
             dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "Devices"],
             swiftSettings: swiftSettings
         ),
+        // Live Activities: push-to-start tokens, activities, instances, routing with the silent fallback.
+        .target(
+            name: "LiveActivities",
+            dependencies: ["HeraldCore", "HeraldCrypto", "Storage", "Jobs", "APNs", "Devices", "Notifications"],
+            swiftSettings: swiftSettings
+        ),
         // Outbound events to the app's backend: the webhooks, their outbox and signed delivery.
         .target(
             name: "Webhooks",
@@ -155,7 +161,7 @@ let package = Package(
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs", "Devices",
                 "ClientTokens",
                 "Webhooks",
-                "Wake",
+                "Wake", "LiveActivities",
             ],
             swiftSettings: swiftSettings
         ),
@@ -166,7 +172,7 @@ let package = Package(
                 "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn", "Devices",
                 "ClientTokens",
                 "Webhooks",
-                "Wake",
+                "Wake", "LiveActivities",
             ],
             swiftSettings: swiftSettings
         ),
@@ -320,6 +326,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Replays Fuzz/corpus and Fuzz/regressions through the fuzz harnesses.
+        .testTarget(
+            name: "LiveActivitiesTests",
+            dependencies: ["LiveActivities", "Storage", "APNs", "HeraldCore", "DatabaseTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzHarness"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ClientTokensTests",
@@ -331,7 +342,7 @@ let package = Package(
             dependencies: [
                 "HeraldAPI", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
-                "ProcessTestSupport", "Devices", "ClientTokens", "Webhooks", "Wake",
+                "ProcessTestSupport", "Devices", "ClientTokens", "Webhooks", "Wake", "LiveActivities",
             ],
             swiftSettings: swiftSettings
         ),

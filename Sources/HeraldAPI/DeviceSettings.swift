@@ -12,3 +12,15 @@ public enum DeviceSettings {
         return TimeInterval(days) * 86_400
     }
 }
+
+/// The Live Activities' settings for `herald serve`: `HERALD_CHANNEL_RETENTION` (how long a channel
+/// Herald created outlives its activity, default 1 hour).
+public enum LiveActivitySettings {
+    /// The channel retention, in seconds.
+    public static func load(environment: [String: String]) throws(ConfigurationError) -> TimeInterval {
+        var reader = EnvironmentReader(environment)
+        let seconds = reader.integer(.channelRetention) ?? 3_600
+        try reader.validate()
+        return TimeInterval(seconds)
+    }
+}

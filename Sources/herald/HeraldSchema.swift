@@ -1,6 +1,7 @@
 import Devices
 import HeraldAPI
 import Jobs
+import LiveActivities
 import Notifications
 import Storage
 import Wake
@@ -20,4 +21,5 @@ enum HeraldSchema {
         + DeviceMigrations.all
         + WebhookMigrations.all
         + WakeMigrations.all
+        + LiveActivityMigrations.all
 }

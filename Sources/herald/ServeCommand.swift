@@ -9,6 +9,7 @@ import HeraldAPI
 import HeraldCore
 import HeraldCrypto
 import Jobs
+import LiveActivities
 import Notifications
 import Relay
 import Storage
@@ -95,42 +96,34 @@ enum ServeCommand {
         } catch {
             problems += error.problems
         }
-        var apiKeys = APIKeys([])
-        var jobs = JobWorkerConfiguration()
-        var webhooks = WebhookConfiguration()
-        do {
-            webhooks = try WebhookSettings.load(environment: environment)
-            webhooks.userAgent = "Herald/\(Herald.version)"
-        } catch {
-            problems += error.problems
+        // Each setting group's problems are collected, so that one run names them all.
+        func load<T>(_ fallback: T, _ read: () throws(ConfigurationError) -> T) -> T {
+            do {
+                return try read()
+            } catch {
+                problems += error.problems
+                return fallback
+            }
         }
-        do {
-            apiKeys = try APIKeys.load(environment: environment)
-        } catch {
-            problems += error.problems
+        var webhooks = load(WebhookConfiguration()) { () throws(ConfigurationError) in
+            try WebhookSettings.load(environment: environment)
         }
-        do {
-            jobs = try JobSettings.load(environment: environment)
-        } catch {
-            problems += error.problems
+        webhooks.userAgent = "Herald/\(Herald.version)"
+        var apiKeys = load(APIKeys([])) { () throws(ConfigurationError) in try APIKeys.load(environment: environment) }
+        let jobs = load(JobWorkerConfiguration()) { () throws(ConfigurationError) in
+            try JobSettings.load(environment: environment)
         }
-        var deviceRetention = DeviceRetention.defaultRetention
-        do {
-            deviceRetention = try DeviceSettings.load(environment: environment)
-        } catch {
-            problems += error.problems
+        let deviceRetention = load(DeviceRetention.defaultRetention) { () throws(ConfigurationError) in
+            try DeviceSettings.load(environment: environment)
         }
-        var wakeMinInterval = WakeRunner.defaultMinimumInterval
-        do {
-            wakeMinInterval = try WakeSettings.load(environment: environment)
-        } catch {
-            problems += error.problems
+        let wakeMinInterval = load(WakeRunner.defaultMinimumInterval) { () throws(ConfigurationError) in
+            try WakeSettings.load(environment: environment)
         }
-        var clientTokens = ClientTokenConfiguration()
-        do {
-            clientTokens = try ClientTokenConfiguration.load(environment: environment)
-        } catch {
-            problems += error.problems
+        let channelRetention = load(TimeInterval(3_600)) { () throws(ConfigurationError) in
+            try LiveActivitySettings.load(environment: environment)
+        }
+        let clientTokens = load(ClientTokenConfiguration()) { () throws(ConfigurationError) in
+            try ClientTokenConfiguration.load(environment: environment)
         }
         let useSimulator = parsed.flag("simulator")
         if parsed.value("env-file") != nil, !useSimulator {
@@ -199,6 +192,7 @@ enum ServeCommand {
                 clientTokens: clientTokens,
                 jobs: jobs,
                 deviceRetention: deviceRetention,
+                channelRetention: channelRetention,
                 webhooks: webhooks,
                 wakeMinInterval: wakeMinInterval,
                 simulator: simulator,
@@ -227,6 +221,7 @@ enum ServeCommand {
         clientTokens: ClientTokenConfiguration = ClientTokenConfiguration(),
         jobs: JobWorkerConfiguration,
         deviceRetention: TimeInterval = DeviceRetention.defaultRetention,
+        channelRetention: TimeInterval = 3_600,
         webhooks: WebhookConfiguration,
         wakeMinInterval: TimeInterval = WakeRunner.defaultMinimumInterval,
         wakePublisher: (any WakeRecordPublisher)? = nil,
@@ -283,25 +278,21 @@ enum ServeCommand {
             let idempotency = IdempotencyStore(database: database)
             idempotency.register(on: &handlers)
             webhookDeliverer.register(on: &handlers)
-            // Wake schedules: each occurrence is a wake.run job that chains the next one.
-            let wakeStore = WakeStore(database: database)
-            let wakeRunner = WakeRunner(
-                store: wakeStore,
-                devices: devices,
-                clients: clients,
+            // Live Activities: push-to-start, updates routed per instance, scheduled start and end.
+            let liveActivities = LiveActivityWiring(database, devices, clients, apns?.endpoints, channelRetention)
+            liveActivities.sender.register(on: &handlers)
+            let wake = WakeWiring(
+                database,
+                devices,
+                clients,
                 publisher: wakePublisher,
-                minimumInterval: wakeMinInterval,
-                logger: Logger(label: "herald.wake")
+                minimumInterval: wakeMinInterval
             )
-            wakeRunner.register(on: &handlers)
-            let wakePruning = HourlyJob(kind: "wake.prune") { now in
-                _ = try await wakeStore.prunePings(before: now.addingTimeInterval(-wakeMinInterval))
-            }
-            wakePruning.register(on: &handlers)
+            wake.register(on: &handlers)
             let queue = JobQueue(database: database, handlers: handlers)
             webhookEvents.attach(queue)
-            wakeRunner.attach(queue)
-            try await wakePruning.schedule(on: queue)
+            liveActivities.sender.attach(queue)
+            try await wake.attach(queue)
             try await retention.schedule(on: queue)
             try await deviceRetention.schedule(on: queue)
             try await idempotency.schedule(on: queue)
@@ -330,20 +321,12 @@ enum ServeCommand {
                 service: DeviceService(store: devices, apps: clients.apps),
                 authenticator: ClientTokenAuthenticator(clientTokens)
             ).register(on: &router)
+            liveActivities.register(on: &router, keys: apiKeys, clientTokens: clientTokens)
             WebhookRoutes(store: webhookStore, keys: apiKeys, idempotency: idempotency, allowHTTP: webhooks.allowHTTP)
                 .register(on: &router)
             // Broadcast channels: straight to APNs' management and broadcast hosts, nothing stored.
             ChannelRoutes(clients: clients, keys: apiKeys, idempotency: idempotency).register(on: &router)
-            WakeRoutes(
-                service: WakeService(
-                    store: wakeStore,
-                    queue: queue,
-                    apps: clients.apps,
-                    cloudKitConfigured: wakePublisher != nil
-                ),
-                keys: apiKeys,
-                idempotency: idempotency
-            ).register(on: &router)
+            wake.register(on: &router, queue: queue, apps: clients.apps, keys: apiKeys, idempotency: idempotency)
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it
@@ -401,6 +384,7 @@ enum ServeCommand {
                 try await tasks.waitForAll()
             }
             await webhookDeliverer.close()
+            await liveActivities.channels.shutdown()
         } catch {
             await clients.shutdown()
             await database.close()
@@ -499,29 +483,5 @@ struct RelayWiring {
             routes: routes,
             logger: Logger(label: "herald.relay")
         )
-    }
-}
-
-/// `/readyz`'s APNs check: fails while a pool opened so far has no usable connection and its
-/// connects have failed since one last answered (between retries as well as during backoff).
-struct APNsReadiness: ReadinessCheck {
-    let name = "apns"
-    let clients: APNSClientProvider
-
-    func check() async throws {
-        let down = clients.pools.map { ($0, $0.status) }.filter { _, status in
-            status.usableConnections == 0 && status.consecutiveConnectFailures > 0
-        }
-        guard down.isEmpty else {
-            throw APNsDown(endpoints: down.map { "\($0.0.endpoint)" }, reason: down.first?.1.lastConnectError)
-        }
-    }
-
-    struct APNsDown: Error, CustomStringConvertible {
-        var endpoints: [String]
-        var reason: String?
-        var description: String {
-            "cannot connect to \(endpoints.joined(separator: ", "))" + (reason.map { ": \($0)" } ?? "")
-        }
     }
 }

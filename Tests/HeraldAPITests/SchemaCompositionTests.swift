@@ -4,6 +4,7 @@ import Foundation
 import HeraldAPI
 import HeraldCore
 import Jobs
+import LiveActivities
 import Notifications
 import Storage
 import Testing
@@ -18,6 +19,7 @@ enum TestSchema {
         + DeviceMigrations.all
         + WebhookMigrations.all
         + WakeMigrations.all
+        + LiveActivityMigrations.all
 }
 
 /// Each module owns its migrations; the executable composes them. The single list of before
@@ -44,7 +46,8 @@ struct SchemaCompositionTests {
         #expect(
             Self.added.map(\.name) == [
                 "notifications_listing", "create_devices", "notification_audiences", "create_webhooks",
-                "create_webhook_outbox", "create_wake_schedules", "create_wake_runs_and_pings", "notification_pages",
+                "create_webhook_outbox", "create_live_activities", "create_live_activity_deliveries",
+                "create_wake_schedules", "create_wake_runs_and_pings", "notification_pages",
             ]
         )
     }

@@ -13,6 +13,7 @@ extension Setting {
         jobConcurrency, jobLeaseSeconds, jobRetentionHours,
         invalidDeviceRetentionDays,
         wakeMinInterval,
+        channelRetention,
         webhookAllowHTTP, webhookCAFile,
     ]
 
@@ -318,6 +319,19 @@ extension Setting {
         default: "20m",
         example: "30m",
         accepted: "a duration such as 20m, 1h or 90s (0s for no floor)"
+    )
+
+    // MARK: Live Activities
+
+    public static let channelRetention = Setting.integer(
+        "HERALD_CHANNEL_RETENTION",
+        group: .jobs,
+        meaning: "How long a broadcast channel Herald created for a Live Activity is kept after the activity "
+            + "ended, before Herald deletes it on APNs, in seconds.",
+        default: 3_600,
+        example: 7_200,
+        range: 0...604_800,
+        unit: "seconds"
     )
 
     // MARK: Webhooks

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Live Activities (issue 22): ACTIVITIES activities (default 10,000) started by push-to-start from
+# `herald serve` against the APNs sink of ../shared/bench/ (apns-sink, h2o over TLS), each
+# reported by its "app" (half with an update token, half with only a device token), then one
+# `POST /v1/live-activities/{id}/update` each, CLIENTS requests at a time. Reports per backend the
+# time from the first update to APNs having answered all (herald_live_activity_deliveries_total
+# for update_token and silent), the rate, and next to it `herald bench` sending as many pushes to
+# the same sink in the same run.
+#   ACTIVITIES=10000 BACKENDS="sqlite postgres" CLIENTS=8 SINK_PORT=8443 HERALD=.build/release/herald \
+#     Benchmarks/live-activities.sh
+# Target: a rate of at least 0.5 x herald bench's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+activities=${ACTIVITIES:-10000}
+backends=${BACKENDS:-sqlite postgres}
+clients=${CLIENTS:-8}
+port=${SINK_PORT:-8443}
+sink=${APNS_SINK:-../shared/bench/apns-sink}
+herald=${HERALD:-.build/release/herald}
+[ -x "$herald" ] || swift build -c release --product herald >/dev/null
+herald=$(realpath "$herald")
+work=$(mktemp -d /tmp/herald-live-activities.XXXXXX)
+key=live-activities-bench-key-0123456789
+secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+cleanup() {
+  for pid in ${serve_pid:-} ${sink_pid:-}; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap 'cleanup; stop_throwaway_postgres 2>/dev/null || true' EXIT
+. scripts/throwaway-postgres.sh
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+APNS_SINK_DIR="$work/sink" "$sink" "$port" >"$work/sink.log" 2>&1 &
+sink_pid=$!
+for _ in $(seq 100); do
+  [ -f "$work/sink/cert.pem" ] && curl -s --http2 --cacert "$work/sink/cert.pem" -o /dev/null "https://127.0.0.1:$port/" && break
+  sleep 0.1
+done
+openssl ecparam -genkey -name prime256v1 -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$work/key.p8"
+export APNS_CA_FILE="$work/sink/cert.pem" APNS_PRODUCTION_URL="https://127.0.0.1:$port" \
+  APNS_SANDBOX_URL="https://127.0.0.1:$port" APNS_AUTH_KEY_FILE="$work/key.p8" APNS_KEY_ID=BENCHKEY01 \
+  APPLE_TEAM_ID=BENCHTEAM1 TOPIC=com.example.bench
+
+run_backend() {
+  local backend=$1 url
+  case $backend in
+    sqlite) url="sqlite:$work/herald.sqlite"; rm -f "$work"/herald.sqlite* ;;
+    postgres)
+      start_throwaway_postgres
+      # It sets its own EXIT trap: keep stopping herald and the sink too.
+      trap 'cleanup; stop_throwaway_postgres 2>/dev/null || true' EXIT
+      url=$THROWAWAY_PG_URL ;;
+    *) echo "live-activities: unknown backend $backend" >&2; return 1 ;;
+  esac
+  local api_port
+  api_port=$(free_port)
+  PORT=$api_port HOST=127.0.0.1 DATABASE_URL=$url HERALD_API_KEYS=$key HERALD_CLIENT_TOKEN_SECRET=$secret \
+    LOG_LEVEL=warning "$herald" serve >"$work/serve-$backend.log" 2>&1 &
+  serve_pid=$!
+  for _ in $(seq 300); do curl -sf "http://127.0.0.1:$api_port/healthz" >/dev/null && break; sleep 0.1; done
+  curl -sf "http://127.0.0.1:$api_port/healthz" >/dev/null \
+    || { echo "live-activities: herald serve did not start:" >&2; cat "$work/serve-$backend.log" >&2; return 1; }
+
+  # Setup (not timed), then the updates (timed until APNs answered every one).
+  local result
+  result=$(python3 - "http://127.0.0.1:$api_port" "$key" "$secret" "$activities" "$clients" <<'PY'
+import base64, hashlib, hmac, http.client, json, os, re, sys, threading, time, urllib.parse
+base, key, secret, total, clients = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+host = urllib.parse.urlparse(base)
+local = threading.local()
+
+def b64(data): return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+def client_token(user):
+    now = int(time.time())
+    header = b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    claims = b64(json.dumps({"sub": user, "aud": "herald", "iat": now, "exp": now + 3600}).encode())
+    signature = hmac.new(secret.encode(), (header + "." + claims).encode(), hashlib.sha256).digest()
+    return header + "." + claims + "." + b64(signature)
+
+def call(method, path, body, token=key, expect=(200, 201, 202)):
+    if not hasattr(local, "connection"):
+        local.connection = http.client.HTTPConnection(host.hostname, host.port, timeout=120)
+    local.connection.request(method, path, json.dumps(body) if body is not None else None,
+                             {"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    response = local.connection.getresponse()
+    data = response.read()
+    if response.status not in expect:
+        raise SystemExit("%s %s: %d %s" % (method, path, response.status, data[:300]))
+    return json.loads(data) if data else {}
+
+def parallel(work):
+    errors = []
+    def run(index):
+        try:
+            for i in range(index, total, clients): work(i)
+        except BaseException as error:
+            errors.append(error)
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(clients)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    if errors: raise SystemExit(str(errors[0]))
+
+def delivered():
+    connection = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
+    connection.request("GET", "/metrics")
+    text = connection.getresponse().read().decode()
+    counts = {}
+    for line in text.splitlines():
+        if line.startswith("herald_live_activity_deliveries_total{"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
+            counts[(labels.get("route"), labels.get("result"))] = float(line.rsplit(" ", 1)[1])
+    return counts
+
+ids = [None] * total
+def start(i):
+    call("PUT", "/v1/users/u%d/push-to-start-tokens" % i,
+         {"attributes_type": "BenchAttributes", "token": os.urandom(32).hex()})
+    ids[i] = call("POST", "/v1/live-activities", {
+        "attributes_type": "BenchAttributes", "content_state": {"step": 0},
+        "alert": {"title": "Bench", "body": "Started"}, "audience": {"users": ["u%d" % i]}})["id"]
+parallel(start)
+while delivered().get(("push_to_start", "delivered"), 0) < total: time.sleep(0.5)
+def report(i):
+    instance = {"activity_id": "ios-%d" % i, "device_token": os.urandom(32).hex()}
+    if i % 2 == 0: instance["update_token"] = os.urandom(32).hex()
+    call("POST", "/v1/client/live-activities/%s/instances" % ids[i], instance, token=client_token("u%d" % i))
+parallel(report)
+
+counts = {"update_token": 0, "silent": 0}
+lock = threading.Lock()
+began = time.time()
+def update(i):
+    routes = call("POST", "/v1/live-activities/%s/update" % ids[i], {"content_state": {"step": 1}})["routes"]
+    with lock:
+        counts["update_token"] += routes["update_token"]
+        counts["silent"] += routes["silent"]
+parallel(update)
+accepted = time.time() - began
+while True:
+    seen = delivered()
+    answered = sum(v for (route, _), v in seen.items() if route in ("update_token", "silent"))
+    if answered >= total: break
+    time.sleep(0.05)
+elapsed = time.time() - began
+print("%.3f %.3f %.0f %d %d %d" % (accepted, elapsed, total / elapsed, counts["update_token"], counts["silent"],
+      int(seen.get(("update_token", "delivered"), 0) + seen.get(("silent", "delivered"), 0))))
+PY
+) || { echo "live-activities: the run failed; herald serve's log:" >&2; grep -m1 -B2 -A40 "Crash\|Fatal\|fatal\|Thread.*crashed" "$work/serve-$backend.log" | head -60 >&2; return 1; }
+  read -r accept_seconds seconds rate via_token via_silent delivered <<<"$result"
+  kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true; serve_pid=
+
+  # Reference: herald bench, same sink, same count, right after.
+  local line bench_rate
+  line=$("$herald" bench --url "https://127.0.0.1:$port" --count "$activities" --connections 1 --concurrency 1000 \
+    2>/dev/null | tail -n 1)
+  bench_rate=$(sed -E 's/.* rate=([0-9.]+)\/s.*/\1/' <<<"$line")
+  echo "live-activities[$backend]: activities=$activities update_token=$via_token silent=$via_silent" \
+    "delivered=$delivered accept_seconds=$accept_seconds seconds=$seconds rate=$rate/s bench_rate=$bench_rate/s" \
+    "ratio=$(awk -v a="$rate" -v b="$bench_rate" 'BEGIN {printf "%.2f", a/b}') load=$(cut -d' ' -f1 /proc/loadavg)"
+  if [ "$backend" = postgres ]; then stop_throwaway_postgres; fi
+}
+
+for backend in $backends; do run_backend "$backend"; done

@@ -1,0 +1,73 @@
+import APNs
+import ClientTokens
+import Foundation
+public import HTTPRouting
+import HeraldCore
+public import LiveActivities
+
+/// The app-facing Live Activities routes under `/v1/client`, behind a client token (the
+/// admission check ``ClientDeviceRoutes`` registers for `/v1/client`); the user is the token's `sub`:
+///
+/// - `PUT /v1/client/push-to-start-tokens` `{"app"?, "environment"?, "attributes_type", "token"}` →
+///   201 when new, 200 when known.
+/// - `POST /v1/client/live-activities/{id}/instances` `{"activity_id", "device_token"?,
+///   "update_token"?, "state"?}` → 201/200; 404 for an unknown id, 403 for another user's activity.
+public struct ClientLiveActivityRoutes: Sendable {
+    public let service: LiveActivityService
+    public let authenticator: ClientTokenAuthenticator
+
+    public init(service: LiveActivityService, authenticator: ClientTokenAuthenticator) {
+        self.service = service
+        self.authenticator = authenticator
+    }
+
+    public func register(on router: inout Router) {
+        let routes = self
+        router.on("PUT", "/v1/client/push-to-start-tokens", maxBodySize: LiveActivityLimits.maximumBodyBytes) {
+            request in
+            try await routes.authenticated(request, "PUT /v1/client/push-to-start-tokens") { request, claims in
+                var input = try LiveActivityInput.parsePushToStart(request.body)
+                input.app = input.app ?? claims.app
+                let (app, _) = try routes.service.resolve(app: input.app, environment: input.environment)
+                try claims.permits(app: app.bundleID)
+                return try await LiveActivityRoutes.register(input, user: claims.subject, service: routes.service)
+            }
+        }
+        router.on(
+            "POST",
+            "/v1/client/live-activities/{id}/instances",
+            maxBodySize: LiveActivityLimits.maximumBodyBytes
+        ) { request in
+            try await routes.authenticated(request, "POST /v1/client/live-activities/{id}/instances") {
+                request,
+                claims in
+                let id = try LiveActivityRoutes.id(request)
+                let input = try LiveActivityInput.parseInstance(request.body)
+                let (instance, created) = try await routes.service.register(
+                    input,
+                    for: id,
+                    userID: claims.subject,
+                    app: claims.app
+                )
+                return .json(LiveActivityInstanceBody(instance: instance), status: created ? 201 : 200)
+            }
+        }
+    }
+
+    private func authenticated(
+        _ request: HTTPRequest,
+        _ route: String,
+        _ body: (HTTPRequest, ClientTokenClaims) async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
+        let claims = try authenticator.authenticate(request)
+        try request.rejectUnknownQueryParameters([], route: route)
+        try request.requireJSONContentType()
+        do {
+            return try await body(request, claims)
+        } catch let error as LiveActivityError {
+            return error.response
+        } catch let error as ClientTokenError {
+            return ClientTokenAuthenticator.httpError(error).response
+        }
+    }
+}

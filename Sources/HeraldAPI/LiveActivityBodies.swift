@@ -1,0 +1,187 @@
+import APNs
+import Foundation
+import LiveActivities
+
+/// An activity as the API shows it.
+struct LiveActivityBody: Encodable, Sendable {
+    var activity: LiveActivity
+    var instances: [LiveActivityInstance]?
+    var deliveries: [LiveActivityDelivery]?
+
+    enum CodingKeys: String, CodingKey {
+        case id, app, environment, state, attributes, alert, audience, instances, deliveries, users
+        case attributesType = "attributes_type"
+        case idAttribute = "id_attribute"
+        case contentState = "content_state"
+        case failureReason = "failure_reason"
+        case channelID = "channel_id"
+        case channelCreated = "channel_created"
+        case requestUpdateToken = "request_update_token"
+        case staleDate = "stale_date"
+        case relevanceScore = "relevance_score"
+        case startAt = "start_at"
+        case endAt = "end_at"
+        case startedAt = "started_at"
+        case endedAt = "ended_at"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+        case lastTimestamp = "last_timestamp"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        let request = activity.request
+        try container.encode(LiveActivityID.text(activity.id), forKey: .id)
+        try container.encode(activity.app, forKey: .app)
+        try container.encode(activity.environment.rawValue, forKey: .environment)
+        try container.encode(activity.state.rawValue, forKey: .state)
+        try container.encode(activity.failureReason, forKey: .failureReason)
+        try container.encode(activity.attributesType, forKey: .attributesType)
+        try container.encode(request.attributesSent(id: activity.id), forKey: .attributes)
+        try container.encode(request.idAttribute, forKey: .idAttribute)
+        try container.encode(activity.contentState, forKey: .contentState)
+        try container.encode(LiveActivityAlertBody(alert: request.alert), forKey: .alert)
+        try container.encode(LiveActivityAudienceBody(audience: request.audience), forKey: .audience)
+        try container.encode(activity.users, forKey: .users)
+        try container.encode(activity.channelID, forKey: .channelID)
+        try container.encode(activity.channelCreated, forKey: .channelCreated)
+        try container.encode(request.requestUpdateToken && activity.channelID == nil, forKey: .requestUpdateToken)
+        try container.encode(request.staleDate.map(Self.date), forKey: .staleDate)
+        try container.encode(request.relevanceScore, forKey: .relevanceScore)
+        try container.encode(activity.startAt, forKey: .startAt)
+        try container.encode(activity.endAt, forKey: .endAt)
+        try container.encode(activity.startedAt, forKey: .startedAt)
+        try container.encode(activity.endedAt, forKey: .endedAt)
+        try container.encode(activity.createdAt, forKey: .createdAt)
+        try container.encode(activity.updatedAt, forKey: .updatedAt)
+        try container.encode(activity.lastTimestamp, forKey: .lastTimestamp)
+        if let instances { try container.encode(instances.map(LiveActivityInstanceBody.init), forKey: .instances) }
+        if let deliveries { try container.encode(deliveries.map(LiveActivityDeliveryBody.init), forKey: .deliveries) }
+    }
+
+    static func date(_ seconds: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(seconds)) }
+}
+
+struct LiveActivityAlertBody: Encodable, Sendable {
+    var alert: LiveActivityAlert
+    enum CodingKeys: String, CodingKey { case title, body }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(alert.title, forKey: .title)
+        try container.encode(alert.body, forKey: .body)
+    }
+}
+
+/// The audience as given; push-to-start tokens shortened to 8 characters.
+struct LiveActivityAudienceBody: Encodable, Sendable {
+    var audience: LiveActivityAudience
+    enum CodingKeys: String, CodingKey { case tokens, users, tags, all }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch audience {
+        case .tokens(let tokens): try container.encode(tokens.map { String($0.prefix(8)) }, forKey: .tokens)
+        case .users(let users): try container.encode(users, forKey: .users)
+        case .anyTag(let tags): try container.encode(["any": tags], forKey: .tags)
+        case .allTags(let tags): try container.encode(["all": tags], forKey: .tags)
+        case .all: try container.encode(true, forKey: .all)
+        }
+    }
+}
+
+/// An instance; its tokens shortened to 8 characters.
+struct LiveActivityInstanceBody: Encodable, Sendable {
+    var instance: LiveActivityInstance
+    enum CodingKeys: String, CodingKey {
+        case state, unreachable
+        case activityID = "activity_id"
+        case userID = "user_id"
+        case deviceToken = "device_token"
+        case updateToken = "update_token"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(instance.activityID, forKey: .activityID)
+        try container.encode(instance.userID, forKey: .userID)
+        try container.encode(instance.deviceToken.map { String($0.prefix(8)) }, forKey: .deviceToken)
+        try container.encode(instance.updateToken.map { String($0.prefix(8)) }, forKey: .updateToken)
+        try container.encode(instance.state.rawValue, forKey: .state)
+        try container.encode(instance.unreachable, forKey: .unreachable)
+        try container.encode(instance.createdAt, forKey: .createdAt)
+        try container.encode(instance.updatedAt, forKey: .updatedAt)
+    }
+}
+
+struct LiveActivityDeliveryBody: Encodable, Sendable {
+    var delivery: LiveActivityDelivery
+    enum CodingKeys: String, CodingKey {
+        case at, event, route, token, status, reason
+        case apnsID = "apns_id"
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(delivery.at, forKey: .at)
+        try container.encode(delivery.event, forKey: .event)
+        try container.encode(delivery.route.rawValue, forKey: .route)
+        try container.encode(delivery.token, forKey: .token)
+        try container.encode(delivery.status, forKey: .status)
+        try container.encode(delivery.reason, forKey: .reason)
+        try container.encode(delivery.apnsID, forKey: .apnsID)
+    }
+}
+
+struct LiveActivityListBody: Encodable, Sendable {
+    var liveActivities: [LiveActivityBody]
+    var nextCursor: String?
+    enum CodingKeys: String, CodingKey {
+        case liveActivities = "live_activities"
+        case nextCursor = "next_cursor"
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(liveActivities, forKey: .liveActivities)
+        try container.encode(nextCursor, forKey: .nextCursor)
+    }
+}
+
+struct LiveActivityRoutesBody: Encodable, Sendable {
+    var routes: LiveActivityRouteCounts
+    enum CodingKeys: String, CodingKey { case routes }
+    enum RouteKeys: String, CodingKey {
+        case broadcast, silent, pending
+        case updateToken = "update_token"
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        var nested = container.nestedContainer(keyedBy: RouteKeys.self, forKey: .routes)
+        try nested.encode(routes.broadcast, forKey: .broadcast)
+        try nested.encode(routes.updateToken, forKey: .updateToken)
+        try nested.encode(routes.silent, forKey: .silent)
+        try nested.encode(routes.pending, forKey: .pending)
+    }
+}
+
+/// A push-to-start token as the API shows it (shortened).
+struct PushToStartBody: Encodable, Sendable {
+    var token: PushToStartToken
+    var app: String
+    var environment: String
+    var attributesType: String
+    enum CodingKeys: String, CodingKey {
+        case token, app, environment, status
+        case userID = "user_id"
+        case attributesType = "attributes_type"
+        case invalidReason = "invalid_reason"
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(String(token.token.prefix(8)), forKey: .token)
+        try container.encode(app, forKey: .app)
+        try container.encode(environment, forKey: .environment)
+        try container.encode(attributesType, forKey: .attributesType)
+        try container.encode(token.userID, forKey: .userID)
+        try container.encode(token.status, forKey: .status)
+        try container.encode(token.invalidReason, forKey: .invalidReason)
+    }
+}

@@ -1,0 +1,189 @@
+import APNs
+import Foundation
+public import HTTPRouting
+import HeraldCore
+public import LiveActivities
+
+/// The Live Activities API under `/v1`, behind ``APIKeys``:
+///
+/// - `POST /v1/live-activities` → 201 with the activity (200 for a repeated id with the same body).
+/// - `GET /v1/live-activities/{id}` → the activity with its `instances` and last 100 `deliveries`.
+/// - `GET /v1/live-activities?user_id=&state=&attributes_type=&limit=&cursor=` → newest first.
+/// - `DELETE /v1/live-activities/{id}` → cancels a scheduled one (409 once started).
+/// - `POST /v1/live-activities/{id}/update` and `/end` → 202 `{"routes": {…}}`.
+/// - `PUT /v1/users/{user_id}/push-to-start-tokens` → 201/200: a user's push-to-start token,
+///   for apps that register through their own backend.
+///
+/// The app-facing routes are in ``ClientLiveActivityRoutes``.
+public struct LiveActivityRoutes: Sendable {
+    public let service: LiveActivityService
+    public let keys: APIKeys
+
+    public init(service: LiveActivityService, keys: APIKeys) {
+        self.service = service
+        self.keys = keys
+    }
+
+    public func register(on router: inout Router) {
+        let routes = self
+        router.admit(under: "/v1/live-activities", keys.admission)
+        router.admit(under: "/v1/users", keys.admission)
+        router.on("POST", "/v1/live-activities", maxBodySize: LiveActivityLimits.maximumCreateBodyBytes) { request in
+            try await routes.authorized(request, "POST /v1/live-activities") { try await routes.create($0) }
+        }
+        router.get("/v1/live-activities/{id}") { request in
+            try await routes.authorized(request, "GET /v1/live-activities/{id}") { try await routes.read($0) }
+        }
+        router.get("/v1/live-activities") { request in
+            try await routes.authorized(
+                request,
+                "GET /v1/live-activities",
+                query: ["user_id", "state", "attributes_type", "limit", "cursor"]
+            ) { try await routes.list($0) }
+        }
+        router.delete("/v1/live-activities/{id}") { request in
+            try await routes.authorized(request, "DELETE /v1/live-activities/{id}") { try await routes.cancel($0) }
+        }
+        for event in [LiveActivityUpdate.Event.update, .end] {
+            let path = "/v1/live-activities/{id}/\(event.rawValue)"
+            router.on("POST", path, maxBodySize: LiveActivityLimits.maximumBodyBytes) { request in
+                try await routes.authorized(request, "POST \(path)") { try await routes.send($0, event) }
+            }
+        }
+        router.on(
+            "PUT",
+            "/v1/users/{user_id}/push-to-start-tokens",
+            maxBodySize: LiveActivityLimits.maximumBodyBytes
+        ) { request in
+            try await routes.authorized(request, "PUT /v1/users/{user_id}/push-to-start-tokens") {
+                try await routes.putToken($0)
+            }
+        }
+    }
+
+    private func authorized(
+        _ request: HTTPRequest,
+        _ route: String,
+        query known: [String] = [],
+        _ body: (HTTPRequest) async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
+        try await keys.authorized(request, route, query: known, answering: LiveActivityError.self, body)
+    }
+
+    // MARK: Handlers
+
+    func create(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let input = try LiveActivityInput.parseCreate(request.body, now: service.sender.clock.now())
+        let (activity, created) = try await service.create(input)
+        return .json(LiveActivityBody(activity: activity), status: created ? 201 : 200)
+    }
+
+    func read(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let (activity, instances, deliveries) = try await service.details(try Self.id(request))
+        return .json(LiveActivityBody(activity: activity, instances: instances, deliveries: deliveries))
+    }
+
+    func list(_ request: HTTPRequest) async throws -> HTTPResponse {
+        var filter = LiveActivityStore.Filter()
+        filter.userID = request.queryValue("user_id")
+        if let user = filter.userID, user.isEmpty || user.utf8.count > LiveActivityLimits.maximumNameBytes {
+            throw LiveActivityError.invalid("invalid_user_id", "user_id must be 1 to 255 bytes", field: "user_id")
+        }
+        if let state = request.queryValue("state") {
+            guard let parsed = LiveActivityState(rawValue: state) else {
+                throw LiveActivityError.invalid(
+                    "invalid_state",
+                    "state must be one of \(LiveActivityState.allCases.map(\.rawValue).joined(separator: ", "))",
+                    field: "state"
+                )
+            }
+            filter.state = parsed
+        }
+        filter.attributesType = request.queryValue("attributes_type")
+        if let type = filter.attributesType, type.isEmpty || type.utf8.count > LiveActivityLimits.maximumNameBytes {
+            throw LiveActivityError.invalid(
+                "invalid_attributes_type",
+                "attributes_type must be 1 to 255 bytes",
+                field: "attributes_type"
+            )
+        }
+        var limit = 50
+        if let text = request.queryValue("limit") {
+            guard let value = Int(text), LiveActivityLimits.listLimit.contains(value) else {
+                throw LiveActivityError.invalid(
+                    "invalid_limit",
+                    "limit must be an integer from 1 to 100",
+                    field: "limit"
+                )
+            }
+            limit = value
+        }
+        let cursor = request.queryValue("cursor")
+        if let cursor {
+            let parts = cursor.split(separator: ":", maxSplits: 1)
+            guard cursor.utf8.count <= 128, parts.count == 2, Int64(parts[0]) != nil else {
+                throw LiveActivityError.invalid(
+                    "invalid_cursor",
+                    "cursor must be the next_cursor of a previous page",
+                    field: "cursor"
+                )
+            }
+        }
+        let page = try await service.store.list(filter, limit: limit, cursor: cursor)
+        return .json(
+            LiveActivityListBody(
+                liveActivities: page.items.map { LiveActivityBody(activity: $0) },
+                nextCursor: page.next
+            )
+        )
+    }
+
+    func cancel(_ request: HTTPRequest) async throws -> HTTPResponse {
+        .json(LiveActivityBody(activity: try await service.cancel(try Self.id(request))))
+    }
+
+    func send(_ request: HTTPRequest, _ event: LiveActivityUpdate.Event) async throws -> HTTPResponse {
+        let id = try Self.id(request)
+        let (update, hasContent) = try LiveActivityInput.parseUpdate(request.body, event: event)
+        let routes =
+            event == .update
+            ? try await service.update(id, update) : try await service.end(id, update, hasContent: hasContent)
+        return .json(LiveActivityRoutesBody(routes: routes), status: 202)
+    }
+
+    func putToken(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let user = request.parameters["user_id"] ?? ""
+        guard !user.isEmpty, user.utf8.count <= LiveActivityLimits.maximumNameBytes else {
+            throw LiveActivityError.invalid("invalid_user_id", "the user id must be 1 to 255 bytes", field: "user_id")
+        }
+        let input = try LiveActivityInput.parsePushToStart(request.body)
+        return try await Self.register(input, user: user, service: service)
+    }
+
+    static func register(
+        _ input: LiveActivityInput.PushToStart,
+        user: String,
+        service: LiveActivityService
+    ) async throws -> HTTPResponse {
+        let (app, environment) = try service.resolve(app: input.app, environment: input.environment)
+        var resolved = input
+        resolved.app = app.bundleID
+        resolved.environment = environment
+        let (token, created) = try await service.register(resolved, userID: user)
+        return .json(
+            PushToStartBody(
+                token: token,
+                app: app.bundleID,
+                environment: environment.rawValue,
+                attributesType: input.attributesType
+            ),
+            status: created ? 201 : 200
+        )
+    }
+
+    /// The path's activity id (404 when it is not a UUID: no activity can have it).
+    static func id(_ request: HTTPRequest) throws(LiveActivityError) -> UUID {
+        guard let id = UUID(uuidString: request.parameters["id"] ?? "") else { throw .notFound }
+        return id
+    }
+}

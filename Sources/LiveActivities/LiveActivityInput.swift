@@ -1,0 +1,316 @@
+public import APNs
+import Devices
+import Foundation
+import HeraldCore
+
+/// Strict parsing of the Live Activities bodies: no duplicate keys, no unknown fields, bounded
+/// depth, sizes and lengths, each refusal naming its field. The create body is in
+/// `LiveActivityInput+Create.swift`.
+public enum LiveActivityInput {
+    /// A push-to-start token registration: `{"app"?, "environment"?, "attributes_type", "token"}`.
+    public struct PushToStart: Sendable, Hashable {
+        public var app: String?
+        public var environment: APNSEnvironment?
+        public var attributesType: String
+        public var token: String
+    }
+
+    /// An instance report: `{"activity_id", "device_token"?, "update_token"?, "state"?}`.
+    public struct Instance: Sendable, Hashable {
+        public var activityID: String
+        public var deviceToken: String?
+        public var updateToken: String?
+        public var state: LiveActivityInstance.State
+    }
+
+    public static func parsePushToStart(_ body: [UInt8]) throws(LiveActivityError) -> PushToStart {
+        let object = try jsonObject(
+            body,
+            limit: LiveActivityLimits.maximumBodyBytes,
+            example: #"{"attributes_type": "LoanAttributes", "token": "<hex>"}"#
+        )
+        try known(object, ["app", "environment", "attributes_type", "token"], what: "a push-to-start token")
+        let (app, environment) = try scope(object)
+        return PushToStart(
+            app: app,
+            environment: environment,
+            attributesType: try name(object, "attributes_type", required: true) ?? "",
+            token: try token(object, "token", required: true) ?? ""
+        )
+    }
+
+    public static func parseInstance(_ body: [UInt8]) throws(LiveActivityError) -> Instance {
+        let object = try jsonObject(
+            body,
+            limit: LiveActivityLimits.maximumBodyBytes,
+            example: #"{"activity_id": "<iOS activity.id>", "device_token": "<hex>"}"#
+        )
+        try known(object, ["activity_id", "device_token", "update_token", "state"], what: "an instance")
+        var state = LiveActivityInstance.State.active
+        if let text = try string(object, "state", limit: 16) {
+            guard let parsed = LiveActivityInstance.State(rawValue: text) else {
+                throw .invalid("invalid_state", "state must be active, ended or dismissed", field: "state")
+            }
+            state = parsed
+        }
+        return Instance(
+            activityID: try name(object, "activity_id", required: true) ?? "",
+            deviceToken: try token(object, "device_token", required: false),
+            updateToken: try token(object, "update_token", required: false),
+            state: state
+        )
+    }
+
+    /// An update (`{"content_state", "alert"?, "stale_date"?, "relevance_score"?, "priority"?}`) or
+    /// an end (`{"content_state"?, "dismissal_date"?, "alert"?}`; the content defaults to the
+    /// latest). The timestamp is set when it is accepted.
+    public static func parseUpdate(
+        _ body: [UInt8],
+        event: LiveActivityUpdate.Event
+    ) throws(LiveActivityError) -> (update: LiveActivityUpdate, hasContent: Bool) {
+        let object = try jsonObject(
+            body,
+            limit: LiveActivityLimits.maximumBodyBytes,
+            example: #"{"content_state": {"step": 2}}"#
+        )
+        let fields =
+            event == .update
+            ? ["content_state", "alert", "stale_date", "relevance_score", "priority"]
+            : ["content_state", "dismissal_date", "alert", "stale_date", "relevance_score", "priority"]
+        try known(object, Set(fields), what: event == .update ? "an update" : "an end")
+        let content = try jsonObjectValue(object, "content_state", required: event == .update)
+        if let content, try encodedSize(content) > LiveActivityLimits.maximumActivityDataBytes {
+            throw .tooLarge(
+                "content_state_too_large",
+                "content_state is over 4096 bytes: iOS allows 4 KB of attributes and content state together",
+                field: "content_state"
+            )
+        }
+        var priority = 10
+        if let value = object["priority"], !(value is NSNull) {
+            guard let number = integer(value), number == 5 || number == 10 else {
+                throw .invalid(
+                    "invalid_priority",
+                    "priority must be 10 (now) or 5 (when power allows)",
+                    field: "priority"
+                )
+            }
+            priority = number
+        }
+        let update = LiveActivityUpdate(
+            event: event,
+            contentState: content ?? .object([:]),
+            alert: try alert(object, required: false),
+            staleDate: try time(object, "stale_date"),
+            dismissalDate: try time(object, "dismissal_date"),
+            relevanceScore: try score(object),
+            priority: priority
+        )
+        return (update, content != nil)
+    }
+
+    // MARK: Shared
+
+    /// Checks `body` strictly and parses it into a JSON object (an empty body is `{}`).
+    static func jsonObject(_ body: [UInt8], limit: Int, example: String) throws(LiveActivityError) -> [String: Any] {
+        guard body.count <= limit else {
+            throw .tooLarge("body_too_large", "the body is \(body.count) bytes: send at most \(limit)", field: nil)
+        }
+        if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return [:] }
+        if let fault = JSONSyntax.check(body, maximumDepth: LiveActivityLimits.maximumDepth) {
+            switch fault.kind {
+            case .tooDeep:
+                throw .invalid(
+                    "too_deep",
+                    "the body nests arrays and objects more than \(LiveActivityLimits.maximumDepth) levels deep",
+                    field: fault.pathText
+                )
+            case .duplicateKey:
+                throw .invalid("duplicate_key", "the body repeats a key: \(fault.message)", field: fault.pathText)
+            case .syntax:
+                throw .invalid(
+                    "invalid_json",
+                    "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",
+                    field: nil
+                )
+            }
+        }
+        guard let parsed = try? JSONSerialization.jsonObject(with: Data(body), options: []),
+            let object = parsed as? [String: Any]
+        else {
+            throw .invalid("invalid_json", "the body is not a JSON object: send \(example)", field: nil)
+        }
+        return object
+    }
+
+    static func known(_ object: [String: Any], _ fields: Set<String>, what: String) throws(LiveActivityError) {
+        for key in object.keys.sorted() where !fields.contains(key) {
+            throw .invalid(
+                "unknown_field",
+                "\"\(String(key.prefix(64)))\" is not a field of \(what): use \(fields.sorted().joined(separator: ", "))",
+                field: String(key.prefix(64))
+            )
+        }
+    }
+
+    static func scope(_ object: [String: Any]) throws(LiveActivityError) -> (String?, APNSEnvironment?) {
+        let app = try name(object, "app", required: false)
+        var environment: APNSEnvironment?
+        if let text = try string(object, "environment", limit: 16) {
+            guard text == "production" || text == "sandbox" else {
+                throw .invalid(
+                    "invalid_environment",
+                    "environment must be \"production\" or \"sandbox\"",
+                    field: "environment"
+                )
+            }
+            environment = APNSEnvironment(rawValue: text)
+        }
+        return (app, environment)
+    }
+
+    static func string(_ object: [String: Any], _ key: String, limit: Int) throws(LiveActivityError) -> String? {
+        guard let value = object[key], !(value is NSNull) else { return nil }
+        guard let text = value as? String else {
+            throw .invalid("invalid_\(key)", "\(key) must be a string", field: key)
+        }
+        guard text.utf8.count <= limit else {
+            throw .tooLarge("\(key)_too_long", "\(key) is \(text.utf8.count) bytes: send at most \(limit)", field: key)
+        }
+        return text
+    }
+
+    /// A non-empty name of at most ``LiveActivityLimits/maximumNameBytes``.
+    static func name(_ object: [String: Any], _ key: String, required: Bool) throws(LiveActivityError) -> String? {
+        guard let text = try string(object, key, limit: LiveActivityLimits.maximumNameBytes) else {
+            if required { throw .invalid("missing_field", "\(key) is missing", field: key) }
+            return nil
+        }
+        guard !text.isEmpty else { throw .invalid("invalid_\(key)", "\(key) must not be empty", field: key) }
+        return text
+    }
+
+    /// A hexadecimal token, lowercase.
+    static func token(_ object: [String: Any], _ key: String, required: Bool) throws(LiveActivityError) -> String? {
+        guard let text = try string(object, key, limit: 400) else {
+            if required { throw .invalid("missing_field", "\(key) is missing: send the hexadecimal token", field: key) }
+            return nil
+        }
+        do {
+            return try APNSDeviceToken.normalized(text)
+        } catch {
+            throw .invalid("invalid_\(key)", error.message, field: key)
+        }
+    }
+
+    /// A JSON object value, as APNs will carry it.
+    static func jsonObjectValue(
+        _ object: [String: Any],
+        _ key: String,
+        required: Bool
+    ) throws(LiveActivityError) -> APNSJSONValue? {
+        guard let value = object[key], !(value is NSNull) else {
+            if required { throw .invalid("missing_field", "\(key) is missing: send a JSON object", field: key) }
+            return nil
+        }
+        guard value is [String: Any], let data = try? JSONSerialization.data(withJSONObject: value),
+            let parsed = try? APNSJSONValue(parsing: [UInt8](data))
+        else {
+            throw .invalid("invalid_\(key)", "\(key) must be a JSON object", field: key)
+        }
+        return parsed
+    }
+
+    static func encodedSize(_ value: APNSJSONValue) throws(LiveActivityError) -> Int {
+        do {
+            return try value.encodedPayload().count
+        } catch {
+            throw .invalid("invalid_json", "a value cannot be encoded as JSON", field: nil)
+        }
+    }
+
+    static func alert(_ object: [String: Any], required: Bool) throws(LiveActivityError) -> LiveActivityAlert? {
+        guard let value = object["alert"], !(value is NSNull) else {
+            if required {
+                throw .invalid(
+                    "missing_field",
+                    "alert is missing: a start needs {\"title\": …, \"body\": …}",
+                    field: "alert"
+                )
+            }
+            return nil
+        }
+        guard let fields = value as? [String: Any] else {
+            throw .invalid("invalid_alert", "alert must be {\"title\": …, \"body\": …}", field: "alert")
+        }
+        for key in fields.keys.sorted() where key != "title" && key != "body" {
+            throw .invalid("unknown_field", "alert takes title and body", field: "alert.\(key.prefix(64))")
+        }
+        var parts: [String] = []
+        for key in ["title", "body"] {
+            guard let text = fields[key] as? String, !text.isEmpty else {
+                throw .invalid("invalid_alert", "alert.\(key) must be a non-empty string", field: "alert.\(key)")
+            }
+            guard text.count <= LiveActivityLimits.maximumAlertCharacters else {
+                throw .tooLarge(
+                    "alert_too_long",
+                    "alert.\(key) has \(text.count) characters: send at most \(LiveActivityLimits.maximumAlertCharacters)",
+                    field: "alert.\(key)"
+                )
+            }
+            parts.append(text)
+        }
+        return LiveActivityAlert(title: parts[0], body: parts[1])
+    }
+
+    /// A time as RFC 3339 or Unix seconds, as Unix seconds.
+    static func time(_ object: [String: Any], _ key: String) throws(LiveActivityError) -> Int64? {
+        guard let value = object[key], !(value is NSNull) else { return nil }
+        if let seconds = integer(value) {
+            guard (0...EpochTime.maximumSeconds).contains(Int64(seconds)), seconds < 100_000_000_000 else {
+                throw .invalid(
+                    "invalid_\(key)",
+                    "\(key) must be Unix seconds (not milliseconds) or an RFC 3339 time",
+                    field: key
+                )
+            }
+            return Int64(seconds)
+        }
+        if let text = value as? String, text.utf8.count <= 64, let date = RFC3339.date(from: text) {
+            return EpochTime.seconds(date)
+        }
+        throw .invalid(
+            "invalid_\(key)",
+            "\(key) must be an RFC 3339 time such as 2030-01-01T09:00:00Z or Unix seconds",
+            field: key
+        )
+    }
+
+    static func score(_ object: [String: Any]) throws(LiveActivityError) -> Double? {
+        guard let value = object["relevance_score"], !(value is NSNull) else { return nil }
+        guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
+            number.doubleValue.isFinite, (0...1_000_000).contains(number.doubleValue)
+        else {
+            throw .invalid(
+                "invalid_relevance_score",
+                "relevance_score must be a number from 0 to 1000000 (the highest is shown first)",
+                field: "relevance_score"
+            )
+        }
+        return number.doubleValue
+    }
+
+    /// A JSON boolean (on Linux every JSON number also bridges to Bool; booleans are the char-typed ones).
+    static func boolean(_ value: Any) -> Bool? {
+        guard let number = value as? NSNumber, String(cString: number.objCType) == "c" else { return nil }
+        return number.boolValue
+    }
+
+    /// An integral JSON number (not a boolean, which JSONSerialization also gives as a number).
+    static func integer(_ value: Any) -> Int? {
+        if let number = value as? NSNumber, String(cString: number.objCType) == "c" { return nil }
+        if let int = value as? Int { return int }
+        if let double = value as? Double, double.rounded() == double, abs(double) < 1e15 { return Int(double) }
+        return nil
+    }
+}

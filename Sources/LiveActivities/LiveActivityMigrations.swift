@@ -1,0 +1,96 @@
+public import Storage
+
+/// The Live Activities tables. Versions are one sequence across every module's migrations
+/// (``Storage/StorageMigrations``); never change one that has shipped.
+///
+/// Version 11: `push_to_start_tokens` (one row per (app, environment, attributes type, token),
+/// with the dead-token columns of `devices`), `live_activities` (one row per activity Herald
+/// started or will start), `live_activity_users` (the users an activity was started for, so a
+/// client token's `sub` can be checked and activities listed by user) and
+/// `live_activity_instances` (where an activity runs: one row per iOS `activity.id`).
+/// Version 12: `live_activity_deliveries`, every push Herald sent for an activity and APNs' answer.
+public enum LiveActivityMigrations {
+    public static let all: [Migration] = [
+        Migration(
+            version: 11,
+            name: "create_live_activities",
+            sql: """
+                CREATE TABLE push_to_start_tokens (
+                    app TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    attributes_type TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    user_id TEXT,
+                    status TEXT NOT NULL,
+                    invalid_reason TEXT,
+                    invalid_at BIGINT,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    last_registered_at BIGINT,
+                    PRIMARY KEY (app, environment, attributes_type, token)
+                );
+                CREATE INDEX push_to_start_tokens_user ON push_to_start_tokens
+                    (app, environment, attributes_type, user_id, token);
+                CREATE TABLE live_activities (
+                    id TEXT PRIMARY KEY,
+                    app TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    attributes_type TEXT NOT NULL,
+                    request TEXT NOT NULL,
+                    request_hash TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    failure_reason TEXT,
+                    channel_id TEXT,
+                    channel_created BIGINT NOT NULL,
+                    content_state TEXT NOT NULL,
+                    last_update TEXT,
+                    last_timestamp BIGINT NOT NULL,
+                    start_at BIGINT,
+                    end_at BIGINT,
+                    started_at BIGINT,
+                    ended_at BIGINT,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                );
+                CREATE INDEX live_activities_created ON live_activities (created_at, id);
+                CREATE TABLE live_activity_users (
+                    user_id TEXT NOT NULL,
+                    live_activity_id TEXT NOT NULL,
+                    PRIMARY KEY (user_id, live_activity_id)
+                );
+                CREATE INDEX live_activity_users_activity ON live_activity_users (live_activity_id);
+                CREATE TABLE live_activity_instances (
+                    live_activity_id TEXT NOT NULL,
+                    activity_id TEXT NOT NULL,
+                    user_id TEXT,
+                    device_token TEXT,
+                    update_token TEXT,
+                    state TEXT NOT NULL,
+                    unreachable BIGINT NOT NULL,
+                    last_timestamp BIGINT NOT NULL DEFAULT 0,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (live_activity_id, activity_id)
+                );
+                """
+        ),
+        Migration(
+            version: 12,
+            name: "create_live_activity_deliveries",
+            sql: """
+                CREATE TABLE live_activity_deliveries (
+                    live_activity_id TEXT NOT NULL,
+                    at BIGINT NOT NULL,
+                    id TEXT NOT NULL,
+                    event TEXT NOT NULL,
+                    route TEXT NOT NULL,
+                    token TEXT,
+                    status BIGINT,
+                    reason TEXT,
+                    apns_id TEXT,
+                    PRIMARY KEY (live_activity_id, at, id)
+                );
+                """
+        ),
+    ]
+}

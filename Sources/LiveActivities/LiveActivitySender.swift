@@ -1,0 +1,326 @@
+import APNs
+public import Devices
+public import Foundation
+public import HeraldCore
+public import Jobs
+public import Notifications
+import Storage
+import Synchronization
+
+/// The job kinds of Live Activities. Each payload is `{"id": "<activity id>"}`, plus the update
+/// for `live_activity.send`.
+public enum LiveActivityJobKind {
+    /// Sends the push-to-start pushes (at `start_at`, or at once).
+    public static let start = "live_activity.start"
+    /// Sends one accepted update or end along its routes.
+    public static let send = "live_activity.send"
+    /// Ends the activity at `end_at`.
+    public static let scheduledEnd = "live_activity.end"
+    /// Marks an activity still running 8 hours after its start `expired`.
+    public static let expire = "live_activity.expire"
+    /// Deletes the channel Herald created, once the activity ended and the retention passed.
+    public static let deleteChannel = "live_activity.delete_channel"
+}
+
+/// The payload of every Live Activities job.
+struct LiveActivityJob: Codable, Sendable {
+    var id: UUID
+    var update: LiveActivityUpdate?
+    /// Only this instance (the iOS activity id): an instance that registered after the update.
+    var instance: String?
+}
+
+/// Runs the Live Activities jobs: the push-to-start, the routing of updates and ends (in
+/// `+Routing`), the scheduled end, the 8-hour expiry and the channel's deletion.
+///
+/// Every job checks the activity's state first, so a job run twice (a lease that expired after
+/// the work) or a cancelled activity sends nothing more: one start and one end per activity.
+public final class LiveActivitySender: Sendable {
+    public let store: LiveActivityStore
+    public let devices: DeviceStore
+    public let clients: APNSClientProvider
+    public let channels: any LiveActivityChannels
+    public let clock: any HeraldClock
+    /// How long a channel Herald created outlives its activity's end.
+    public let channelRetention: TimeInterval
+    let logger: Logger
+    let metrics: LiveActivityMetrics
+    private let queueBox = Mutex<JobQueue?>(nil)
+
+    public init(
+        store: LiveActivityStore,
+        devices: DeviceStore,
+        clients: APNSClientProvider,
+        channels: any LiveActivityChannels,
+        clock: any HeraldClock = SystemClock(),
+        channelRetention: TimeInterval = 3_600,
+        logger: Logger = Logger(label: "herald.live-activities"),
+        metrics: MetricsRegistry = .shared
+    ) {
+        self.store = store
+        self.devices = devices
+        self.clients = clients
+        self.channels = channels
+        self.clock = clock
+        self.channelRetention = channelRetention
+        self.logger = logger
+        self.metrics = LiveActivityMetrics(registry: metrics)
+    }
+
+    /// The queue follow-up jobs go to (the queue is made after the handlers are registered).
+    public func attach(_ queue: JobQueue) {
+        queueBox.withLock { $0 = queue }
+    }
+
+    var queue: JobQueue {
+        get throws {
+            guard let queue = queueBox.withLock({ $0 }) else {
+                throw LiveActivityError(.unavailable, code: "not_ready", message: "the job queue is not attached yet")
+            }
+            return queue
+        }
+    }
+
+    /// Registers every Live Activities job kind.
+    public func register(on handlers: inout JobHandlers) {
+        let options = JobKindOptions(maxAttempts: 20, retryBase: 2, retryMaximum: 300)
+        handlers.register(LiveActivityJobKind.start, options: options) { [self] job in
+            try await start(try Self.payload(job).id)
+        }
+        handlers.register(LiveActivityJobKind.send, options: options) { [self] job in
+            let payload = try Self.payload(job)
+            guard let update = payload.update else { return .failed(reason: "the job carries no update") }
+            return try await route(payload.id, update, only: payload.instance)
+        }
+        handlers.register(LiveActivityJobKind.scheduledEnd, options: options) { [self] job in
+            try await scheduledEnd(try Self.payload(job).id)
+        }
+        handlers.register(LiveActivityJobKind.expire, options: options) { [self] job in
+            try await expire(try Self.payload(job).id)
+        }
+        handlers.register(LiveActivityJobKind.deleteChannel, options: options) { [self] job in
+            try await deleteChannel(try Self.payload(job).id)
+        }
+    }
+
+    static func payload(_ job: Job) throws -> LiveActivityJob {
+        try JSONDecoder().decode(LiveActivityJob.self, from: Data(job.payload.utf8))
+    }
+
+    static func job(
+        _ kind: String,
+        _ payload: LiveActivityJob,
+        at dueAt: Date? = nil,
+        unique: Bool = true
+    ) throws -> NewJob {
+        NewJob(
+            kind: kind,
+            payload: try LiveActivityStore.json(payload),
+            dueAt: dueAt,
+            uniqueKey: unique ? "\(kind):\(LiveActivityID.text(payload.id))" : nil
+        )
+    }
+
+    func app(_ activity: LiveActivity) throws -> APNSAppConfiguration {
+        guard let app = clients.apps.first(where: { $0.bundleID == activity.app }) else {
+            throw LiveActivityError(
+                .unavailable,
+                code: "unknown_app",
+                message: "the app \(activity.app) is no longer configured"
+            )
+        }
+        return app
+    }
+
+    // MARK: Start
+
+    /// Sends the push-to-start to every token of the audience; `started` when APNs accepted at
+    /// least one, `failed` when it accepted none and no retry can help.
+    func start(_ id: UUID) async throws -> JobOutcome {
+        guard let activity = try await store.activity(id) else { return .failed(reason: "no such activity") }
+        guard activity.state == .scheduled else { return .done }
+        let app = try app(activity)
+        let targets = try await pushToStartTokens(activity)
+        guard !targets.tokens.isEmpty else {
+            _ = try await store.database.transaction { tx in
+                try await self.store.transition(
+                    id,
+                    from: [.scheduled],
+                    to: .failed,
+                    at: self.clock.now(),
+                    reason: "no push-to-start token: the audience has none for \(activity.attributesType)",
+                    on: tx
+                )
+            }
+            return .done
+        }
+        let timestamp = try await store.database.transaction { tx in
+            try await self.store.stampStart(activity, now: self.clock.now(), on: tx)
+        }
+        let request = activity.request
+        let payload = try APNSLiveActivityPayload.start(
+            attributesType: activity.attributesType,
+            attributes: request.attributesSent(id: id),
+            contentState: request.contentState,
+            alert: request.alert.apns,
+            timestamp: Date(timeIntervalSince1970: TimeInterval(timestamp)),
+            staleDate: request.staleDate.map { Date(timeIntervalSince1970: TimeInterval($0)) },
+            relevanceScore: request.relevanceScore,
+            inputPushToken: request.requestUpdateToken && activity.channelID == nil,
+            inputPushChannel: activity.channelID
+        ).encodedPayload()
+        let client = try clients.client(for: app, environment: activity.environment)
+        let results = await sendAll(
+            targets.tokens.map { token in
+                APNSRequest(
+                    deviceToken: token,
+                    pushType: .liveActivity,
+                    topic: .bundleID(app.bundleID),
+                    payload: payload,
+                    priority: .immediately
+                )
+            },
+            using: client
+        )
+        var accepted = 0
+        var retryable = 0
+        var deliveries: [LiveActivityDelivery] = []
+        for (token, result) in zip(targets.tokens, results) {
+            let delivery = record(result, event: "start", route: .pushToStart, token: token)
+            deliveries.append(delivery)
+            switch outcome(result) {
+            case .delivered: accepted += 1
+            case .retryable: retryable += 1
+            case .tokenInvalid(let at):
+                try await store.invalidatePushToStart(
+                    app: activity.app,
+                    environment: activity.environment,
+                    attributesType: activity.attributesType,
+                    token: token,
+                    reason: delivery.reason ?? "Unregistered",
+                    at: at,
+                    now: clock.now()
+                )
+            case .refused: break
+            }
+        }
+        try await store.record(deliveries, of: id)
+        if accepted == 0 {
+            if retryable > 0 { return .retry(reason: "APNs did not accept the push-to-start yet") }
+            _ = try await store.database.transaction { tx in
+                try await self.store.transition(
+                    id,
+                    from: [.scheduled],
+                    to: .failed,
+                    at: self.clock.now(),
+                    reason: "APNs accepted no push-to-start",
+                    on: tx
+                )
+            }
+            return .done
+        }
+        let queue = try queue
+        let now = clock.now()
+        try await store.database.transaction { tx in
+            guard try await self.store.transition(id, from: [.scheduled], to: .started, at: now, on: tx) else { return }
+            try await self.store.addUsers(targets.users, to: id, on: tx)
+            _ = try await queue.enqueue(
+                Self.job(
+                    LiveActivityJobKind.expire,
+                    LiveActivityJob(id: id),
+                    at: now.addingTimeInterval(LiveActivityLimits.maximumActivityDuration)
+                ),
+                on: tx
+            )
+            if let end = activity.request.endAt {
+                _ = try await queue.enqueue(
+                    Self.job(
+                        LiveActivityJobKind.scheduledEnd,
+                        LiveActivityJob(id: id),
+                        at: Date(timeIntervalSince1970: TimeInterval(end))
+                    ),
+                    on: tx
+                )
+            }
+        }
+        queue.wake()
+        return .done
+    }
+
+    /// The audience's push-to-start tokens and the users they belong to.
+    func pushToStartTokens(_ activity: LiveActivity) async throws -> (tokens: [String], users: [String]) {
+        let (app, environment, type) = (activity.app, activity.environment, activity.attributesType)
+        let users: [String]
+        switch activity.request.audience {
+        case .tokens(let tokens):
+            let live = try await store.livePushToStartTokens(
+                app: app,
+                environment: environment,
+                attributesType: type,
+                tokens: tokens
+            )
+            return (live, [])
+        case .users(let list): users = list
+        case .anyTag(let tags):
+            users = try await devices.users(app: app, environment: environment, selector: .anyTag(tags))
+        case .allTags(let tags):
+            users = try await devices.users(app: app, environment: environment, selector: .allTags(tags))
+        case .all: users = try await devices.users(app: app, environment: environment, selector: .all)
+        }
+        let found = try await store.pushToStartTokens(
+            app: app,
+            environment: environment,
+            attributesType: type,
+            users: users
+        )
+        return (found.map(\.token), Array(Set(found.map(\.userID))).sorted())
+    }
+
+    // MARK: End, expiry, channel
+
+    /// `end_at` came: ends the activity with its latest content, unless it ended already.
+    func scheduledEnd(_ id: UUID) async throws -> JobOutcome {
+        guard let activity = try await store.activity(id) else { return .done }
+        guard activity.state == .started else { return .done }
+        let update = LiveActivityUpdate(event: .end, contentState: activity.contentState)
+        _ = try await accept(update, for: id)
+        return .done
+    }
+
+    /// 8 hours after the start: iOS has ended the activity, so Herald marks it `expired`.
+    func expire(_ id: UUID) async throws -> JobOutcome {
+        let ended = try await store.database.transaction { tx in
+            try await self.store.transition(id, from: [.started], to: .expired, at: self.clock.now(), on: tx)
+        }
+        if ended { try await scheduleChannelDeletion(id) }
+        return .done
+    }
+
+    /// Deletes the channel Herald created for an activity that ended.
+    func deleteChannel(_ id: UUID) async throws -> JobOutcome {
+        guard let activity = try await store.activity(id), activity.channelCreated,
+            let channel = activity.channelID
+        else { return .done }
+        do {
+            try await channels.delete(
+                app: try app(activity),
+                environment: activity.environment,
+                channelID: APNSChannelID(rawValue: channel)
+            )
+        } catch let rejection as APNSRejection where rejection.category == .channelInvalid {
+            return .done
+        }
+        return .done
+    }
+
+    func scheduleChannelDeletion(_ id: UUID) async throws {
+        guard let activity = try await store.activity(id), activity.channelCreated else { return }
+        try await queue.enqueue(
+            Self.job(
+                LiveActivityJobKind.deleteChannel,
+                LiveActivityJob(id: id),
+                at: clock.now().addingTimeInterval(channelRetention)
+            )
+        )
+    }
+}

@@ -1,0 +1,266 @@
+public import APNs
+public import Foundation
+import HeraldCore
+import HeraldCrypto
+import Jobs
+import Notifications
+import Storage
+
+/// What the Live Activities routes call: creating, reading, listing and cancelling activities,
+/// accepting updates and ends, registering push-to-start tokens and instances. Sending is the
+/// jobs' (``LiveActivitySender``).
+///
+/// ```swift
+/// let service = LiveActivityService(sender: sender)
+/// let (activity, created) = try await service.create(try LiveActivityInput.parseCreate(body, now: Date()))
+/// let routes = try await service.update(activity.id, update)
+/// ```
+public struct LiveActivityService: Sendable {
+    public let sender: LiveActivitySender
+    public var store: LiveActivityStore { sender.store }
+    var clock: any HeraldClock { sender.clock }
+
+    public init(sender: LiveActivitySender) {
+        self.sender = sender
+    }
+
+    /// The app and environment a request means, as `/v1/notifications` resolves them.
+    public func resolve(
+        app: String?,
+        environment: APNSEnvironment?
+    ) throws(LiveActivityError) -> (APNSAppConfiguration, APNSEnvironment) {
+        do {
+            return try APNSAppConfiguration.resolve(in: sender.clients.apps, app: app, environment: environment)
+        } catch {
+            throw LiveActivityError(error)
+        }
+    }
+
+    // MARK: Activities
+
+    /// Creates an activity and commits its start job (due at `start_at`, or now); with an id
+    /// that exists, returns that activity when the body is the same, and refuses otherwise.
+    ///
+    /// - Returns: the activity and whether this call created it.
+    /// - Throws: ``LiveActivityError``: conflict for an id taken by another body, unprocessable
+    ///   when the audience has no push-to-start token, unavailable when the channel cannot be made.
+    public func create(_ input: LiveActivityRequest) async throws -> (LiveActivity, created: Bool) {
+        let (app, environment) = try resolve(app: input.app, environment: input.environment)
+        var request = input
+        request.app = app.bundleID
+        request.environment = environment
+        let hash = SHA256.hash(Array(try LiveActivityStore.json(request).utf8)).map { String(format: "%02x", $0) }
+            .joined()
+        let id = input.id ?? RequestIdentifier.nextUUID()
+        if let existing = try await store.activity(id) { return (try same(existing, hash), false) }
+        let now = clock.now()
+        var activity = LiveActivity(
+            id: id,
+            app: app.bundleID,
+            environment: environment,
+            attributesType: request.attributesType,
+            request: request,
+            requestHash: hash,
+            state: .scheduled,
+            failureReason: nil,
+            channelID: nil,
+            channelCreated: false,
+            contentState: request.contentState,
+            lastUpdate: nil,
+            lastTimestamp: 0,
+            startAt: request.startAt.map { Date(timeIntervalSince1970: TimeInterval($0)) },
+            endAt: request.endAt.map { Date(timeIntervalSince1970: TimeInterval($0)) },
+            startedAt: nil,
+            endedAt: nil,
+            createdAt: now,
+            updatedAt: now,
+            users: request.users
+        )
+        guard try await !sender.pushToStartTokens(activity).tokens.isEmpty else {
+            throw LiveActivityError(
+                .unprocessable,
+                code: "no_push_to_start_token",
+                message: "the audience has no push-to-start token for \(request.attributesType) in \(app.bundleID) "
+                    + "(\(environment.rawValue)): the app must send its pushToStartTokenUpdates to "
+                    + "PUT /v1/client/push-to-start-tokens first",
+                field: "audience"
+            )
+        }
+        switch request.channel {
+        case .existing(let channel):
+            activity.channelID = channel
+        case .create(let policy):
+            do {
+                activity.channelID = try await sender.channels.create(
+                    app: app,
+                    environment: environment,
+                    storagePolicy: APNSChannelMessageStoragePolicy(rawValue: policy) ?? .noMessageStored
+                ).rawValue
+                activity.channelCreated = true
+            } catch {
+                throw LiveActivityError(
+                    .unavailable,
+                    code: "channel_not_created",
+                    message: "APNs did not create the broadcast channel (\(error)): check that the app has the "
+                        + "Broadcast capability, or retry",
+                    field: "channel"
+                )
+            }
+        case nil:
+            break
+        }
+        let queue = try sender.queue
+        let created = activity
+        let inserted = try await store.database.transaction { tx in
+            guard try await self.store.insert(created, on: tx) else { return false }
+            _ = try await queue.enqueue(
+                LiveActivitySender.job(LiveActivityJobKind.start, LiveActivityJob(id: id), at: created.startAt),
+                on: tx
+            )
+            return true
+        }
+        if inserted {
+            queue.wake()
+            return (activity, true)
+        }
+        // Another request with the same id won the race.
+        guard let existing = try await store.activity(id) else { throw LiveActivityError.notFound }
+        return (try same(existing, hash), false)
+    }
+
+    private func same(_ existing: LiveActivity, _ hash: String) throws(LiveActivityError) -> LiveActivity {
+        guard existing.requestHash == hash else {
+            throw LiveActivityError(
+                .conflict,
+                code: "id_conflict",
+                message: "a Live Activity with this id exists with another body: send the same body to get it, "
+                    + "or pick another id",
+                field: "id"
+            )
+        }
+        return existing
+    }
+
+    /// The activity, its instances and its latest deliveries.
+    public func details(
+        _ id: UUID
+    ) async throws -> (LiveActivity, [LiveActivityInstance], [LiveActivityDelivery]) {
+        guard let activity = try await store.activity(id) else { throw LiveActivityError.notFound }
+        return (activity, try await store.instances(of: id), try await store.deliveries(of: id))
+    }
+
+    /// Cancels a scheduled activity; its start job then sends nothing.
+    ///
+    /// - Throws: ``LiveActivityError`` not found, or conflict once it started.
+    public func cancel(_ id: UUID) async throws -> LiveActivity {
+        let now = clock.now()
+        return try await store.database.transaction { tx in
+            guard let activity = try await self.store.lockedActivity(id, on: tx) else {
+                throw LiveActivityError.notFound
+            }
+            guard try await self.store.transition(id, from: [.scheduled], to: .cancelled, at: now, on: tx) else {
+                throw LiveActivityError(
+                    .conflict,
+                    code: "not_scheduled",
+                    message: "the activity is \(activity.state.rawValue): only a scheduled one can be cancelled; "
+                        + "end a started one with POST /v1/live-activities/{id}/end"
+                )
+            }
+            var cancelled = activity
+            cancelled.state = .cancelled
+            return cancelled
+        }
+    }
+
+    /// Accepts an update (``LiveActivitySender/accept(_:for:keepContent:)``).
+    public func update(_ id: UUID, _ update: LiveActivityUpdate) async throws -> LiveActivityRouteCounts {
+        try await sender.accept(update, for: id)
+    }
+
+    /// Accepts an end; without content it ends with the latest content.
+    public func end(_ id: UUID, _ update: LiveActivityUpdate, hasContent: Bool) async throws -> LiveActivityRouteCounts
+    {
+        var end = update
+        end.event = .end
+        return try await sender.accept(end, for: id, keepContent: !hasContent)
+    }
+
+    // MARK: App-facing
+
+    /// Registers a push-to-start token for `userID`, stamped now.
+    public func register(
+        _ input: LiveActivityInput.PushToStart,
+        userID: String
+    ) async throws -> (PushToStartToken, created: Bool) {
+        let (app, environment) = try resolve(app: input.app, environment: input.environment)
+        return try await store.register(
+            PushToStartRegistration(
+                app: app.bundleID,
+                environment: environment,
+                attributesType: input.attributesType,
+                token: input.token,
+                userID: userID,
+                registeredAt: clock.now()
+            )
+        )
+    }
+
+    /// Registers (or updates) where an activity runs. A new instance of an activity that has had
+    /// an update or end receives the latest at once (along its own route).
+    ///
+    /// - Parameter userID: the client token's `sub`; must be one of the activity's users when it
+    ///   was started for users.
+    /// - Throws: ``LiveActivityError`` not found, or forbidden for another user's activity.
+    public func register(
+        _ input: LiveActivityInput.Instance,
+        for id: UUID,
+        userID: String,
+        app permitted: String?
+    ) async throws -> (LiveActivityInstance, created: Bool) {
+        let queue = try sender.queue
+        let now = clock.now()
+        let result = try await store.database.transaction { tx -> (LiveActivityInstance, Bool) in
+            guard let activity = try await self.store.lockedActivity(id, on: tx) else {
+                throw LiveActivityError.notFound
+            }
+            if let permitted, permitted != activity.app { throw LiveActivityError.notFound }
+            if !activity.users.isEmpty, !activity.users.contains(userID) {
+                throw LiveActivityError(
+                    .forbidden,
+                    code: "not_your_activity",
+                    message: "this Live Activity was started for other users: report instances with a client token "
+                        + "of one of them"
+                )
+            }
+            let (instance, created) = try await self.store.upsert(
+                LiveActivityInstance(
+                    liveActivityID: id,
+                    activityID: input.activityID,
+                    userID: userID,
+                    deviceToken: input.deviceToken,
+                    updateToken: input.updateToken,
+                    state: input.state,
+                    unreachable: false,
+                    createdAt: now,
+                    updatedAt: now
+                ),
+                on: tx
+            )
+            if created, instance.state == .active, let latest = activity.lastUpdate,
+                activity.state == .started || activity.state == .ended, activity.channelID == nil
+            {
+                _ = try await queue.enqueue(
+                    LiveActivitySender.job(
+                        LiveActivityJobKind.send,
+                        LiveActivityJob(id: id, update: latest, instance: instance.activityID),
+                        unique: false
+                    ),
+                    on: tx
+                )
+            }
+            return (instance, created)
+        }
+        queue.wake()
+        return result
+    }
+}

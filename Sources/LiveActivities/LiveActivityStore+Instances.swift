@@ -1,0 +1,161 @@
+public import Foundation
+import HeraldCore
+public import Storage
+
+extension LiveActivityStore {
+    static let instanceColumns =
+        "live_activity_id, activity_id, user_id, device_token, update_token, state, unreachable, created_at, updated_at"
+
+    /// Creates or replaces an instance (by its iOS `activity_id`) inside the caller's transaction.
+    /// A field the report leaves out keeps its stored value; a new device token makes the
+    /// instance reachable again.
+    ///
+    /// - Returns: the instance as stored and whether it was new.
+    func upsert(
+        _ instance: LiveActivityInstance,
+        on executor: any DatabaseExecutor
+    ) async throws -> (LiveActivityInstance, created: Bool) {
+        let key: [SQLValue] = [.text(LiveActivityID.text(instance.liveActivityID)), .text(instance.activityID)]
+        let existing = try await executor.queryFirst(
+            "SELECT \(Self.instanceColumns) FROM live_activity_instances WHERE live_activity_id = $1 AND activity_id = $2",
+            key
+        ).map(Self.instance(from:))
+        var merged = instance
+        if let existing {
+            merged.deviceToken = instance.deviceToken ?? existing.deviceToken
+            merged.updateToken = instance.updateToken ?? existing.updateToken
+            merged.unreachable = instance.deviceToken == nil ? existing.unreachable : false
+            merged.createdAt = existing.createdAt
+        }
+        try await executor.execute(
+            """
+            INSERT INTO live_activity_instances (\(Self.instanceColumns))
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+            ON CONFLICT (live_activity_id, activity_id) DO UPDATE SET user_id = excluded.user_id,
+                device_token = excluded.device_token, update_token = excluded.update_token, state = excluded.state,
+                unreachable = excluded.unreachable, updated_at = excluded.updated_at
+            """,
+            key + [
+                SQLValue(merged.userID), SQLValue(merged.deviceToken), SQLValue(merged.updateToken),
+                .text(merged.state.rawValue), .bool(merged.unreachable), SQLValue(merged.createdAt),
+                SQLValue(merged.updatedAt),
+            ]
+        )
+        return (merged, existing == nil)
+    }
+
+    /// The instances of an activity, oldest first.
+    public func instances(
+        of id: UUID,
+        on executor: (any DatabaseExecutor)? = nil
+    ) async throws -> [LiveActivityInstance] {
+        try await (executor ?? database).query(
+            "SELECT \(Self.instanceColumns) FROM live_activity_instances WHERE live_activity_id = $1 "
+                + "ORDER BY created_at, activity_id",
+            [.text(LiveActivityID.text(id))]
+        ).map(Self.instance(from:))
+    }
+
+    /// Notes that an instance received the update with `timestamp`, so a job run again (or a
+    /// catch-up for a new instance racing the update's own job) does not send it twice.
+    func markSent(_ timestamp: Int64, of id: UUID, activityID: String) async throws {
+        try await database.execute(
+            "UPDATE live_activity_instances SET last_timestamp = $1 "
+                + "WHERE live_activity_id = $2 AND activity_id = $3 AND last_timestamp < $1",
+            [.integer(timestamp), .text(LiveActivityID.text(id)), .text(activityID)]
+        )
+    }
+
+    /// The timestamp of the latest update each instance received.
+    func sentTimestamps(of id: UUID) async throws -> [String: Int64] {
+        var result: [String: Int64] = [:]
+        for row in try await database.query(
+            "SELECT activity_id, last_timestamp FROM live_activity_instances WHERE live_activity_id = $1",
+            [.text(LiveActivityID.text(id))]
+        ) {
+            result[try row.string("activity_id")] = try row.int("last_timestamp")
+        }
+        return result
+    }
+
+    /// Drops an update token APNs called dead (only if the instance still has that token).
+    func dropUpdateToken(_ token: String, of id: UUID, activityID: String, now: Date) async throws {
+        try await database.execute(
+            "UPDATE live_activity_instances SET update_token = NULL, updated_at = $1 "
+                + "WHERE live_activity_id = $2 AND activity_id = $3 AND update_token = $4",
+            [SQLValue(now), .text(LiveActivityID.text(id)), .text(activityID), .text(token)]
+        )
+    }
+
+    /// Marks an instance whose device token APNs called dead: no silent push goes to it until a
+    /// new device token is reported.
+    func markUnreachable(_ token: String, of id: UUID, activityID: String, now: Date) async throws {
+        try await database.execute(
+            "UPDATE live_activity_instances SET unreachable = 1, updated_at = $1 "
+                + "WHERE live_activity_id = $2 AND activity_id = $3 AND device_token = $4",
+            [SQLValue(now), .text(LiveActivityID.text(id)), .text(activityID), .text(token)]
+        )
+    }
+
+    static func instance(from row: SQLRow) throws -> LiveActivityInstance {
+        LiveActivityInstance(
+            liveActivityID: try row.uuid("live_activity_id"),
+            activityID: try row.string("activity_id"),
+            userID: try row.optionalString("user_id"),
+            deviceToken: try row.optionalString("device_token"),
+            updateToken: try row.optionalString("update_token"),
+            state: LiveActivityInstance.State(rawValue: try row.string("state")) ?? .active,
+            unreachable: try row.bool("unreachable"),
+            createdAt: try row.date("created_at"),
+            updatedAt: try row.date("updated_at")
+        )
+    }
+
+    // MARK: Deliveries
+
+    /// Records pushes sent for an activity.
+    func record(_ deliveries: [LiveActivityDelivery], of id: UUID) async throws {
+        guard !deliveries.isEmpty else { return }
+        var binds: [SQLValue] = []
+        var rows: [String] = []
+        for delivery in deliveries {
+            let base = binds.count
+            binds += [
+                .text(LiveActivityID.text(id)), SQLValue(delivery.at),
+                .text(RequestIdentifier.lowercaseString(RequestIdentifier.nextUUID())), .text(delivery.event),
+                .text(delivery.route.rawValue), SQLValue(delivery.token), SQLValue(delivery.status),
+                SQLValue(delivery.reason), SQLValue(delivery.apnsID),
+            ]
+            rows.append("(" + (1...9).map { "$\(base + $0)" }.joined(separator: ", ") + ")")
+        }
+        try await database.execute(
+            "INSERT INTO live_activity_deliveries (live_activity_id, at, id, event, route, token, status, reason, "
+                + "apns_id) VALUES \(rows.joined(separator: ", "))",
+            binds
+        )
+    }
+
+    /// The latest `limit` deliveries of an activity, newest first.
+    public func deliveries(
+        of id: UUID,
+        limit: Int = LiveActivityLimits.deliveriesShown
+    ) async throws
+        -> [LiveActivityDelivery]
+    {
+        try await database.query(
+            "SELECT at, event, route, token, status, reason, apns_id FROM live_activity_deliveries "
+                + "WHERE live_activity_id = $1 ORDER BY at DESC, id DESC LIMIT $2",
+            [.text(LiveActivityID.text(id)), .integer(Int64(limit))]
+        ).map { row in
+            LiveActivityDelivery(
+                at: try row.date("at"),
+                event: try row.string("event"),
+                route: LiveActivityRoute(rawValue: try row.string("route")) ?? .silent,
+                token: try row.optionalString("token"),
+                status: try row.optionalInt("status").map { Int($0) },
+                reason: try row.optionalString("reason"),
+                apnsID: try row.optionalString("apns_id")
+            )
+        }
+    }
+}

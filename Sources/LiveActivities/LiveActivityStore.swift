@@ -1,0 +1,258 @@
+import APNs
+public import Foundation
+import HeraldCore
+public import Storage
+
+/// The Live Activities tables (migrations 11 and 12), with the same SQL on SQLite and PostgreSQL:
+/// activities and their users here, push-to-start tokens in `+Tokens`, instances and deliveries in
+/// `+Instances`.
+public struct LiveActivityStore: Sendable {
+    public let database: any Database
+
+    public init(database: any Database) {
+        self.database = database
+    }
+
+    static let columns = """
+        id, app, environment, attributes_type, request, request_hash, state, failure_reason, channel_id, \
+        channel_created, content_state, last_update, last_timestamp, start_at, end_at, started_at, ended_at, \
+        created_at, updated_at
+        """
+
+    // MARK: Writing
+
+    /// Inserts a new activity and its users inside the caller's transaction.
+    ///
+    /// - Returns: `false` when an activity with the id exists already (nothing written).
+    func insert(_ activity: LiveActivity, on executor: any DatabaseExecutor) async throws -> Bool {
+        let inserted = try await executor.execute(
+            """
+            INSERT INTO live_activities (\(Self.columns))
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+            ON CONFLICT (id) DO NOTHING
+            """,
+            [
+                .text(LiveActivityID.text(activity.id)), .text(activity.app), .text(activity.environment.rawValue),
+                .text(activity.attributesType), .text(try Self.json(activity.request)), .text(activity.requestHash),
+                .text(activity.state.rawValue), SQLValue(activity.failureReason), SQLValue(activity.channelID),
+                .bool(activity.channelCreated), .text(try Self.json(activity.contentState)),
+                SQLValue(try activity.lastUpdate.map(Self.json)), .integer(activity.lastTimestamp),
+                SQLValue(activity.startAt), SQLValue(activity.endAt), SQLValue(activity.startedAt),
+                SQLValue(activity.endedAt), SQLValue(activity.createdAt), SQLValue(activity.updatedAt),
+            ]
+        )
+        guard inserted > 0 else { return false }
+        for user in Set(activity.users).sorted() {
+            try await executor.execute(
+                "INSERT INTO live_activity_users (user_id, live_activity_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                [.text(user), .text(LiveActivityID.text(activity.id))]
+            )
+        }
+        return true
+    }
+
+    /// Sets the users of an activity whose audience was resolved when it started (tags, all).
+    func addUsers(_ users: [String], to id: UUID, on executor: any DatabaseExecutor) async throws {
+        for user in Set(users).sorted() {
+            try await executor.execute(
+                "INSERT INTO live_activity_users (user_id, live_activity_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                [.text(user), .text(LiveActivityID.text(id))]
+            )
+        }
+    }
+
+    /// Moves an activity from one of `from` to `to`, stamping `started_at`/`ended_at` as the state
+    /// says; `false` when it was in none of them (another instance or request moved it first).
+    func transition(
+        _ id: UUID,
+        from: [LiveActivityState],
+        to: LiveActivityState,
+        at now: Date,
+        reason: String? = nil,
+        on executor: any DatabaseExecutor
+    ) async throws -> Bool {
+        var binds: [SQLValue] = [.text(to.rawValue), SQLValue(now), SQLValue(reason), .text(LiveActivityID.text(id))]
+        let states = from.map { state -> String in
+            binds.append(.text(state.rawValue))
+            return "$\(binds.count)"
+        }
+        let stamp =
+            switch to {
+            case .started: ", started_at = $2"
+            case .ended, .expired: ", ended_at = $2"
+            default: ""
+            }
+        return try await executor.execute(
+            "UPDATE live_activities SET state = $1, updated_at = $2, failure_reason = COALESCE($3, failure_reason)"
+                + stamp + " WHERE id = $4 AND state IN (\(states.joined(separator: ", ")))",
+            binds
+        ) > 0
+    }
+
+    /// Takes the next `timestamp` of an activity (strictly greater than the last, at least `now`),
+    /// stores it with the update as the latest, and returns the update stamped with it. Runs in
+    /// the caller's transaction, after the row is locked (``lockedActivity(_:on:)``).
+    func stamp(
+        _ update: LiveActivityUpdate,
+        of activity: LiveActivity,
+        now: Date,
+        on executor: any DatabaseExecutor
+    ) async throws -> LiveActivityUpdate {
+        var stamped = update
+        stamped.timestamp = max(EpochTime.seconds(now), activity.lastTimestamp + 1)
+        try await executor.execute(
+            """
+            UPDATE live_activities SET last_timestamp = $1, last_update = $2, content_state = $3, updated_at = $4
+            WHERE id = $5
+            """,
+            [
+                .integer(stamped.timestamp), .text(try Self.json(stamped)), .text(try Self.json(stamped.contentState)),
+                SQLValue(now), .text(LiveActivityID.text(activity.id)),
+            ]
+        )
+        return stamped
+    }
+
+    /// Takes the next timestamp for the start push.
+    func stampStart(_ activity: LiveActivity, now: Date, on executor: any DatabaseExecutor) async throws -> Int64 {
+        let timestamp = max(EpochTime.seconds(now), activity.lastTimestamp + 1)
+        try await executor.execute(
+            "UPDATE live_activities SET last_timestamp = $1 WHERE id = $2",
+            [.integer(timestamp), .text(LiveActivityID.text(activity.id))]
+        )
+        return timestamp
+    }
+
+    // MARK: Reading
+
+    public func activity(_ id: UUID) async throws -> LiveActivity? {
+        try await activity(id, on: database)
+    }
+
+    func activity(_ id: UUID, on executor: any DatabaseExecutor) async throws -> LiveActivity? {
+        guard
+            let row = try await executor.queryFirst(
+                "SELECT \(Self.columns) FROM live_activities WHERE id = $1",
+                [.text(LiveActivityID.text(id))]
+            )
+        else { return nil }
+        return try await decode(row, on: executor)
+    }
+
+    /// The activity, its row locked until the transaction ends (PostgreSQL; SQLite's writer lock
+    /// already serialises), so timestamps and state changes of one activity never interleave.
+    func lockedActivity(_ id: UUID, on executor: any DatabaseExecutor) async throws -> LiveActivity? {
+        if executor.dialect == .sqlite {
+            // Takes the write lock now rather than at the first write.
+            try await executor.execute(
+                "UPDATE live_activities SET updated_at = updated_at WHERE id = $1",
+                [.text(LiveActivityID.text(id))]
+            )
+            return try await activity(id, on: executor)
+        }
+        guard
+            let row = try await executor.queryFirst(
+                "SELECT \(Self.columns) FROM live_activities WHERE id = $1 FOR UPDATE",
+                [.text(LiveActivityID.text(id))]
+            )
+        else { return nil }
+        return try await decode(row, on: executor)
+    }
+
+    /// The filter of ``list(_:limit:cursor:)``.
+    public struct Filter: Sendable, Hashable {
+        public var userID: String?
+        public var state: LiveActivityState?
+        public var attributesType: String?
+
+        public init(userID: String? = nil, state: LiveActivityState? = nil, attributesType: String? = nil) {
+            self.userID = userID
+            self.state = state
+            self.attributesType = attributesType
+        }
+    }
+
+    /// Activities newest first, `limit` at a time; the cursor is `<created_at ms>:<id>` of the
+    /// last one of the previous page.
+    public func list(
+        _ filter: Filter,
+        limit: Int,
+        cursor: String?
+    ) async throws -> (items: [LiveActivity], next: String?) {
+        var conditions: [String] = []
+        var binds: [SQLValue] = []
+        func bind(_ value: SQLValue) -> String {
+            binds.append(value)
+            return "$\(binds.count)"
+        }
+        if let user = filter.userID {
+            conditions.append(
+                "id IN (SELECT live_activity_id FROM live_activity_users WHERE user_id = \(bind(.text(user))))"
+            )
+        }
+        if let state = filter.state { conditions.append("state = \(bind(.text(state.rawValue)))") }
+        if let type = filter.attributesType { conditions.append("attributes_type = \(bind(.text(type)))") }
+        if let cursor {
+            let parts = cursor.split(separator: ":", maxSplits: 1)
+            if parts.count == 2, let at = Int64(parts[0]) {
+                let atBind = bind(.integer(at))
+                let idBind = bind(.text(String(parts[1])))
+                conditions.append("(created_at < \(atBind) OR (created_at = \(atBind) AND id < \(idBind)))")
+            }
+        }
+        let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        let rows = try await database.query(
+            "SELECT \(Self.columns) FROM live_activities \(whereClause) ORDER BY created_at DESC, id DESC "
+                + "LIMIT \(bind(.integer(Int64(limit + 1))))",
+            binds
+        )
+        var items: [LiveActivity] = []
+        for row in rows.prefix(limit) { items.append(try await decode(row, on: database)) }
+        let next =
+            rows.count > limit
+            ? items.last.map { "\(EpochTime.milliseconds($0.createdAt)):\(LiveActivityID.text($0.id))" } : nil
+        return (items, next)
+    }
+
+    // MARK: Rows
+
+    static func json(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func decodeJSON<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
+        try JSONDecoder().decode(type, from: Data(text.utf8))
+    }
+
+    private func decode(_ row: SQLRow, on executor: any DatabaseExecutor) async throws -> LiveActivity {
+        let id = try row.uuid("id")
+        let users = try await executor.query(
+            "SELECT user_id FROM live_activity_users WHERE live_activity_id = $1 ORDER BY user_id",
+            [.text(LiveActivityID.text(id))]
+        ).map { try $0.string("user_id") }
+        return LiveActivity(
+            id: id,
+            app: try row.string("app"),
+            environment: APNSEnvironment(rawValue: try row.string("environment")) ?? .production,
+            attributesType: try row.string("attributes_type"),
+            request: try Self.decodeJSON(LiveActivityRequest.self, try row.string("request")),
+            requestHash: try row.string("request_hash"),
+            state: LiveActivityState(rawValue: try row.string("state")) ?? .failed,
+            failureReason: try row.optionalString("failure_reason"),
+            channelID: try row.optionalString("channel_id"),
+            channelCreated: try row.bool("channel_created"),
+            contentState: try Self.decodeJSON(APNSJSONValue.self, try row.string("content_state")),
+            lastUpdate: try row.optionalString("last_update").map { try Self.decodeJSON(LiveActivityUpdate.self, $0) },
+            lastTimestamp: try row.int("last_timestamp"),
+            startAt: try row.optionalDate("start_at"),
+            endAt: try row.optionalDate("end_at"),
+            startedAt: try row.optionalDate("started_at"),
+            endedAt: try row.optionalDate("ended_at"),
+            createdAt: try row.date("created_at"),
+            updatedAt: try row.date("updated_at"),
+            users: users
+        )
+    }
+}
