@@ -218,6 +218,7 @@ public struct APNSSimulatorControl: HTTPResponder {
             store.withState { $0.channels.removeAll() }
             return HTTPResponse(status: 204)
         }
+        CloudKitControlRoutes.register(on: &router, prefix: prefix, endpoint: core.cloudKit)
     }
 
     /// 409 for a registry that is full.

@@ -20,6 +20,8 @@ final class SimulatorCore: Sendable {
     private let environment: APNSEnvironment?
     let clock: any HeraldClock
     private let logger: Logger
+    /// CloudKit's endpoints, when keys are configured (`/database/…` paths).
+    let cloudKit: CloudKitEndpoint?
 
     init(configuration: APNSSimulator.Configuration) {
         let apps = SimulatorApps(
@@ -47,11 +49,25 @@ final class SimulatorCore: Sendable {
         self.environment = configuration.environment
         self.clock = configuration.clock
         self.logger = configuration.logger
+        var cloudKitLimits = CloudKitEndpoint.Limits()
+        cloudKitLimits.records = configuration.cloudKitRecordLimit
+        self.cloudKit =
+            configuration.cloudKitKeys.isEmpty
+            ? nil
+            : CloudKitEndpoint(
+                keys: configuration.cloudKitKeys,
+                limits: cloudKitLimits,
+                maximumSkew: configuration.cloudKitClockSkew.timeInterval,
+                deliveries: store
+            )
     }
 
     /// The answer to one request on listener `listener`.
     func respond(to request: HTTP2ServerRequest, listener: Int) async -> HTTP2ServerResponse {
         let now = clock.now()
+        if let cloudKit, request.path.hasPrefix("/database/") {
+            return cloudKit.respond(to: request, now: now)
+        }
         let connection = connections.connection(for: request.connection, listener: listener)
         var input = SimulatorRequest(
             method: request.method,
