@@ -320,7 +320,7 @@ let package = Package(
         .testTarget(
             name: "CloudKitTests",
             dependencies: [
-                "CloudKit", "APNsSimulator", "APNs", "HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto",
+                "CloudKit", "APNsSimulator", "APNs", "HTTP2", "HTTPRouting", "HeraldIO", "HeraldCore", "HeraldCrypto",
                 "AsyncTestSupport", "ProcessTestSupport",
             ],
             swiftSettings: swiftSettings
