@@ -175,7 +175,7 @@ let package = Package(
             name: "FuzzHarness",
             dependencies: [
                 "HTTPRouting", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto",
-                "Storage", "ClientTokens",
+                "Storage", "ClientTokens", "CloudKit",
             ],
             swiftSettings: swiftSettings
         ),

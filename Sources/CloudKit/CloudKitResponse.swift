@@ -91,3 +91,25 @@ enum CloudKitResponse {
         )
     }
 }
+
+extension CloudKitClient {
+    /// How the client reads an answer of `status` with `body` (untrusted input): the records and
+    /// marker of a 2xx answer (a per-record error becomes the failure), or the error of another.
+    /// Public for the fuzz harness and for tools that replay saved answers.
+    public static func readAnswer(_ body: [UInt8], status: Int) -> Result<CloudKitQueryPage, CloudKitError> {
+        guard (200..<300).contains(status) else { return .failure(CloudKitResponse.failure(body, status: status)) }
+        do {
+            let records = try CloudKitResponse.records(body, status: status)
+            var page = CloudKitQueryPage(records: [], continuationMarker: records.continuationMarker)
+            for entry in records.entries {
+                switch entry {
+                case .record(let record): page.records.append(record)
+                case .failure(let failure): return .failure(failure)
+                }
+            }
+            return .success(page)
+        } catch {
+            return .failure(error)
+        }
+    }
+}
