@@ -125,10 +125,11 @@ public final class CloudKitClient: Sendable {
                         ),
                     ]
                 )
+                let code = error.code
                 do {
                     try await configuration.clock.sleep(for: wait)
                 } catch {
-                    throw CloudKitError(.connectionFailed, reason: "cancelled while waiting to retry")
+                    throw CloudKitError(.cancelled, reason: "cancelled while waiting to retry after \(code)")
                 }
                 attempt += 1
             }
@@ -147,7 +148,7 @@ public final class CloudKitClient: Sendable {
         do {
             response = try await connection.send(request)
         } catch is CancellationError {
-            throw CloudKitError(.connectionFailed, reason: "the request was cancelled")
+            throw CloudKitError(.cancelled, reason: "the request was cancelled")
         } catch let error as CloudKitError {
             throw error
         } catch {

@@ -40,6 +40,8 @@ public struct CloudKitError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let invalidResponse = Code("HERALD_INVALID_RESPONSE")
         /// OpenSSL failed to sign.
         public static let signingFailed = Code("HERALD_SIGNING_FAILED")
+        /// The calling task was cancelled (not retryable: the caller is stopping).
+        public static let cancelled = Code("HERALD_CANCELLED")
     }
 
     public var code: Code

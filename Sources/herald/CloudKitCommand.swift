@@ -80,37 +80,50 @@ enum CloudKitCommand {
             printError("herald cloudkit: \(error.reason)")
             return 2
         }
-        defer { Task { await client.close() } }
+        let status: Int32
         switch action {
         case "ping":
-            return await ping(client, container, environment, recordType, field)
+            status = await ping(client, container, environment, recordType, field)
         case "cleanup":
-            let keep: Int
-            do throws(UsageError) {
-                guard let text = parsed.value("keep") else { throw UsageError("cleanup needs --keep N") }
-                guard let value = Int(text), (0...1_000_000).contains(value) else {
-                    throw UsageError("--keep \(text) is not a number from 0 to 1000000")
-                }
-                keep = value
-            } catch {
-                printError("herald cloudkit: \(error.message)")
-                return 2
-            }
-            do {
-                let deleted = try await client.cleanup(
-                    container: container,
-                    environment: environment,
-                    recordType: recordType,
-                    sortField: field,
-                    keep: keep
-                )
-                print("deleted=\(deleted) kept-at-most=\(keep) record-type=\(recordType)")
-                return 0
-            } catch {
-                return report(error)
-            }
+            status = await cleanup(client, parsed, container, environment, recordType, field)
         default:
-            return await check(client, container, environment, recordType, signer.keyID)
+            status = await check(client, container, environment, recordType, signer.keyID)
+        }
+        await client.close()
+        return status
+    }
+
+    private static func cleanup(
+        _ client: CloudKitClient,
+        _ parsed: ParsedArguments,
+        _ container: String,
+        _ environment: CloudKitEnvironment,
+        _ recordType: String,
+        _ field: String
+    ) async -> Int32 {
+        let keep: Int
+        do throws(UsageError) {
+            guard let text = parsed.value("keep") else { throw UsageError("cleanup needs --keep N") }
+            guard let value = Int(text), (0...1_000_000).contains(value) else {
+                throw UsageError("--keep \(text) is not a number from 0 to 1000000")
+            }
+            keep = value
+        } catch {
+            printError("herald cloudkit: \(error.message)")
+            return 2
+        }
+        do {
+            let deleted = try await client.cleanup(
+                container: container,
+                environment: environment,
+                recordType: recordType,
+                sortField: field,
+                keep: keep
+            )
+            print("deleted=\(deleted) kept-at-most=\(keep) record-type=\(recordType)")
+            return 0
+        } catch {
+            return report(error)
         }
     }
 

@@ -1,3 +1,4 @@
+import APNs
 import CloudKit
 import Foundation
 import HeraldCore
@@ -72,6 +73,12 @@ import Testing
         #expect(settings.appKeys["com.example.app"]?.signer.keyID == "ck-app")
         #expect(settings.appKeys["com.example.app"]?.container == "iCloud.com.example.app")
         #expect(settings.signer(app: "com.example.other") == nil)
+        // The APNs loader reads the same file and leaves the cloudkit objects to this one.
+        let loaded = try APNSAppConfiguration.load(
+            environment: ["HERALD_APPS_FILE": "/keys/apps.json"],
+            readFile: Self.files(["/keys/apps.json": apps, "/keys/apns.p8": P256PrivateKey().pemRepresentation])
+        )
+        #expect(loaded.map(\.bundleID) == ["com.example.app", "com.example.other"])
         let broken = #"{"apps": [{"bundle_id": "a.b", "cloudkit": {"key_id": "k", "kee": 1}}]}"#
         #expect(throws: ConfigurationError.self) {
             try CloudKitSettings.load(

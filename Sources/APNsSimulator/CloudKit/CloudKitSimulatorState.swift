@@ -3,16 +3,16 @@ import Foundation
 
 /// A query subscription the control API configured: records of `recordType` created in
 /// `container` (and `environment`, when set) fire a silent push to each of `tokens` for `topic`.
-public struct APNSSimulatorCloudKitSubscription: Sendable, Hashable {
-    public var id: String
-    public var container: String
+struct APNSSimulatorCloudKitSubscription: Sendable, Hashable {
+    var id: String
+    var container: String
     /// nil: both environments.
-    public var environment: String?
-    public var recordType: String
-    public var tokens: [String]
-    public var topic: String
+    var environment: String?
+    var recordType: String
+    var tokens: [String]
+    var topic: String
 
-    public init(
+    init(
         id: String,
         container: String,
         environment: String?,
@@ -31,15 +31,15 @@ public struct APNSSimulatorCloudKitSubscription: Sendable, Hashable {
 
 /// An injected CloudKit failure (`POST /cloudkit/faults`): the next `times` requests (nil: all)
 /// to `operation` (nil: both) are answered `status` with `serverErrorCode` and `retryAfter`.
-public struct APNSSimulatorCloudKitFault: Sendable, Hashable {
-    public var serverErrorCode: String
-    public var status: Int
-    public var retryAfter: Int?
-    public var times: Int?
+struct APNSSimulatorCloudKitFault: Sendable, Hashable {
+    var serverErrorCode: String
+    var status: Int
+    var retryAfter: Int?
+    var times: Int?
     /// `modify` or `query`; nil: both.
-    public var operation: String?
+    var operation: String?
 
-    public init(
+    init(
         serverErrorCode: String,
         status: Int,
         retryAfter: Int? = nil,

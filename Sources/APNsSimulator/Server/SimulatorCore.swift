@@ -66,7 +66,13 @@ final class SimulatorCore: Sendable {
     func respond(to request: HTTP2ServerRequest, listener: Int) async -> HTTP2ServerResponse {
         let now = clock.now()
         if let cloudKit, request.path.hasPrefix("/database/") {
-            return cloudKit.respond(to: request, now: now)
+            let response = cloudKit.respond(to: request, now: now)
+            // As for pushes: a connection's first success raises its stream limit.
+            let connection = connections.connection(for: request.connection, listener: listener)
+            if response.status == 200, connection.claimFirstSuccess() {
+                request.connection.setMaxConcurrentStreams(maxConcurrentStreams)
+            }
+            return response
         }
         let connection = connections.connection(for: request.connection, listener: listener)
         var input = SimulatorRequest(

@@ -93,12 +93,12 @@ struct CloudKitFixture: Sendable {
             tls: tls,
             configuration: options
         )
-        defer { Task { await connection.close() } }
         let bytes = Array(body.utf8)
         let headers = try (signer ?? self.signer).sign(body: bytes, subpath: path, date: date)
         var request = HTTP2Request(method: "POST", path: path, body: bytes)
         for field in headers.fields { request.headers.add(name: field.name.lowercased(), value: field.value) }
         let response = try await connection.send(request)
+        await connection.close()
         return (response.status, response.body.isEmpty ? nil : try APNSJSONValue(parsing: response.body))
     }
 
