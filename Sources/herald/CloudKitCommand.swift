@@ -17,6 +17,7 @@ enum CloudKitCommand {
             .init("field", value: "F", help: "The field holding the time in Unix seconds (default ts)."),
             .init("keep", value: "N", help: "cleanup: how many of the newest records to keep."),
             .init("app", value: "BUNDLE", help: "Use this app's key from HERALD_APPS_FILE (default: CLOUDKIT_KEY_ID)."),
+            .init("timeout", value: "SECONDS", help: "Connect and request deadline, each (default 10)."),
         ]
     )
 
@@ -27,6 +28,7 @@ enum CloudKitCommand {
         let environment: CloudKitEnvironment
         let settings: CloudKitSettings
         let signer: CloudKitSigner
+        let timeout: Duration
         do throws(UsageError) {
             parsed = try spec.parse(arguments)
             if parsed.wantsHelp {
@@ -44,6 +46,7 @@ enum CloudKitCommand {
                 throw UsageError("--environment \(name) is not a CloudKit environment: use production or development")
             }
             environment = parsedEnvironment
+            timeout = .seconds(try parsed.integer("timeout", default: 10, range: 1...600))
             do {
                 settings = try CloudKitSettings.load(environment: ProcessInfo.processInfo.environment)
             } catch {
@@ -72,6 +75,8 @@ enum CloudKitCommand {
         let field = parsed.value("field") ?? "ts"
         var configuration = settings.clientConfiguration
         configuration.maximumAttempts = 3
+        configuration.connectTimeout = timeout
+        configuration.requestTimeout = timeout
         configuration.logger = Logger(label: "herald.cloudkit", level: .warning)
         let client: CloudKitClient
         do {

@@ -21,7 +21,12 @@ import Testing
         var merged = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("CLOUDKIT_") }
         merged["HERALD_APPS_FILE"] = nil
         merged.merge(environment) { _, new in new }
-        let result = try await ChildProcess.run(Self.binary, arguments: ["cloudkit"] + arguments, environment: merged)
+        // A generous deadline: on a loaded machine a TLS connect on loopback has taken over 10 s.
+        let result = try await ChildProcess.run(
+            Self.binary,
+            arguments: ["cloudkit"] + arguments + (arguments.isEmpty ? [] : ["--timeout", "60"]),
+            environment: merged
+        )
         return (result.termination.status, result.standardOutput, result.standardError)
     }
 
@@ -162,7 +167,9 @@ import Testing
         shell["HERALD"] = Self.binary
         let ping = try await ChildProcess.run(
             "/bin/sh",
-            arguments: ["-c", #"eval "$BLOCK" && "$HERALD" cloudkit ping --container iCloud.org.example.demo"#],
+            arguments: [
+                "-c", #"eval "$BLOCK" && "$HERALD" cloudkit ping --timeout 60 --container iCloud.org.example.demo"#,
+            ],
             environment: shell
         )
         #expect(ping.termination.status == 0, "stderr: \(ping.standardError)")

@@ -24,9 +24,8 @@ struct CloudKitStoredRecord: Sendable, Hashable {
         writer.string("recordName", recordName)
         writer.string("recordType", recordType)
         writer.string("recordChangeTag", changeTag)
-        let fieldTexts = fields.keys.sorted().map { name in
-            let field = fields[name]!
-            return JSONText.quote(name)
+        let fieldTexts = fields.sorted { $0.key < $1.key }.map { name, field in
+            JSONText.quote(name)
                 + #":{"value":\#(CloudKitJSON.text(field.value)),"type":\#(JSONText.quote(field.type))}"#
         }
         writer.raw("fields", "{" + fieldTexts.joined(separator: ",") + "}")
@@ -56,9 +55,8 @@ enum CloudKitJSON {
         case .string(let string): return JSONText.quote(string)
         case .array(let items): return "[" + items.map(text).joined(separator: ",") + "]"
         case .object(let members):
-            return "{"
-                + members.keys.sorted().map { JSONText.quote($0) + ":" + text(members[$0]!) }.joined(separator: ",")
-                + "}"
+            let texts = members.sorted { $0.key < $1.key }.map { JSONText.quote($0.key) + ":" + text($0.value) }
+            return "{" + texts.joined(separator: ",") + "}"
         }
     }
 
