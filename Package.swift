@@ -89,6 +89,12 @@ let package = Package(
             dependencies: ["HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2"],
             swiftSettings: swiftSettings
         ),
+        // CloudKit Web Services with a server-to-server key: signing, records, typed errors.
+        .target(
+            name: "CloudKit",
+            dependencies: ["HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2"],
+            swiftSettings: swiftSettings
+        ),
         // Requests, responses, the router and middleware: what routes are written against.
         .target(name: "HTTPRouting", dependencies: ["HeraldCore"], swiftSettings: swiftSettings),
         // The HTTP/1.1 server on libmicrohttpd, serving an HTTPRouting responder.
@@ -172,7 +178,7 @@ let package = Package(
                 "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn", "Devices",
                 "ClientTokens",
                 "Webhooks",
-                "Wake", "LiveActivities",
+                "Wake", "LiveActivities", "CloudKit",
             ],
             swiftSettings: swiftSettings
         ),
@@ -182,7 +188,7 @@ let package = Package(
             name: "FuzzHarness",
             dependencies: [
                 "HTTPRouting", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto",
-                "Storage", "ClientTokens",
+                "Storage", "ClientTokens", "CloudKit",
             ],
             swiftSettings: swiftSettings
         ),
@@ -335,6 +341,14 @@ let package = Package(
         .testTarget(
             name: "ClientTokensTests",
             dependencies: ["ClientTokens", "HeraldCore", "HeraldCrypto", "ProcessTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CloudKitTests",
+            dependencies: [
+                "CloudKit", "APNsSimulator", "APNs", "HTTP2", "HTTPRouting", "HeraldIO", "HeraldCore", "HeraldCrypto",
+                "AsyncTestSupport", "ProcessTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -17,7 +17,8 @@
 # The blocks of one file run in order in one bash, so variables carry over. The examples'
 # addresses, in commands and expectations, become those of the servers it started:
 # localhost:3000 (herald serve), 127.0.0.1:8443 and 127.0.0.1:8444 (herald simulator, APNs and
-# control API) and /tmp/herald-apns-simulator-8443 (its certificate and key files). KEY holds the API key and
+# control API) and /tmp/herald-apns-simulator-8443 (its certificate and key files; with -cloudkit.pem,
+# the private key of its --cloudkit-key wake-key). KEY holds the API key and
 # DATABASE_URL the server's database. `python` blocks run with python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,8 +65,11 @@ mkdir "$work/serve" "$work/sim" "$work/run"
     >"$work/serve.log" 2>&1) &
 pids+=($!)
 serve_pid=$!
+# The CloudKit server-to-server key of docs/SIMULATOR.md's CloudKit examples (Key ID wake-key).
+openssl ecparam -name prime256v1 -genkey -noout -out "$work/sim/cloudkit-eckey.pem" 2>/dev/null
 (cd "$work/sim" && exec env TMPDIR="$work/sim" \
-    "$herald" simulator --port 0 --control-port 0 --topic com.example.app --apply-silent-live-activity >"$work/sim.log" 2>&1) &
+    "$herald" simulator --port 0 --control-port 0 --topic com.example.app --apply-silent-live-activity \
+    --cloudkit-key "wake-key:$work/sim/cloudkit-eckey.pem" >"$work/sim.log" 2>&1) &
 pids+=($!)
 sim_pid=$!
 
@@ -73,6 +77,7 @@ serve_port=$(await_line "$work/serve.log" 'herald listening address=' "$serve_pi
 sim_port=$(await_line "$work/sim.log" 'APNs URL' "$sim_pid" | sed -E 's/.*https:\/\/127\.0\.0\.1:([0-9]+).*/\1/')
 ctl_port=$(await_line "$work/sim.log" 'Control API' "$sim_pid" | sed -E 's/.*http:\/\/127\.0\.0\.1:([0-9]+).*/\1/')
 sim_files=$work/sim/herald-apns-simulator-$sim_port
+cp "$work/sim/cloudkit-eckey.pem" "$sim_files-cloudkit.pem"
 echo "doctest: herald serve --simulator on :$serve_port, herald simulator on :$sim_port (control :$ctl_port)"
 
 # Splits the Markdown files into segments. Each output record: kind, file, line, then the text.

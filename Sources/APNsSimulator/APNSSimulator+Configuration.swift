@@ -75,6 +75,14 @@ extension APNSSimulator {
         /// devices"). `herald serve --simulator` turns it on.
         public var applySilentLiveActivity = false
 
+        /// CloudKit server-to-server keys accepted; non-empty: the HTTP/2 listener also serves
+        /// CloudKit's `records/modify` and `records/query` (docs/SIMULATOR.md, "CloudKit").
+        public var cloudKitKeys: [APNSSimulatorCloudKitKey] = []
+        /// CloudKit records held across containers; past it, creating one is 413 `QUOTA_EXCEEDED`.
+        public var cloudKitRecordLimit = 100_000
+        /// A CloudKit request date further than this from the clock is 401 `AUTHENTICATION_FAILED`.
+        public var cloudKitClockSkew: Duration = .seconds(300)
+
         /// `iat` older than this is `ExpiredProviderToken`. APNs: one hour.
         public var providerTokenLifetime: Duration = .seconds(3600)
         /// A new token sooner than this after the last one, on one connection, is

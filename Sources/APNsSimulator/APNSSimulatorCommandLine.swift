@@ -12,7 +12,8 @@ public enum APNSSimulatorCommandLine {
         usage: "herald simulator [--host H] [--port 8443] [--control-port 8444] [--cleartext-port P] "
             + "[--tls-cert F --tls-key F] [--cert-out F] [--key KEYID[@ENV]:PEM]... [--team ID] [--topic BUNDLE]... "
             + "[--environment sandbox|production] [--max-deliveries N] [--max-tokens N] [--max-faults N] "
-            + "[--max-channels N] [--max-devices N] [--max-activities N] [--apply-silent-live-activity]",
+            + "[--max-channels N] [--max-devices N] [--max-activities N] [--apply-silent-live-activity] "
+            + "[--cloudkit-key KEYID:PEM]...",
         options: [
             .init("host", value: "H", help: "Address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)."),
             .init("port", value: "PORT", help: "HTTP/2-over-TLS port (default 8443; 0 picks a free one)."),
@@ -38,6 +39,13 @@ public enum APNSSimulatorCommandLine {
                 help: "The Team ID tokens must carry in iss (default: any, or a generated one)."
             ),
             .init("topic", value: "BUNDLE", repeatable: true, help: "An app's bundle ID to serve (default: any)."),
+            .init(
+                "cloudkit-key",
+                value: "KEYID:PEM",
+                repeatable: true,
+                help: "Also serve CloudKit's records/modify and records/query, accepting this server-to-server key: "
+                    + "Key ID, ':', a PEM file or text (public or private key)."
+            ),
             .init(
                 "environment",
                 value: "ENV",
@@ -192,6 +200,11 @@ public enum APNSSimulatorCommandLine {
                 throw UsageError("--environment \(name) is not an APNs environment: use sandbox or production")
             }
             configuration.environment = environment
+        }
+        do {
+            configuration.cloudKitKeys = try parsed.all("cloudkit-key").map { try APNSSimulatorCloudKitKey.parse($0) }
+        } catch {
+            throw UsageError(String(describing: error))
         }
         var generatedKey: APNSSigningKey?
         do {

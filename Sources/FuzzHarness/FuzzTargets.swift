@@ -8,6 +8,7 @@ public enum FuzzTargets {
         ("simulator", SimulatorFuzz.run),
         ("payload", PayloadFuzz.run),
         ("client-token", ClientTokenFuzz.run),
+        ("cloudkit-response", CloudKitResponseFuzz.run),
     ]
 }
 

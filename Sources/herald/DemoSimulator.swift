@@ -13,6 +13,10 @@ struct DemoSimulator {
     /// The generated key's `.p8`, readable by this user only, for `herald send` and the like;
     /// removed by ``removeFiles()``.
     let keyFile: String
+    /// The generated CloudKit server-to-server key's PEM (`CLOUDKIT_PRIVATE_KEY_FILE`), readable
+    /// by this user only; removed by ``removeFiles()``.
+    let cloudKitKeyFile: String
+    static let cloudKitKeyID = "SIMULATEDCLOUDKITKEY"
     /// The `/v1` key generated for this session when `HERALD_API_KEYS` is unset.
     var sessionAPIKey: String?
 
@@ -40,6 +44,10 @@ struct DemoSimulator {
         configuration.activitiesPerDeviceLimit = bounds.activitiesPerDeviceLimit
         // Virtual devices apply silent live-activity pushes, as the documented app code does.
         configuration.applySilentLiveActivity = true
+        let cloudKitKey = P256PrivateKey()
+        configuration.cloudKitKeys = [
+            APNSSimulatorCloudKitKey(keyID: Self.cloudKitKeyID, publicKey: cloudKitKey.publicKey)
+        ]
         simulator = try APNSSimulator(configuration: configuration)
         var endpoints = APNSEndpoints()
         endpoints.production = simulator.endpoint
@@ -62,6 +70,18 @@ struct DemoSimulator {
         else {
             throw SimulatorExportError(path: keyFile)
         }
+        cloudKitKeyFile =
+            FileManager.default.temporaryDirectory
+            .appendingPathComponent("herald-serve-simulator-\(simulator.port)-cloudkit.pem").path
+        guard
+            FileManager.default.createFile(
+                atPath: cloudKitKeyFile,
+                contents: Data(cloudKitKey.pemRepresentation.utf8),
+                attributes: [.posixPermissions: 0o600]
+            )
+        else {
+            throw SimulatorExportError(path: cloudKitKeyFile)
+        }
     }
 
     /// What `herald send`, `herald channels` and `herald broadcast` need to reach this simulator.
@@ -74,6 +94,12 @@ struct DemoSimulator {
             teamID: "SIMTEAM001",
             topic: settings.relayApp.bundleID
         )
+        exports.addCloudKit(
+            url: simulator.url,
+            caFile: simulator.caFile,
+            keyID: Self.cloudKitKeyID,
+            keyFile: cloudKitKeyFile
+        )
         if let sessionAPIKey {
             // In the shell that evaluates the block, the next `herald serve` keeps this key.
             exports.values.append((.apiKeys, sessionAPIKey))
@@ -84,6 +110,7 @@ struct DemoSimulator {
     /// Removes the key file written at start-up.
     func removeFiles() {
         try? FileManager.default.removeItem(atPath: keyFile)
+        try? FileManager.default.removeItem(atPath: cloudKitKeyFile)
     }
 
     /// Tells a newcomer what runs where: the API key, the variables for the other commands, a first

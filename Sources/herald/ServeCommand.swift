@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import ClientTokens
+import CloudKit
 import Devices
 import Foundation
 import HTTPRouting
@@ -122,6 +123,9 @@ enum ServeCommand {
         let channelRetention = load(TimeInterval(3_600)) { () throws(ConfigurationError) in
             try LiveActivitySettings.load(environment: environment)
         }
+        var cloudKit = load(CloudKitSettings()) { () throws(ConfigurationError) in
+            try CloudKitSettings.load(environment: environment)
+        }
         let clientTokens = load(ClientTokenConfiguration()) { () throws(ConfigurationError) in
             try ClientTokenConfiguration.load(environment: environment)
         }
@@ -172,6 +176,12 @@ enum ServeCommand {
                 }
                 simulator = demo
                 apns = demo.settings
+                // CloudKit-mode wake schedules write to the simulator's CloudKit endpoints too.
+                var overlay = environment
+                for (setting, value) in demo.exports.values where setting.name.hasPrefix("CLOUDKIT_") {
+                    overlay[setting.name] = value
+                }
+                cloudKit = try CloudKitSettings.load(environment: overlay)
                 if let path = parsed.value("env-file") { try demo.exports.write(to: path) }
             } catch let error as SimulatorExportError {
                 simulator?.removeFiles()
@@ -195,6 +205,7 @@ enum ServeCommand {
                 channelRetention: channelRetention,
                 webhooks: webhooks,
                 wakeMinInterval: wakeMinInterval,
+                wakePublisher: CloudKitWakePublisher(settings: cloudKit),
                 simulator: simulator,
                 logger: logger
             )

@@ -98,7 +98,7 @@ enum SimulatorCommand {
     ) -> SimulatorExports {
         let configuration = simulator.configuration
         let key = configuration.keys.first
-        return SimulatorExports(
+        var exports = SimulatorExports(
             url: simulator.url,
             caFile: simulator.caFile,
             keyFile: options.generatedKey == nil ? nil : keyFile,
@@ -106,6 +106,10 @@ enum SimulatorCommand {
             teamID: options.generatedKey?.teamID ?? key?.teamID ?? configuration.teamID,
             topic: configuration.topics.first ?? "com.example.app"
         )
+        if let cloudKitKey = configuration.cloudKitKeys.first {
+            exports.addCloudKit(url: simulator.url, caFile: simulator.caFile, keyID: cloudKitKey.keyID, keyFile: nil)
+        }
+        return exports
     }
 
     /// What a newcomer needs: where to send, what to trust, which key signs, how to look.

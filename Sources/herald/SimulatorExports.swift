@@ -37,6 +37,19 @@ struct SimulatorExports {
         values.append((.topic, topic))
     }
 
+    /// Adds what `herald cloudkit` and CloudKit-mode wake schedules need to reach the simulator's
+    /// CloudKit endpoints; `keyFile` is the private key's PEM, when the simulator made it.
+    mutating func addCloudKit(url: String, caFile: String?, keyID: String, keyFile: String?) {
+        values.append((.cloudKitURL, url))
+        if let caFile { values.append((.cloudKitCAFile, caFile)) }
+        values.append((.cloudKitKeyID, keyID))
+        if let keyFile {
+            values.append((.cloudKitPrivateKeyFile, keyFile))
+        } else {
+            notes.append("CLOUDKIT_PRIVATE_KEY_FILE: set it to the private key of the --cloudkit-key given")
+        }
+    }
+
     /// `export NAME=value` lines for a shell, after a comment saying what they are for.
     var shellBlock: String {
         var lines = ["# herald send, herald channels and herald broadcast reach this simulator with:"]

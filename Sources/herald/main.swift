@@ -25,6 +25,7 @@ enum Herald {
           client-token  Print a client token for a user (/v1/client; README: "Client tokens").
           bench      Measure push throughput against an APNs-shaped endpoint.
           simulator  Run the validating APNs simulator (docs/SIMULATOR.md).
+          cloudkit   Create a CloudKit wake record, clean up older ones, or check the key (CLOUDKIT_*).
 
         Options:
           --help     Show this help, or a command's help with `herald <command> --help`.
@@ -67,6 +68,8 @@ enum Herald {
             return await BenchCommand.run(arguments)
         case "simulator":
             return await SimulatorCommand.run(arguments)
+        case "cloudkit":
+            return await CloudKitCommand.run(arguments)
         default:
             printError("herald: unknown command '\(command)'; see 'herald --help'")
             return 2

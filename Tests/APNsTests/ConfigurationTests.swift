@@ -172,7 +172,7 @@ import Testing
         #expect(
             lines == [
                 "HERALD_APPS_FILE field extra is not known: the file has one field, apps",
-                "HERALD_APPS_FILE apps[0].keyid is not a known field: use bundle_id, certificate_file, certificate_key_file, environment, key, key_file, key_id, team_id",
+                "HERALD_APPS_FILE apps[0].keyid is not a known field: use bundle_id, certificate_file, certificate_key_file, cloudkit, environment, key, key_file, key_id, team_id",
                 "HERALD_APPS_FILE apps[0].environment=staging is not valid: use production or sandbox (or omit it for both)",
                 "HERALD_APPS_FILE apps[0].key_file=missing.p8 cannot be read: set it to the path of the .p8 key file",
                 "HERALD_APPS_FILE apps[0].key_id is missing: set it to the 10-character Key ID of the .p8 key",

@@ -122,8 +122,10 @@ extension APNSAppConfiguration {
 
     // MARK: Apps file
 
+    /// `cloudkit` is the app's CloudKit key, read by the CloudKit module's settings.
     private static let knownFields: Set<String> = [
         "bundle_id", "team_id", "key_id", "key_file", "key", "certificate_file", "certificate_key_file", "environment",
+        "cloudkit",
     ]
 
     private static func loadAppsFile(

@@ -226,6 +226,7 @@ public struct APNSSimulatorControl: HTTPResponder {
             return HTTPResponse(status: 204)
         }
         registerDevices(on: &router, prefix: prefix, core: core)
+        CloudKitControlRoutes.register(on: &router, prefix: prefix, endpoint: core.cloudKit)
     }
 
     /// 409 for a registry that is full.

@@ -22,6 +22,8 @@ final class SimulatorCore: Sendable {
     private let environment: APNSEnvironment?
     let clock: any HeraldClock
     private let logger: Logger
+    /// CloudKit's endpoints, when keys are configured (`/database/…` paths).
+    let cloudKit: CloudKitEndpoint?
 
     init(configuration: APNSSimulator.Configuration) {
         let apps = SimulatorApps(
@@ -54,11 +56,31 @@ final class SimulatorCore: Sendable {
         self.environment = configuration.environment
         self.clock = configuration.clock
         self.logger = configuration.logger
+        var cloudKitLimits = CloudKitEndpoint.Limits()
+        cloudKitLimits.records = configuration.cloudKitRecordLimit
+        self.cloudKit =
+            configuration.cloudKitKeys.isEmpty
+            ? nil
+            : CloudKitEndpoint(
+                keys: configuration.cloudKitKeys,
+                limits: cloudKitLimits,
+                maximumSkew: configuration.cloudKitClockSkew.timeInterval,
+                deliveries: store
+            )
     }
 
     /// The answer to one request on listener `listener`.
     func respond(to request: HTTP2ServerRequest, listener: Int) async -> HTTP2ServerResponse {
         let now = clock.now()
+        if let cloudKit, request.path.hasPrefix("/database/") {
+            let response = cloudKit.respond(to: request, now: now)
+            // As for pushes: a connection's first success raises its stream limit.
+            let connection = connections.connection(for: request.connection, listener: listener)
+            if response.status == 200, connection.claimFirstSuccess() {
+                request.connection.setMaxConcurrentStreams(maxConcurrentStreams)
+            }
+            return response
+        }
         let connection = connections.connection(for: request.connection, listener: listener)
         var input = SimulatorRequest(
             method: request.method,

@@ -15,6 +15,7 @@ extension Setting {
         wakeMinInterval,
         channelRetention,
         webhookAllowHTTP, webhookCAFile,
+        cloudKitKeyID, cloudKitPrivateKey, cloudKitPrivateKeyFile, cloudKitURL, cloudKitCAFile,
     ]
 
     /// The setting called `name`, if Herald reads one.
@@ -351,6 +352,53 @@ extension Setting {
         meaning: "Extra root certificates (PEM) to trust for webhook receivers, added to the system store.",
         whenUnset: "the system store only",
         example: "/etc/herald/receiver-ca.pem",
+        accepted: "the path of a PEM file"
+    )
+
+    // MARK: CloudKit
+
+    public static let cloudKitKeyID = Setting(
+        "CLOUDKIT_KEY_ID",
+        group: .cloudKit,
+        meaning: "The Key ID of a CloudKit server-to-server key (CloudKit Dashboard → API Access → "
+            + "Server-to-Server Keys); apps can have their own under \"cloudkit\" in HERALD_APPS_FILE.",
+        whenUnset: "no CloudKit key from variables",
+        example: "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b",
+        accepted: "1 to 128 letters, digits, '-' and '_'"
+    )
+    public static let cloudKitPrivateKey = Setting(
+        "CLOUDKIT_PRIVATE_KEY",
+        group: .cloudKit,
+        meaning: "The private half of that key (PEM, newlines kept or written as \\n); or use "
+            + "CLOUDKIT_PRIVATE_KEY_FILE.",
+        whenUnset: "required with CLOUDKIT_KEY_ID, unless CLOUDKIT_PRIVATE_KEY_FILE is set",
+        example: "-----BEGIN EC PRIVATE KEY-----\\nMHcCAQEEI…\\n-----END EC PRIVATE KEY-----",
+        secrecy: .whole,
+        accepted: "a P-256 private key in PEM form: SEC1 (openssl ecparam -name prime256v1 -genkey -noout) or PKCS#8"
+    )
+    public static let cloudKitPrivateKeyFile = Setting(
+        "CLOUDKIT_PRIVATE_KEY_FILE",
+        group: .cloudKit,
+        meaning: "The path of that private key's PEM file; or use CLOUDKIT_PRIVATE_KEY.",
+        whenUnset: "required with CLOUDKIT_KEY_ID, unless CLOUDKIT_PRIVATE_KEY is set",
+        example: "/etc/herald/cloudkit-eckey.pem",
+        accepted: "the path of a readable PEM file"
+    )
+    public static let cloudKitURL = Setting(
+        "CLOUDKIT_URL",
+        group: .cloudKit,
+        meaning: "Where CloudKit Web Services requests go (point it at a simulator to test).",
+        default: "https://api.apple-cloudkit.com",
+        example: "https://127.0.0.1:8443",
+        accepted: "an https:// or http:// origin without a path"
+    )
+    public static let cloudKitCAFile = Setting(
+        "CLOUDKIT_CA_FILE",
+        group: .cloudKit,
+        meaning: "Extra root certificates (PEM) to trust for CloudKit connections, added to the system store "
+            + "(a simulator's certificate).",
+        whenUnset: "the system store only",
+        example: "/tmp/herald-apns-simulator-8443.pem",
         accepted: "the path of a PEM file"
     )
 }

@@ -15,6 +15,7 @@ public struct Setting: Sendable, Hashable, CustomStringConvertible {
         case apns = "APNs (Apple's push service)"
         case jobs = "Jobs (durable work)"
         case webhooks = "Webhooks"
+        case cloudKit = "CloudKit (wake pings through records)"
     }
 
     /// How much of a value may be shown.
