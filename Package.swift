@@ -148,7 +148,7 @@ let package = Package(
         // Wake pings: recurring silent pushes (APNs) or CloudKit records that keep background apps alive.
         .target(
             name: "Wake",
-            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "Devices", "Notifications"],
+            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "Devices", "Notifications", "CloudKit"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -319,6 +319,7 @@ let package = Package(
             dependencies: [
                 "Webhooks", "Notifications", "Devices", "Jobs", "Storage", "APNs", "APNsSimulator", "HTTP2", "HeraldIO",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport",
+                "HTTPRouting",
                 "ProcessTestSupport",
             ],
             swiftSettings: swiftSettings
@@ -327,7 +328,8 @@ let package = Package(
             name: "WakeTests",
             dependencies: [
                 "Wake", "Notifications", "Devices", "Jobs", "Storage", "APNs", "APNsSimulator", "HeraldCore",
-                "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport",
+                "CloudKit",
+                "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport", "HTTPRouting",
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,5 +1,7 @@
+import APNsSimulator
 import DatabaseTestSupport
 import Foundation
+import HTTPRouting
 import HeraldCore
 import Jobs
 import Storage
@@ -7,7 +9,8 @@ import Testing
 
 @testable import Wake
 
-/// CloudKit mode with a fake publisher: records on time, the cleanup, CloudKit's errors.
+/// CloudKit mode: with a fake publisher, records on time, the cleanup and CloudKit's errors; with the
+/// real client, against the simulator's CloudKit.
 @Suite("Wake schedules in CloudKit mode")
 struct WakeCloudKitTests {
     static var body: [String: Any] {
@@ -43,6 +46,42 @@ struct WakeCloudKitTests {
             #expect(
                 runs.map(\.occurrenceAt)
                     == [180, 120, 60].map { Date(timeIntervalSince1970: TimeInterval(start + $0)) }
+            )
+        }
+    }
+
+    @Test(
+        "against the simulator's CloudKit, with the real client: a record per occurrence, only keep left",
+        arguments: [Backend.sqliteMemory, .postgres]
+    )
+    func againstTheSimulator(_ backend: Backend) async throws {
+        try await WakeHarness.with(backend, cloudKit: true) { harness in
+            let schedule = try await harness.instance.create(Self.body)
+            let start = EpochTime.seconds(harness.clock.now())
+            for _ in 1...3 {
+                harness.clock.advance(60)
+                #expect(try await harness.instance.worker.runDueJobs() == 1)
+            }
+            let response = try await harness.simulator.control.respond(
+                to: HTTPRequest(method: "GET", path: "/cloudkit/records?container=iCloud.com.example.wake")
+            )
+            #expect(response.status == 200)
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+            )
+            let records = try #require(object["records"] as? [[String: Any]])
+            #expect(records.map { $0["environment"] as? String } == ["development", "development"])
+            let held = records.compactMap { $0["record"] as? [String: Any] }
+            #expect(held.map { $0["recordType"] as? String } == ["WakePing", "WakePing"])
+            let times = held.compactMap {
+                (($0["fields"] as? [String: Any])?["ts"] as? [String: Any])?["value"] as? Int64
+            }
+            #expect(times == [start + 120, start + 180], "the newest 2 are kept")
+            let runs = try await harness.instance.store.runs(scheduleID: schedule.id)
+            #expect(runs.map(\.status) == [.done, .done, .done])
+            #expect(
+                Array(runs.prefix(2).compactMap(\.recordName).reversed())
+                    == held.compactMap { $0["recordName"] as? String }
             )
         }
     }

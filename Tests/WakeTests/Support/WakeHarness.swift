@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import CloudKit
 import DatabaseTestSupport
 import Devices
 import Foundation
@@ -85,6 +86,7 @@ struct WakeHarness {
         _ backend: Backend,
         minimumInterval: TimeInterval = 1_200,
         publisher: (any WakeRecordPublisher)? = nil,
+        cloudKit: Bool = false,
         pageSize: Int = 1_000,
         _ body: (WakeHarness) async throws -> Void
     ) async throws {
@@ -96,7 +98,27 @@ struct WakeHarness {
         configuration.topics = [topic]
         configuration.deliveryCapacity = 20_000
         configuration.logger = Logger(label: "test.simulator", level: .error)
+        // With `cloudKit`, the simulator also serves CloudKit for a key of its own, and the
+        // publisher is the real CloudKit client's.
+        let cloudKitKey = P256PrivateKey()
+        if cloudKit {
+            configuration.cloudKitKeys = [
+                APNSSimulatorCloudKitKey(keyID: "WAKECLOUDKIT", publicKey: cloudKitKey.publicKey)
+            ]
+        }
         let simulator = try APNSSimulator(configuration: configuration)
+        var publisher = publisher
+        var cloudKitPublisher: CloudKitWakePublisher?
+        if cloudKit {
+            var settings = CloudKitSettings()
+            settings.defaultKey = CloudKitSigner(keyID: "WAKECLOUDKIT", privateKey: cloudKitKey)
+            settings.clientConfiguration.url = simulator.url
+            settings.clientConfiguration.caFile = simulator.caFile
+            settings.clientConfiguration.connectTimeout = .seconds(60)
+            settings.clientConfiguration.logger = Logger(label: "test.cloudkit", level: .error)
+            cloudKitPublisher = CloudKitWakePublisher(settings: settings)
+            publisher = cloudKitPublisher
+        }
         var endpoints = APNSEndpoints()
         endpoints.production = simulator.endpoint
         endpoints.sandbox = simulator.endpoint
@@ -138,10 +160,12 @@ struct WakeHarness {
                 do {
                     try await body(harness)
                 } catch {
+                    await cloudKitPublisher?.close()
                     await clients.shutdown()
                     simulator.triggerGracefulShutdown()
                     throw error
                 }
+                await cloudKitPublisher?.close()
                 await clients.shutdown()
                 simulator.triggerGracefulShutdown()
                 try await group.waitForAll()

@@ -1,22 +1,21 @@
-import CloudKit
+public import CloudKit
 import HeraldCore
 import Synchronization
-import Wake
 
 /// Wake schedules' CloudKit mode on the CloudKit client. The key is the one of the app whose
 /// `cloudkit` entry in `HERALD_APPS_FILE` names the schedule's container, else the default key
 /// (`CLOUDKIT_KEY_ID`); one client per key, opened on first use and kept.
-final class CloudKitWakePublisher: WakeRecordPublisher {
+public final class CloudKitWakePublisher: WakeRecordPublisher {
     private let settings: CloudKitSettings
     private let clients = Mutex<[String: CloudKitClient]>([:])
 
     /// `nil` when no CloudKit key is configured: CloudKit-mode schedules are then refused.
-    init?(settings: CloudKitSettings) {
+    public init?(settings: CloudKitSettings) {
         guard settings.defaultKey != nil || !settings.appKeys.isEmpty else { return nil }
         self.settings = settings
     }
 
-    func createRecord(
+    public func createRecord(
         container: String,
         environment: WakeCloudKitEnvironment,
         recordType: String,
@@ -32,11 +31,11 @@ final class CloudKitWakePublisher: WakeRecordPublisher {
                 fields: [field: .int64(unixSeconds)]
             ).recordName
         } catch {
-            throw WakeCloudKitError(error)
+            throw CloudKitWakeFailure(error)
         }
     }
 
-    func deleteOlderRecords(
+    public func deleteOlderRecords(
         container: String,
         environment: WakeCloudKitEnvironment,
         recordType: String,
@@ -53,12 +52,12 @@ final class CloudKitWakePublisher: WakeRecordPublisher {
                 keep: keep
             )
         } catch {
-            throw WakeCloudKitError(error)
+            throw CloudKitWakeFailure(error)
         }
     }
 
     /// Closes the clients' connections.
-    func close() async {
+    public func close() async {
         let open = clients.withLock { clients in
             defer { clients = [:] }
             return Array(clients.values)
@@ -77,7 +76,7 @@ final class CloudKitWakePublisher: WakeRecordPublisher {
         let signer =
             settings.appKeys.values.first(where: { $0.container == container })?.signer ?? settings.defaultKey
         guard let signer else {
-            throw WakeCloudKitError(
+            throw CloudKitWakeFailure(
                 CloudKitError(
                     .invalidConfiguration,
                     reason: "no CloudKit key serves container \(container): set CLOUDKIT_KEY_ID and "
@@ -92,22 +91,22 @@ final class CloudKitWakePublisher: WakeRecordPublisher {
                 clients[signer.keyID] = client
                 return client
             } catch {
-                throw WakeCloudKitError(error)
+                throw CloudKitWakeFailure(error)
             }
         }
     }
 }
 
 /// A ``CloudKitError`` as a wake run reads it: CloudKit's code, whether to retry, and when.
-struct WakeCloudKitError: WakeCloudKitFailure, CustomStringConvertible {
-    let error: CloudKitError
+public struct CloudKitWakeFailure: WakeCloudKitFailure, CustomStringConvertible {
+    public let error: CloudKitError
 
-    init(_ error: CloudKitError) {
+    public init(_ error: CloudKitError) {
         self.error = error
     }
 
-    var code: String { error.code.rawValue }
-    var isRetryable: Bool { error.isRetryable }
-    var retryAfter: Duration? { error.retryAfter }
-    var description: String { error.description }
+    public var code: String { error.code.rawValue }
+    public var isRetryable: Bool { error.isRetryable }
+    public var retryAfter: Duration? { error.retryAfter }
+    public var description: String { error.description }
 }
