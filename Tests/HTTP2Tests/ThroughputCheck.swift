@@ -74,6 +74,9 @@ import Testing
     static func run(host: String, port: Int, tls: TLSContext, requests: Int, inFlight: Int) async throws -> Result {
         var configuration = HTTP2ClientConnection.Configuration()
         configuration.pingInterval = nil
+        // Loopback TLS connects took over 10 s when the whole suite started at once on two loaded
+        // cores; what this measures starts after the connect.
+        configuration.connectTimeout = .seconds(60)
         let connection = try await HTTP2ClientConnection.connect(
             host: host,
             port: port,
