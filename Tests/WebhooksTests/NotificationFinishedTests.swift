@@ -51,7 +51,11 @@ struct NotificationFinishedTests {
                     JobMigrations.all + NotificationMigrations.all + DeviceMigrations.all + WebhookMigrations.all,
                     logger: quietLogger
                 )
-                let webhooks = try WebhookHarness.make(db, clock: SystemClock())
+                // Retries stay frequent: on a loaded machine a first delivery can fail to connect,
+                // and the default backoff would put the next attempt past the wait below.
+                var configuration = WebhookHarness.configuration()
+                configuration.retryMaximum = 5
+                let webhooks = try WebhookHarness.make(db, clock: SystemClock(), configuration: configuration)
                 let webhook = try await webhooks.createWebhook(url: receiver.url)
                 let sender = NotificationSender(
                     store: NotificationStore(
@@ -95,7 +99,7 @@ struct NotificationFinishedTests {
                         now: Date()
                     )
                     let notification = try await service.create(request)
-                    try await eventually("the events are delivered and every job is done", timeout: .seconds(90)) {
+                    try await eventually("the events are delivered and every job is done", timeout: .seconds(240)) {
                         let active = try await db.queryFirst(
                             "SELECT COUNT(*) AS n FROM jobs WHERE status IN ('pending', 'running')"
                         )?.int("n")
