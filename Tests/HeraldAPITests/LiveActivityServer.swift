@@ -99,6 +99,10 @@ struct LiveActivityServer {
     }
 
     /// A database of `backend` for a herald process (SQLite in a file, or a new PostgreSQL database).
+    ///
+    /// Callers remove it with `defer { Task { await database.remove() } }`, as JobQueueTests and
+    /// WebhookRestartTests do: `defer` cannot await, the herald process using it has exited by
+    /// then, and a removal that does not finish only leaves a database in the throwaway server.
     static func database(_ backend: Backend) async throws -> TestDatabase {
         try await TestDatabase.make(backend == .sqliteMemory ? .sqliteFile : backend, poolSize: 4)
     }
