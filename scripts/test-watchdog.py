@@ -6,9 +6,9 @@ Usage: scripts/test-watchdog.py [--silence SECONDS] -- COMMAND...
 The command's output is passed through unchanged. When it prints nothing for SECONDS (default
 600, or HERALD_TEST_SILENCE_LIMIT), the watchdog lists the Swift Testing tests that started and
 did not end, saves a backtrace of every thread of each process in the command's process group
-(when gdb is installed) and prints its frames that have a source location, stops the group and
-exits 124. Otherwise it exits with
-the command's status.
+and of every process below it (SwiftPM runs the test bundle as a child that may leave the group),
+when gdb is installed, prints their frames that have a source location, stops them all and exits
+124. Otherwise it exits with the command's status.
 """
 
 import argparse
@@ -71,7 +71,7 @@ def report_hang(child: subprocess.Popen, running: dict[str, None], silence: floa
     if shutil.which("gdb"):
         path = os.path.join(tempfile.gettempdir(), f"herald-test-hang-{child.pid}.txt")
         with open(path, "w") as report:
-            for pid in group_members(child.pid):
+            for pid in processes(child.pid):
                 subprocess.run(
                     ["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
                     stdout=report, stderr=subprocess.STDOUT, timeout=120, check=False,
@@ -81,20 +81,40 @@ def report_hang(child: subprocess.Popen, running: dict[str, None], silence: floa
             for line in report:
                 if line.startswith("Thread ") or " at /" in line:
                     print("   " + line.rstrip()[:300], file=out)
-    os.killpg(child.pid, signal.SIGKILL)
+    for pid in processes(child.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     child.wait()
 
 
-def group_members(group: int) -> list[int]:
-    members = []
+def processes(group: int) -> list[int]:
+    """The command's process group and every descendant of its leader, deepest first."""
+    parents: dict[int, int] = {}
+    members = set()
     for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.getpgid(int(entry)) == group:
-                    members.append(int(entry))
-            except ProcessLookupError:
-                pass
-    return members
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                # The command name may hold spaces and parentheses: the fields follow the last ')'.
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        pid, parent, pgid = int(entry), int(fields[1]), int(fields[2])
+        parents[pid] = parent
+        if pgid == group:
+            members.add(pid)
+
+    def depth(pid: int) -> int:
+        steps = 0
+        while pid in parents and pid != group and steps < 64:
+            pid, steps = parents[pid], steps + 1
+        return steps if pid == group else -1
+
+    members.update(pid for pid in parents if depth(pid) >= 0)
+    return sorted(members, key=depth, reverse=True)
 
 
 if __name__ == "__main__":
