@@ -336,7 +336,7 @@ let package = Package(
         // Replays Fuzz/corpus and Fuzz/regressions through the fuzz harnesses.
         .testTarget(
             name: "LiveActivitiesTests",
-            dependencies: ["LiveActivities", "Storage", "APNs", "HeraldCore", "DatabaseTestSupport"],
+            dependencies: ["LiveActivities", "Storage", "APNs", "HeraldCore", "Jobs", "DatabaseTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzHarness"], swiftSettings: swiftSettings),

@@ -2,11 +2,11 @@
 # Live Activities (issue 22): ACTIVITIES activities (default 10,000) started by push-to-start from
 # `herald serve` against the APNs sink of ../shared/bench/ (apns-sink, h2o over TLS), each
 # reported by its "app" (half with an update token, half with only a device token), then one
-# `POST /v1/live-activities/{id}/update` each, CLIENTS requests at a time. Reports per backend the
-# time from the first update to APNs having answered all (herald_live_activity_deliveries_total
-# for update_token and silent), the rate, and next to it `herald bench` sending as many pushes to
-# the same sink in the same run.
-#   ACTIVITIES=10000 BACKENDS="sqlite postgres" CLIENTS=8 SINK_PORT=8443 HERALD=.build/release/herald \
+# `POST /v1/live-activities/{id}/update` each, sent by wrk (one thread, CONNECTIONS connections,
+# default 64, each id once; a connection with no id left waits until wrk is stopped). Reports per backend the time from the first update to APNs having answered all
+# (herald_live_activity_deliveries_total for update_token and silent), the rate, and next to it
+# `herald bench` sending as many pushes to the same sink in the same run.
+#   ACTIVITIES=10000 BACKENDS="sqlite postgres" CONNECTIONS=64 SINK_PORT=8443 HERALD=.build/release/herald \
 #     Benchmarks/live-activities.sh
 # Target: a rate of at least 0.5 x herald bench's.
 set -euo pipefail
@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 activities=${ACTIVITIES:-10000}
 backends=${BACKENDS:-sqlite postgres}
 clients=${CLIENTS:-8}
+connections=${CONNECTIONS:-64}
 port=${SINK_PORT:-8443}
 sink=${APNS_SINK:-../shared/bench/apns-sink}
 herald=${HERALD:-.build/release/herald}
@@ -42,6 +43,42 @@ export APNS_CA_FILE="$work/sink/cert.pem" APNS_PRODUCTION_URL="https://127.0.0.1
   APNS_SANDBOX_URL="https://127.0.0.1:$port" APNS_AUTH_KEY_FILE="$work/key.p8" APNS_KEY_ID=BENCHKEY01 \
   APPLE_TEAM_ID=BENCHTEAM1 TOPIC=com.example.bench
 
+cat >"$work/updates.lua" <<LUA
+local ids = {}
+for line in io.lines("$work/ids.txt") do ids[#ids + 1] = line end
+local sent = 0
+local checked = false
+failed = 0
+wrk.headers["Authorization"] = "Bearer $key"
+wrk.headers["Content-Type"] = "application/json"
+function request()
+  -- wrk calls request() once before the run to check what it returns: give it no id.
+  if not checked then
+    checked = true
+    return wrk.format("GET", "/healthz")
+  end
+  if sent < #ids then
+    sent = sent + 1
+    return wrk.format("POST", "/v1/live-activities/" .. ids[sent] .. "/update", nil, '{"content_state": {"step": 1}}')
+  end
+  return wrk.format("GET", "/healthz")
+end
+-- Once every id is sent, a connection waits (an hour) instead of asking again; wrk is stopped.
+function delay()
+  if sent >= #ids then return 3600000 end
+  return 0
+end
+function response(status, headers, body)
+  if status ~= 202 and status ~= 200 then failed = failed + 1 end
+end
+local threads = {}
+function setup(thread) threads[#threads + 1] = thread end
+function done(summary, latency, requests)
+  io.write(string.format("updates: failed=%d socket_errors=%d\n", threads[1]:get("failed"),
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+end
+LUA
+
 run_backend() {
   local backend=$1 url
   case $backend in
@@ -62,9 +99,9 @@ run_backend() {
   curl -sf "http://127.0.0.1:$api_port/healthz" >/dev/null \
     || { echo "live-activities: herald serve did not start:" >&2; cat "$work/serve-$backend.log" >&2; return 1; }
 
-  # Setup (not timed), then the updates (timed until APNs answered every one).
+  # Setup, not timed: the activities started and reported, their ids in ids.txt.
   local result
-  result=$(python3 - "http://127.0.0.1:$api_port" "$key" "$secret" "$activities" "$clients" <<'PY'
+  if ! IDS_FILE="$work/ids.txt" python3 - "http://127.0.0.1:$api_port" "$key" "$secret" "$activities" "$clients" <<'PY'
 import base64, hashlib, hmac, http.client, json, os, re, sys, threading, time, urllib.parse
 base, key, secret, total, clients = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 host = urllib.parse.urlparse(base)
@@ -128,26 +165,54 @@ def report(i):
     call("POST", "/v1/client/live-activities/%s/instances" % ids[i], instance, token=client_token("u%d" % i))
 parallel(report)
 
-counts = {"update_token": 0, "silent": 0}
-lock = threading.Lock()
-began = time.time()
-def update(i):
-    routes = call("POST", "/v1/live-activities/%s/update" % ids[i], {"content_state": {"step": 1}})["routes"]
-    with lock:
-        counts["update_token"] += routes["update_token"]
-        counts["silent"] += routes["silent"]
-parallel(update)
-accepted = time.time() - began
+with open(os.environ["IDS_FILE"], "w") as out:
+    out.write("\n".join(ids) + "\n")
+PY
+  then
+    echo "live-activities: the setup failed; herald serve's log:" >&2; tail -40 "$work/serve-$backend.log" >&2
+    return 1
+  fi
+
+  # The updates, timed until APNs answered every one.
+  local began
+  began=$(date +%s.%N)
+  wrk -t1 -c"$connections" -d3600s -s "$work/updates.lua" "http://127.0.0.1:$api_port" >"$work/wrk.out" 2>&1 &
+  local wrk_pid=$!
+  result=$(python3 - "http://127.0.0.1:$api_port" "$activities" "$began" <<'PY'
+import http.client, re, sys, time, urllib.parse
+host, total, began = urllib.parse.urlparse(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+
+def metrics():
+    connection = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
+    connection.request("GET", "/metrics")
+    text = connection.getresponse().read().decode()
+    counts, accepted = {}, 0
+    for line in text.splitlines():
+        if line.startswith("herald_live_activity_deliveries_total{"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
+            counts[(labels.get("route"), labels.get("result"))] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith("herald_live_activity_updates_total{"):
+            accepted += float(line.rsplit(" ", 1)[1])
+    return counts, accepted
+
+accepted_at = None
 while True:
-    seen = delivered()
+    seen, accepted = metrics()
+    if accepted_at is None and accepted >= total: accepted_at = time.time() - began
     answered = sum(v for (route, _), v in seen.items() if route in ("update_token", "silent"))
     if answered >= total: break
-    time.sleep(0.05)
+    if time.time() - began > 600:
+        raise SystemExit("after 600 s: %d of %d updates accepted, APNs answered %d" % (accepted, total, answered))
+    time.sleep(0.02)
 elapsed = time.time() - began
-print("%.3f %.3f %.0f %d %d %d" % (accepted, elapsed, total / elapsed, counts["update_token"], counts["silent"],
+via = lambda route: int(sum(v for (r, _), v in seen.items() if r == route))
+print("%.3f %.3f %.0f %d %d %d" % (accepted_at, elapsed, total / elapsed, via("update_token"), via("silent"),
       int(seen.get(("update_token", "delivered"), 0) + seen.get(("silent", "delivered"), 0))))
 PY
-) || { echo "live-activities: the run failed; herald serve's log:" >&2; grep -m1 -B2 -A40 "Crash\|Fatal\|fatal\|Thread.*crashed" "$work/serve-$backend.log" | head -60 >&2; return 1; }
+) || { echo "live-activities: the run failed: $(cat "$work/wrk.out")" >&2; kill "$wrk_pid"; return 1; }
+  kill -INT "$wrk_pid"; wait "$wrk_pid" || true
+  grep -q '^updates: failed=0 socket_errors=0' "$work/wrk.out" \
+    || { echo "live-activities: some updates failed: $(cat "$work/wrk.out")" >&2; return 1; }
   read -r accept_seconds seconds rate via_token via_silent delivered <<<"$result"
   kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true; serve_pid=
 

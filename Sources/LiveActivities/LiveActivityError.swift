@@ -61,6 +61,15 @@ public struct LiveActivityError: Error, Sendable, Hashable, CustomStringConverti
         field: "id"
     )
 
+    /// An update or end for an activity that is not running.
+    public static func notStarted(_ state: LiveActivityState) -> LiveActivityError {
+        LiveActivityError(
+            .conflict,
+            code: "not_started",
+            message: "the activity is \(state.rawValue): only a started activity takes updates and ends"
+        )
+    }
+
     /// The refusal for an app or environment that could not be resolved.
     public init(_ error: APNSAppResolutionError) {
         switch error {

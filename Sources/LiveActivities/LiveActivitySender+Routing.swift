@@ -1,80 +1,25 @@
 import APNs
-public import Foundation
+import Foundation
 import HeraldCore
 import Jobs
 import Notifications
 import Storage
 
 extension LiveActivitySender {
-    /// Accepts an update or end: takes its timestamp (strictly after the last), stores it as the
-    /// latest, ends the activity for an end, and commits the `live_activity.send` job in the same
-    /// transaction, so a 202 is never lost. Returns how many pushes it will take, by route.
-    ///
-    /// - Parameter keepContent: an end without `content_state` ends with the latest content.
-    /// - Throws: ``LiveActivityError`` not found, or conflict when the activity is not running.
-    public func accept(
-        _ update: LiveActivityUpdate,
-        for id: UUID,
-        keepContent: Bool = false
-    ) async throws -> LiveActivityRouteCounts {
-        let queue = try queue
-        let now = clock.now()
-        let routes = try await store.database.transaction { tx -> LiveActivityRouteCounts in
-            guard let activity = try await self.store.lockedActivity(id, on: tx) else {
-                throw LiveActivityError.notFound
-            }
-            guard activity.state == .started else {
-                throw LiveActivityError(
-                    .conflict,
-                    code: "not_started",
-                    message:
-                        "the activity is \(activity.state.rawValue): only a started activity takes updates and ends"
-                )
-            }
-            var update = update
-            if keepContent { update.contentState = activity.contentState }
-            let stamped = try await self.store.stamp(update, of: activity, now: now, on: tx)
-            if update.event == .end {
-                _ = try await self.store.transition(id, from: [.started], to: .ended, at: now, on: tx)
-            }
-            _ = try await queue.enqueue(
-                Self.job(LiveActivityJobKind.send, LiveActivityJob(id: id, update: stamped), unique: false),
-                on: tx
-            )
-            if activity.channelID != nil { return LiveActivityRouteCounts(broadcast: 1) }
-            return Self.routes(try await self.store.instances(of: id, on: tx))
-        }
-        queue.wake()
-        metrics.accepted.increment(labels: [("event", update.event.rawValue)])
-        return routes
-    }
-
-    /// The route each instance takes now.
-    static func routes(_ instances: [LiveActivityInstance]) -> LiveActivityRouteCounts {
-        var routes = LiveActivityRouteCounts()
-        if instances.isEmpty { routes.pending = 1 }
-        for instance in instances where instance.state == .active {
-            if instance.updateToken != nil {
-                routes.updateToken += 1
-            } else if instance.deviceToken != nil, !instance.unreachable {
-                routes.silent += 1
-            }
-        }
-        return routes
-    }
-
     /// Sends an accepted update or end: one broadcast on a channel; else, per instance, a
     /// `liveactivity` push to its update token, or a silent push to its device token. A dead
     /// update token is dropped and the same update goes by silent push at once; a dead device
     /// token makes the instance unreachable. Without instances nothing is sent: the update stays
     /// the latest, and an instance registering later receives it.
     func route(_ id: UUID, _ update: LiveActivityUpdate, only instanceID: String?) async throws -> JobOutcome {
-        guard let activity = try await store.activity(id) else { return .done }
-        guard activity.state == .started || activity.state == .ended else { return .done }
-        let app = try app(activity)
-        let client = try clients.client(for: app, environment: activity.environment)
+        let (found, instances) = try await routeReads.submit(id)
+        guard let head = found, head.state == .started || head.state == .ended else { return .done }
+        let app = try app(head.app)
+        let client = try clients.client(for: app, environment: head.environment)
         let payload = try Self.liveActivityPayload(update)
-        if let channel = activity.channelID {
+        let event = update.event.rawValue
+        var write = LiveActivityRouteWrite(id: id, timestamp: update.timestamp)
+        if let channel = head.channelID {
             let result: Result<APNSSendResult, any Error>
             do {
                 let request = APNSBroadcastRequest(
@@ -89,24 +34,20 @@ extension LiveActivitySender {
             } catch {
                 result = .failure(error)
             }
-            try await store.record(
-                [record(result, event: update.event.rawValue, route: .broadcast, token: channel)],
-                of: id
-            )
+            write.deliveries.append(record(result, event: event, route: .broadcast, token: channel))
+            try await routeWrites.submit(write)
             if case .retryable = outcome(result) { return .retry(reason: "APNs did not take the broadcast yet") }
             if update.event == .end { try await scheduleChannelDeletion(id) }
             return .done
         }
-        let sent = try await store.sentTimestamps(of: id)
-        let instances = try await store.instances(of: id).filter {
-            $0.state == .active && (instanceID == nil || $0.activityID == instanceID)
-                && sent[$0.activityID, default: 0] < update.timestamp
-        }
+        let targets = instances.filter {
+            $0.instance.state == .active && (instanceID == nil || $0.instance.activityID == instanceID)
+                && $0.sentTimestamp < update.timestamp
+        }.map(\.instance)
         var retry = false
-        var deliveries: [LiveActivityDelivery] = []
         // The update-token pushes first, all at once; the silent ones after, including the fallbacks.
-        let withToken = instances.filter { $0.updateToken != nil }
-        var silent = instances.filter { $0.updateToken == nil && $0.deviceToken != nil && !$0.unreachable }
+        let withToken = targets.filter { $0.updateToken != nil }
+        var silent = targets.filter { $0.updateToken == nil && $0.deviceToken != nil && !$0.unreachable }
         let priority: APNSPriority = update.priority == 5 ? .consideringDevicePower : .immediately
         let results = await sendAll(
             withToken.map { instance in
@@ -122,13 +63,13 @@ extension LiveActivitySender {
         )
         for (instance, result) in zip(withToken, results) {
             let token = instance.updateToken ?? ""
-            deliveries.append(record(result, event: update.event.rawValue, route: .updateToken, token: token))
+            write.deliveries.append(record(result, event: event, route: .updateToken, token: token))
             switch outcome(result) {
-            case .delivered: try await store.markSent(update.timestamp, of: id, activityID: instance.activityID)
+            case .delivered: write.received.append(instance.activityID)
             case .refused: break
             case .retryable: retry = true
             case .tokenInvalid:
-                try await store.dropUpdateToken(token, of: id, activityID: instance.activityID, now: clock.now())
+                write.droppedUpdateTokens.append((instance.activityID, token))
                 if instance.deviceToken != nil, !instance.unreachable { silent.append(instance) }
             }
         }
@@ -144,16 +85,15 @@ extension LiveActivitySender {
         let silentResults = await sendAll(silentRequests, using: client)
         for (instance, result) in zip(silent, silentResults) {
             let token = instance.deviceToken ?? ""
-            deliveries.append(record(result, event: update.event.rawValue, route: .silent, token: token))
+            write.deliveries.append(record(result, event: event, route: .silent, token: token))
             switch outcome(result) {
-            case .delivered: try await store.markSent(update.timestamp, of: id, activityID: instance.activityID)
+            case .delivered: write.received.append(instance.activityID)
             case .refused: break
             case .retryable: retry = true
-            case .tokenInvalid:
-                try await store.markUnreachable(token, of: id, activityID: instance.activityID, now: clock.now())
+            case .tokenInvalid: write.unreachable.append((instance.activityID, token))
             }
         }
-        try await store.record(deliveries, of: id)
+        if !write.deliveries.isEmpty { try await routeWrites.submit(write) }
         if retry { return .retry(reason: "APNs did not take every push of the update yet") }
         return .done
     }
@@ -250,6 +190,9 @@ extension LiveActivitySender {
 
     /// Sends the requests, at most 32 at a time; the results in the requests' order.
     func sendAll(_ requests: [APNSRequest], using client: APNSClient) async -> [Result<APNSSendResult, any Error>] {
+        // Most updates go to one instance: no task group for them.
+        if requests.isEmpty { return [] }
+        if requests.count == 1 { return [await Self.send(requests[0], using: client)] }
         let results = await withTaskGroup(
             of: (Int, Result<APNSSendResult, any Error>).self,
             returning: [Result<APNSSendResult, any Error>?].self

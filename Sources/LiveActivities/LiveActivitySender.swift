@@ -45,7 +45,13 @@ public final class LiveActivitySender: Sendable {
     public let channelRetention: TimeInterval
     let logger: Logger
     let metrics: LiveActivityMetrics
-    private let queueBox = Mutex<JobQueue?>(nil)
+    private let attached: AttachedQueue
+    /// Updates and ends accepted at the same time: one transaction a batch.
+    let accepts: GroupCommit<LiveActivityAcceptance, LiveActivityRouteCounts>
+    /// What routing an update reads (the activity and its instances): two queries a batch.
+    let routeReads: GroupCommit<UUID, (LiveActivityHead?, [LiveActivityRouteInstance])>
+    /// What routing an update found: one transaction a batch.
+    let routeWrites: GroupCommit<LiveActivityRouteWrite, Void>
 
     public init(
         store: LiveActivityStore,
@@ -65,20 +71,46 @@ public final class LiveActivitySender: Sendable {
         self.channelRetention = channelRetention
         self.logger = logger
         self.metrics = LiveActivityMetrics(registry: metrics)
+        let attached = AttachedQueue()
+        self.attached = attached
+        accepts = GroupCommit(maximumBatch: 256) { batch in
+            do {
+                return try await Self.accept(batch, store: store, queue: try attached.queue, now: clock.now())
+            } catch {
+                return batch.map { _ in .failure(error) }
+            }
+        }
+        routeReads = GroupCommit(maximumBatch: 256) { ids in
+            do {
+                let unique = Array(Set(ids))
+                let (heads, instances) = try await withDatabaseCancellationIgnored {
+                    (
+                        try await store.heads(unique, locking: false, on: store.database),
+                        try await store.routeInstances(of: unique, on: store.database)
+                    )
+                }
+                return ids.map { .success((heads[$0], instances[$0] ?? [])) }
+            } catch {
+                return ids.map { _ in .failure(error) }
+            }
+        }
+        routeWrites = GroupCommit(maximumBatch: 256) { writes in
+            do {
+                try await withDatabaseCancellationIgnored { try await store.record(writes, now: clock.now()) }
+                return writes.map { _ in .success(()) }
+            } catch {
+                return writes.map { _ in .failure(error) }
+            }
+        }
     }
 
     /// The queue follow-up jobs go to (the queue is made after the handlers are registered).
     public func attach(_ queue: JobQueue) {
-        queueBox.withLock { $0 = queue }
+        attached.attach(queue)
     }
 
     var queue: JobQueue {
-        get throws {
-            guard let queue = queueBox.withLock({ $0 }) else {
-                throw LiveActivityError(.unavailable, code: "not_ready", message: "the job queue is not attached yet")
-            }
-            return queue
-        }
+        get throws { try attached.queue }
     }
 
     /// Registers every Live Activities job kind.
@@ -122,11 +154,15 @@ public final class LiveActivitySender: Sendable {
     }
 
     func app(_ activity: LiveActivity) throws -> APNSAppConfiguration {
-        guard let app = clients.apps.first(where: { $0.bundleID == activity.app }) else {
+        try app(activity.app)
+    }
+
+    func app(_ bundleID: String) throws -> APNSAppConfiguration {
+        guard let app = clients.apps.first(where: { $0.bundleID == bundleID }) else {
             throw LiveActivityError(
                 .unavailable,
                 code: "unknown_app",
-                message: "the app \(activity.app) is no longer configured"
+                message: "the app \(bundleID) is no longer configured"
             )
         }
         return app
@@ -322,5 +358,23 @@ public final class LiveActivitySender: Sendable {
                 at: clock.now().addingTimeInterval(channelRetention)
             )
         )
+    }
+}
+
+/// The job queue, attached after the sender is made (the queue needs the sender's handlers).
+final class AttachedQueue: Sendable {
+    private let box = Mutex<JobQueue?>(nil)
+
+    func attach(_ queue: JobQueue) {
+        box.withLock { $0 = queue }
+    }
+
+    var queue: JobQueue {
+        get throws {
+            guard let queue = box.withLock({ $0 }) else {
+                throw LiveActivityError(.unavailable, code: "not_ready", message: "the job queue is not attached yet")
+            }
+            return queue
+        }
     }
 }

@@ -56,47 +56,6 @@ extension LiveActivityStore {
         ).map(Self.instance(from:))
     }
 
-    /// Notes that an instance received the update with `timestamp`, so a job run again (or a
-    /// catch-up for a new instance racing the update's own job) does not send it twice.
-    func markSent(_ timestamp: Int64, of id: UUID, activityID: String) async throws {
-        try await database.execute(
-            "UPDATE live_activity_instances SET last_timestamp = $1 "
-                + "WHERE live_activity_id = $2 AND activity_id = $3 AND last_timestamp < $1",
-            [.integer(timestamp), .text(LiveActivityID.text(id)), .text(activityID)]
-        )
-    }
-
-    /// The timestamp of the latest update each instance received.
-    func sentTimestamps(of id: UUID) async throws -> [String: Int64] {
-        var result: [String: Int64] = [:]
-        for row in try await database.query(
-            "SELECT activity_id, last_timestamp FROM live_activity_instances WHERE live_activity_id = $1",
-            [.text(LiveActivityID.text(id))]
-        ) {
-            result[try row.string("activity_id")] = try row.int("last_timestamp")
-        }
-        return result
-    }
-
-    /// Drops an update token APNs called dead (only if the instance still has that token).
-    func dropUpdateToken(_ token: String, of id: UUID, activityID: String, now: Date) async throws {
-        try await database.execute(
-            "UPDATE live_activity_instances SET update_token = NULL, updated_at = $1 "
-                + "WHERE live_activity_id = $2 AND activity_id = $3 AND update_token = $4",
-            [SQLValue(now), .text(LiveActivityID.text(id)), .text(activityID), .text(token)]
-        )
-    }
-
-    /// Marks an instance whose device token APNs called dead: no silent push goes to it until a
-    /// new device token is reported.
-    func markUnreachable(_ token: String, of id: UUID, activityID: String, now: Date) async throws {
-        try await database.execute(
-            "UPDATE live_activity_instances SET unreachable = 1, updated_at = $1 "
-                + "WHERE live_activity_id = $2 AND activity_id = $3 AND device_token = $4",
-            [SQLValue(now), .text(LiveActivityID.text(id)), .text(activityID), .text(token)]
-        )
-    }
-
     static func instance(from row: SQLRow) throws -> LiveActivityInstance {
         LiveActivityInstance(
             liveActivityID: try row.uuid("live_activity_id"),
@@ -116,23 +75,7 @@ extension LiveActivityStore {
     /// Records pushes sent for an activity.
     func record(_ deliveries: [LiveActivityDelivery], of id: UUID) async throws {
         guard !deliveries.isEmpty else { return }
-        var binds: [SQLValue] = []
-        var rows: [String] = []
-        for delivery in deliveries {
-            let base = binds.count
-            binds += [
-                .text(LiveActivityID.text(id)), SQLValue(delivery.at),
-                .text(RequestIdentifier.lowercaseString(RequestIdentifier.nextUUID())), .text(delivery.event),
-                .text(delivery.route.rawValue), SQLValue(delivery.token), SQLValue(delivery.status),
-                SQLValue(delivery.reason), SQLValue(delivery.apnsID),
-            ]
-            rows.append("(" + (1...9).map { "$\(base + $0)" }.joined(separator: ", ") + ")")
-        }
-        try await database.execute(
-            "INSERT INTO live_activity_deliveries (live_activity_id, at, id, event, route, token, status, reason, "
-                + "apns_id) VALUES \(rows.joined(separator: ", "))",
-            binds
-        )
+        try await insert(deliveries.map { (id, $0) }, on: database)
     }
 
     /// The latest `limit` deliveries of an activity, newest first.

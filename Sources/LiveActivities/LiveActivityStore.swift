@@ -89,30 +89,6 @@ public struct LiveActivityStore: Sendable {
         ) > 0
     }
 
-    /// Takes the next `timestamp` of an activity (strictly greater than the last, at least `now`),
-    /// stores it with the update as the latest, and returns the update stamped with it. Runs in
-    /// the caller's transaction, after the row is locked (``lockedActivity(_:on:)``).
-    func stamp(
-        _ update: LiveActivityUpdate,
-        of activity: LiveActivity,
-        now: Date,
-        on executor: any DatabaseExecutor
-    ) async throws -> LiveActivityUpdate {
-        var stamped = update
-        stamped.timestamp = max(EpochTime.seconds(now), activity.lastTimestamp + 1)
-        try await executor.execute(
-            """
-            UPDATE live_activities SET last_timestamp = $1, last_update = $2, content_state = $3, updated_at = $4
-            WHERE id = $5
-            """,
-            [
-                .integer(stamped.timestamp), .text(try Self.json(stamped)), .text(try Self.json(stamped.contentState)),
-                SQLValue(now), .text(LiveActivityID.text(activity.id)),
-            ]
-        )
-        return stamped
-    }
-
     /// Takes the next timestamp for the start push.
     func stampStart(_ activity: LiveActivity, now: Date, on executor: any DatabaseExecutor) async throws -> Int64 {
         let timestamp = max(EpochTime.seconds(now), activity.lastTimestamp + 1)

@@ -2,6 +2,7 @@ import APNs
 import DatabaseTestSupport
 import Foundation
 import HeraldCore
+import Jobs
 import Storage
 import Testing
 
@@ -116,27 +117,61 @@ struct LiveActivityStoreTests {
         )
     }
 
-    @Test("timestamps strictly increase even when the clock stands still or goes back", arguments: Backend.allCases)
+    @Test(
+        "accepted updates get strictly increasing timestamps, in a batch too; a missing or unstarted activity fails alone",
+        arguments: Backend.allCases
+    )
     func timestamps(backend: Backend) async throws {
-        try await withStore(backend) { store in
+        try await withDatabase(backend, poolSize: 2) { db, _ in
+            try await Migrator.migrate(db, LiveActivityMigrations.all + JobMigrations.all, logger: Self.logger)
+            let store = LiveActivityStore(database: db)
+            let queue = JobQueue(database: db, handlers: JobHandlers())
             let id = UUID()
-            #expect(try await store.database.transaction { tx in try await store.insert(activity(id, at: t), on: tx) })
-            var stamps: [Int64] = []
-            for now in [t, t, t.addingTimeInterval(-100), t.addingTimeInterval(10), t.addingTimeInterval(10)] {
-                let stamped = try await store.database.transaction { tx in
-                    let locked = try #require(try await store.lockedActivity(id, on: tx))
-                    return try await store.stamp(
-                        LiveActivityUpdate(event: .update, contentState: .object([:])),
-                        of: locked,
-                        now: now,
-                        on: tx
-                    )
-                }
-                stamps.append(stamped.timestamp)
+            let scheduled = UUID()
+            _ = try await db.transaction { tx in
+                _ = try await store.insert(activity(id, at: t), on: tx)
+                _ = try await store.insert(activity(scheduled, at: t, state: .scheduled), on: tx)
+            }
+            func update(
+                _ id: UUID,
+                _ event: LiveActivityUpdate.Event = .update,
+                step: Int64 = 1
+            ) -> LiveActivityAcceptance {
+                LiveActivityAcceptance(
+                    id: id,
+                    update: LiveActivityUpdate(event: event, contentState: .object(["step": .integer(step)])),
+                    keepContent: false
+                )
+            }
+            for now in [t, t, t.addingTimeInterval(-100), t.addingTimeInterval(10)] {
+                let results = try await LiveActivitySender.accept([update(id)], store: store, queue: queue, now: now)
+                #expect(try results.map { try $0.get() } == [LiveActivityRouteCounts(pending: 1)])
             }
             let base = EpochTime.seconds(t)
-            #expect(stamps == [base, base + 1, base + 2, base + 10, base + 11])
-            #expect(try await store.activity(id)?.lastTimestamp == base + 11)
+            #expect(try await store.activity(id)?.lastTimestamp == base + 10)
+
+            // One batch: three for the activity (the last an end), one for no activity, one for
+            // an activity not started yet, and one after the end.
+            let batch = [
+                update(id, step: 2), update(UUID()), update(id, step: 3), update(scheduled),
+                update(id, .end, step: 4), update(id, step: 5),
+            ]
+            let results = try await LiveActivitySender.accept(batch, store: store, queue: queue, now: t)
+            #expect(results.map { (try? $0.get()) != nil } == [true, false, true, false, true, false])
+            #expect((results[1].failureValue as? LiveActivityError)?.code == "not_found")
+            #expect((results[3].failureValue as? LiveActivityError)?.code == "not_started")
+            #expect((results[5].failureValue as? LiveActivityError)?.code == "not_started")
+
+            let stored = try #require(try await store.activity(id))
+            #expect(stored.state == .ended)
+            #expect(stored.endedAt == t)
+            #expect(stored.lastTimestamp == base + 13)
+            #expect(stored.contentState == .object(["step": .integer(4)]))
+            #expect(stored.lastUpdate?.event == .end)
+            let sent = try await db.query("SELECT payload FROM jobs WHERE kind = $1", [.text(LiveActivityJobKind.send)])
+                .map { try LiveActivityStore.decodeJSON(LiveActivityJob.self, try $0.string("payload")) }
+            #expect(sent.compactMap { $0.update?.timestamp }.sorted() == [0, 1, 2, 10, 11, 12, 13].map { base + $0 })
+            #expect(try await store.activity(scheduled)?.lastTimestamp == 0)
         }
     }
 
@@ -187,5 +222,13 @@ struct LiveActivityStoreTests {
             #expect(even.items.first?.users == ["even"])
             #expect(try await store.list(LiveActivityStore.Filter(state: .ended), limit: 10, cursor: nil).items.isEmpty)
         }
+    }
+}
+
+extension Result {
+    /// The error of a failure, `nil` for a success.
+    var failureValue: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }
