@@ -181,10 +181,15 @@ extension LiveActivityServer {
     func virtualActivity(
         on token: String,
         _ what: String,
+        sourceLocation: SourceLocation = #_sourceLocation,
         matches: ([String: Any]) -> Bool
     ) async throws -> [String: Any] {
         var found: [String: Any] = [:]
-        try await eventually("the virtual device \(token.prefix(8)) shows \(what)", timeout: .seconds(30)) {
+        try await eventually(
+            "the virtual device \(token.prefix(8)) shows \(what)",
+            timeout: .seconds(30),
+            sourceLocation: sourceLocation
+        ) {
             let (status, body) = try await call("GET", "/simulator/devices/\(token)/activities")
             let activities = body["activities"] as? [[String: Any]] ?? []
             guard status == 200, activities.count == 1, let activity = activities.first else { return false }
