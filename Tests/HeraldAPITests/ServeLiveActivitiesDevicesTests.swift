@@ -156,7 +156,11 @@ struct ServeLiveActivitiesDevicesTests {
         #expect(
             pending.body["routes"] as? [String: Int] == ["broadcast": 0, "update_token": 0, "silent": 0, "pending": 1]
         )
-        // Herald knows no instance yet: the update is kept, and the Lock Screen still shows step 1.
+        // Its job runs and finds nobody to send to: the update is kept, the Lock Screen still shows
+        // step 1. (Waiting for the job keeps it from racing the registration's own job below.)
+        try await eventually("the update's send job finished", timeout: .seconds(30)) {
+            try await server.finishedJobs(kind: "live_activity.send") >= 1
+        }
         let details = try await server.call("GET", "/v1/live-activities/\(id)").body
         #expect((details["instances"] as? [Any])?.isEmpty == true, "\(details)")
         #expect(try await server.virtualActivity(on: pushToStart, "step 1") { _ in true }.contentStep == 1)
@@ -197,6 +201,15 @@ extension LiveActivityServer {
             return matches(activity)
         }
         return found
+    }
+
+    /// How many jobs of `kind` this process finished, from `herald_jobs_duration_seconds_count`
+    /// in `/metrics` (observed once the job's outcome is committed).
+    func finishedJobs(kind: String) async throws -> Int {
+        let metrics = try await fetch(base + "/metrics").body
+        let prefix = "herald_jobs_duration_seconds_count{kind=\"\(kind)\"} "
+        let line = metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }
+        return line.flatMap { Int($0.dropFirst(prefix.count)) } ?? 0
     }
 }
 
