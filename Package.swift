@@ -336,7 +336,10 @@ let package = Package(
         // Replays Fuzz/corpus and Fuzz/regressions through the fuzz harnesses.
         .testTarget(
             name: "LiveActivitiesTests",
-            dependencies: ["LiveActivities", "Storage", "APNs", "HeraldCore", "Jobs", "DatabaseTestSupport"],
+            dependencies: [
+                "LiveActivities", "Storage", "APNs", "HeraldCore", "DatabaseTestSupport", "APNsSimulator", "Devices",
+                "HeraldCrypto", "Jobs", "Notifications",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzHarness"], swiftSettings: swiftSettings),

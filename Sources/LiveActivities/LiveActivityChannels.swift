@@ -1,9 +1,10 @@
 public import APNs
-import Foundation
-public import HeraldCore
-import Synchronization
+public import Notifications
 
 /// Creates and deletes the broadcast channels of activities, on APNs' channel-management host.
+///
+/// Herald's one implementation is ``Notifications/APNSClientProvider``'s management clients (one
+/// pool per app and environment, shared with `/v1/channels`); tests may pass a fake.
 public protocol LiveActivityChannels: Sendable {
     func create(
         app: APNSAppConfiguration,
@@ -13,51 +14,20 @@ public protocol LiveActivityChannels: Sendable {
     func delete(app: APNSAppConfiguration, environment: APNSEnvironment, channelID: APNSChannelID) async throws
 }
 
-/// ``LiveActivityChannels`` over one connection pool per (app, environment) to the management
-/// host, opened on first use (channels are created and deleted rarely).
-public final class ManagementChannels: LiveActivityChannels {
-    private let endpoints: APNSEndpoints
-    private let logger: Logger
-    private let state = Mutex<[String: (APNSClient, APNSConnectionPool)]>([:])
-
-    public init(endpoints: APNSEndpoints, logger: Logger = Logger(label: "herald.live-activities")) {
-        self.endpoints = endpoints
-        self.logger = logger
-    }
-
-    private func client(_ app: APNSAppConfiguration, _ environment: APNSEnvironment) -> APNSClient {
-        let key = "\(app.bundleID)/\(environment.rawValue)"
-        return state.withLock { clients in
-            if let (client, _) = clients[key] { return client }
-            let pool = APNSConnectionPool(
-                endpoint: endpoints.management(environment),
-                tls: APNSTLSConfiguration(caFile: endpoints.caFile, credentials: app.credentials),
-                logger: logger
-            )
-            let client = APNSClient(transport: pool, credentials: app.credentials, logger: logger)
-            clients[key] = (client, pool)
-            return client
-        }
-    }
-
+/// Channels through the provider's management client of the app and environment: the same pool
+/// the `/v1/channels` routes use, opened on first use and closed by the provider's shutdown.
+extension APNSClientProvider: LiveActivityChannels {
     public func create(
         app: APNSAppConfiguration,
         environment: APNSEnvironment,
         storagePolicy: APNSChannelMessageStoragePolicy
     ) async throws -> APNSChannelID {
-        try await client(app, environment).createChannel(bundleID: app.bundleID, storagePolicy: storagePolicy)
+        try await managementClient(for: app, environment: environment)
+            .createChannel(bundleID: app.bundleID, storagePolicy: storagePolicy)
     }
 
     public func delete(app: APNSAppConfiguration, environment: APNSEnvironment, channelID: APNSChannelID) async throws {
-        try await client(app, environment).deleteChannel(bundleID: app.bundleID, channelID: channelID)
-    }
-
-    /// Closes the pools opened so far.
-    public func shutdown() async {
-        let pools = state.withLock { clients in
-            defer { clients = [:] }
-            return clients.values.map(\.1)
-        }
-        for pool in pools { await pool.shutdown() }
+        try await managementClient(for: app, environment: environment)
+            .deleteChannel(bundleID: app.bundleID, channelID: channelID)
     }
 }

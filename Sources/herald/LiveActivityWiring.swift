@@ -1,4 +1,3 @@
-import APNs
 import ClientTokens
 import Devices
 import HTTPRouting
@@ -7,25 +6,23 @@ import LiveActivities
 import Notifications
 import Storage
 
-/// The Live Activities parts of `herald serve`: the sender (its jobs), the channel-management
-/// pools, and the routes under `/v1` and `/v1/client`.
+/// The Live Activities parts of `herald serve`: the sender (its jobs) and the routes under `/v1`
+/// and `/v1/client`. Channels are created and deleted through `clients`' management clients, the
+/// pools `/v1/channels` uses too, which `clients.shutdown()` closes.
 struct LiveActivityWiring {
     let sender: LiveActivitySender
-    let channels: ManagementChannels
 
     init(
         _ database: any Database,
         _ devices: DeviceStore,
         _ clients: APNSClientProvider,
-        _ endpoints: APNSEndpoints?,
         _ channelRetention: Double
     ) {
-        channels = ManagementChannels(endpoints: endpoints ?? APNSEndpoints())
         sender = LiveActivitySender(
             store: LiveActivityStore(database: database),
             devices: devices,
             clients: clients,
-            channels: channels,
+            channels: clients,
             channelRetention: channelRetention
         )
     }

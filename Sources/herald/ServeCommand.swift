@@ -290,7 +290,7 @@ enum ServeCommand {
             idempotency.register(on: &handlers)
             webhookDeliverer.register(on: &handlers)
             // Live Activities: push-to-start, updates routed per instance, scheduled start and end.
-            let liveActivities = LiveActivityWiring(database, devices, clients, apns?.endpoints, channelRetention)
+            let liveActivities = LiveActivityWiring(database, devices, clients, channelRetention)
             liveActivities.sender.register(on: &handlers)
             let wake = WakeWiring(
                 database,
@@ -395,7 +395,6 @@ enum ServeCommand {
                 try await tasks.waitForAll()
             }
             await webhookDeliverer.close()
-            await liveActivities.channels.shutdown()
         } catch {
             await clients.shutdown()
             await database.close()

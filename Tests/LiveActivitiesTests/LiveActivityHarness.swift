@@ -1,0 +1,152 @@
+import APNs
+import APNsSimulator
+import DatabaseTestSupport
+import Devices
+import Foundation
+import HeraldCore
+import HeraldCrypto
+import Jobs
+import Notifications
+import Storage
+import Synchronization
+import Testing
+
+@testable import LiveActivities
+
+/// Channels that exist only here: the ids handed out and the deletions asked for.
+final class RecordingChannels: LiveActivityChannels {
+    private let deletions = Mutex<[String]>([])
+
+    /// The channel ids deleted so far, in order.
+    var deleted: [String] { deletions.withLock { $0 } }
+
+    func create(
+        app: APNSAppConfiguration,
+        environment: APNSEnvironment,
+        storagePolicy: APNSChannelMessageStoragePolicy
+    ) async throws -> APNSChannelID {
+        APNSChannelID(rawValue: Data(UUID().uuidString.utf8).base64EncodedString())
+    }
+
+    func delete(app: APNSAppConfiguration, environment: APNSEnvironment, channelID: APNSChannelID) async throws {
+        deletions.withLock { $0.append(channelID.rawValue) }
+    }
+}
+
+/// The Live Activities jobs as `herald serve` wires them, on a fresh database of one backend:
+/// the sender, its queue on a clock the test moves, a worker that runs due jobs when asked, and
+/// the real APNs clients sending over HTTP/2 + TLS to an in-process simulator.
+struct LiveActivityHarness {
+    static let topic = "com.example.live"
+    static let logger = Logger(label: "herald.live-activities.test", level: .error, handler: RecordingLogHandler())
+
+    let sender: LiveActivitySender
+    let queue: JobQueue
+    let worker: JobWorker
+    let service: LiveActivityService
+    let clients: APNSClientProvider
+    var store: LiveActivityStore { sender.store }
+    var app: APNSAppConfiguration { clients.apps[0] }
+
+    /// Runs `body` with a harness on `backend` whose jobs read `clock`; its channels are what
+    /// `channels` makes of the APNs clients (the clients themselves, as in `herald serve`, or a fake).
+    static func with(
+        _ backend: Backend,
+        clock: ManualClock,
+        channels: (APNSClientProvider) -> any LiveActivityChannels = { $0 },
+        _ body: (LiveActivityHarness) async throws -> Void
+    ) async throws {
+        let key = try APNSSigningKey(keyID: "LIVEKEY001", teamID: "LIVETEAM01", privateKey: P256PrivateKey())
+        var configuration = APNSSimulator.Configuration()
+        configuration.port = 0
+        configuration.keys = [APNSSimulatorKey(keyID: key.keyID, publicKey: key.privateKey.publicKey)]
+        configuration.teamID = key.teamID
+        configuration.topics = [topic]
+        configuration.logger = Logger(label: "test.simulator", level: .error)
+        let simulator = try APNSSimulator(configuration: configuration)
+        var endpoints = APNSEndpoints()
+        endpoints.production = simulator.endpoint
+        endpoints.sandbox = simulator.endpoint
+        endpoints.managementProduction = simulator.endpoint
+        endpoints.managementSandbox = simulator.endpoint
+        endpoints.caFile = simulator.caFile
+        let clients = APNSClientProvider(
+            apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(key))],
+            endpoints: endpoints,
+            logger: Logger(label: "test.apns", level: .error),
+            metrics: MetricsRegistry()
+        )
+        try await withDatabase(backend, poolSize: 4) { db, _ in
+            try await Migrator.migrate(
+                db,
+                JobMigrations.all + DeviceMigrations.all + LiveActivityMigrations.all,
+                logger: logger
+            )
+            let sender = LiveActivitySender(
+                store: LiveActivityStore(database: db),
+                devices: DeviceStore(database: db),
+                clients: clients,
+                channels: channels(clients),
+                clock: clock,
+                channelRetention: 3_600,
+                logger: logger,
+                metrics: MetricsRegistry()
+            )
+            var handlers = JobHandlers()
+            sender.register(on: &handlers)
+            let queue = JobQueue(database: db, handlers: handlers, clock: clock, metrics: MetricsRegistry())
+            sender.attach(queue)
+            let harness = LiveActivityHarness(
+                sender: sender,
+                queue: queue,
+                worker: JobWorker(
+                    queue: queue,
+                    configuration: JobWorkerConfiguration(concurrency: 4, batchSize: 4, lease: 120),
+                    owner: "live-a",
+                    logger: logger
+                ),
+                service: LiveActivityService(sender: sender),
+                clients: clients
+            )
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await simulator.run() }
+                do {
+                    try await body(harness)
+                } catch {
+                    await clients.shutdown()
+                    simulator.triggerGracefulShutdown()
+                    throw error
+                }
+                await clients.shutdown()
+                simulator.triggerGracefulShutdown()
+                try await group.waitForAll()
+            }
+        }
+    }
+
+    /// Registers a push-to-start token of `u1` for `LoanAttributes`, stamped at `time`.
+    func registerPushToStart(_ token: String, at time: Date) async throws {
+        _ = try await store.register(
+            PushToStartRegistration(
+                app: Self.topic,
+                environment: .production,
+                attributesType: "LoanAttributes",
+                token: token,
+                userID: "u1",
+                registeredAt: time
+            )
+        )
+    }
+
+    /// A loan activity of `u1`, with `channel`.
+    static func request(channel: LiveActivityChannelRequest?) -> LiveActivityRequest {
+        LiveActivityRequest(
+            attributesType: "LoanAttributes",
+            attributes: .object(["product": .string("Credit card")]),
+            contentState: .object(["step": .integer(1)]),
+            alert: LiveActivityAlert(title: "Application started", body: "We are checking your data"),
+            audience: .users(["u1"]),
+            channel: channel
+        )
+    }
+}
