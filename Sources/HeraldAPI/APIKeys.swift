@@ -83,7 +83,7 @@ public struct APIKeys: Sendable, CustomStringConvertible {
         guard let header = request.headers["Authorization"] else { return nil }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        return parts[1].trimmingCharacters(in: .whitespaces)
+        return String(parts[1]).trimmingSpaces()
     }
 
     /// The presented key of a request ``authorize(_:)`` accepted (empty if it had none), for
