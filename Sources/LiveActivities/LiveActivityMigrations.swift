@@ -9,6 +9,9 @@ public import Storage
 /// client token's `sub` can be checked and activities listed by user) and
 /// `live_activity_instances` (where an activity runs: one row per iOS `activity.id`).
 /// Version 12: `live_activity_deliveries`, every push Herald sent for an activity and APNs' answer.
+/// Version 16: `live_activity_instances.registered_after`, the activity's latest timestamp when the
+/// instance was first reported: an update stamped at or before it reaches the instance by the
+/// catch-up job its report enqueued, not by the update's own job, so it is not sent twice.
 public enum LiveActivityMigrations {
     public static let all: [Migration] = [
         Migration(
@@ -91,6 +94,11 @@ public enum LiveActivityMigrations {
                     PRIMARY KEY (live_activity_id, at, id)
                 );
                 """
+        ),
+        Migration(
+            version: 16,
+            name: "live_activity_instances_registered_after",
+            sql: "ALTER TABLE live_activity_instances ADD COLUMN registered_after BIGINT NOT NULL DEFAULT 0;"
         ),
     ]
 }

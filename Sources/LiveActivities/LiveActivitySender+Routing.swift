@@ -40,9 +40,12 @@ extension LiveActivitySender {
             if update.event == .end { try await scheduleChannelDeletion(id) }
             return .done
         }
-        let targets = instances.filter {
-            $0.instance.state == .active && (instanceID == nil || $0.instance.activityID == instanceID)
-                && $0.sentTimestamp < update.timestamp
+        // An instance first reported after this update was accepted has a catch-up job of its own
+        // for the activity's latest update: the update's own job leaves it to that job.
+        let targets = instances.filter { target in
+            guard target.instance.state == .active, target.sentTimestamp < update.timestamp else { return false }
+            if let instanceID { return target.instance.activityID == instanceID }
+            return target.registeredAfter < update.timestamp
         }.map(\.instance)
         var retry = false
         // The update-token pushes first, all at once; the silent ones after, including the fallbacks.

@@ -244,6 +244,7 @@ public struct LiveActivityService: Sendable {
                     createdAt: now,
                     updatedAt: now
                 ),
+                registeredAfter: activity.lastTimestamp,
                 on: tx
             )
             if created, instance.state == .active, let latest = activity.lastUpdate,

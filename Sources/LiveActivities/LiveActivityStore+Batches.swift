@@ -16,10 +16,12 @@ struct LiveActivityHead: Sendable, Hashable {
     var lastTimestamp: Int64
 }
 
-/// An instance, and the timestamp of the latest update it received.
+/// An instance, the timestamp of the latest update it received, and the activity's latest
+/// timestamp when it was first reported.
 struct LiveActivityRouteInstance: Sendable, Hashable {
     var instance: LiveActivityInstance
     var sentTimestamp: Int64
+    var registeredAfter: Int64
 }
 
 /// An activity's row after a batch of accepted updates: the last one stamped, and whether it
@@ -95,13 +97,17 @@ extension LiveActivityStore {
         let list = Self.list(ids.map { .text(LiveActivityID.text($0)) }, binds: &binds)
         var instances: [UUID: [LiveActivityRouteInstance]] = [:]
         for row in try await executor.query(
-            "SELECT \(Self.instanceColumns), last_timestamp FROM live_activity_instances "
+            "SELECT \(Self.instanceColumns), last_timestamp, registered_after FROM live_activity_instances "
                 + "WHERE live_activity_id IN \(list) ORDER BY created_at, activity_id",
             binds
         ) {
             let instance = try Self.instance(from: row)
             instances[instance.liveActivityID, default: []].append(
-                LiveActivityRouteInstance(instance: instance, sentTimestamp: try row.int("last_timestamp"))
+                LiveActivityRouteInstance(
+                    instance: instance,
+                    sentTimestamp: try row.int("last_timestamp"),
+                    registeredAfter: try row.int("registered_after")
+                )
             )
         }
         return instances

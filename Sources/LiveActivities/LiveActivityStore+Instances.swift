@@ -10,9 +10,12 @@ extension LiveActivityStore {
     /// A field the report leaves out keeps its stored value; a new device token makes the
     /// instance reachable again.
     ///
+    /// - Parameter registeredAfter: the activity's latest timestamp now, kept from the first
+    ///   report: updates stamped at or before it are the catch-up job's to send.
     /// - Returns: the instance as stored and whether it was new.
     func upsert(
         _ instance: LiveActivityInstance,
+        registeredAfter: Int64,
         on executor: any DatabaseExecutor
     ) async throws -> (LiveActivityInstance, created: Bool) {
         let key: [SQLValue] = [.text(LiveActivityID.text(instance.liveActivityID)), .text(instance.activityID)]
@@ -29,8 +32,8 @@ extension LiveActivityStore {
         }
         try await executor.execute(
             """
-            INSERT INTO live_activity_instances (\(Self.instanceColumns))
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+            INSERT INTO live_activity_instances (\(Self.instanceColumns), registered_after)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
             ON CONFLICT (live_activity_id, activity_id) DO UPDATE SET user_id = excluded.user_id,
                 device_token = excluded.device_token, update_token = excluded.update_token, state = excluded.state,
                 unreachable = excluded.unreachable, updated_at = excluded.updated_at
@@ -38,7 +41,7 @@ extension LiveActivityStore {
             key + [
                 SQLValue(merged.userID), SQLValue(merged.deviceToken), SQLValue(merged.updateToken),
                 .text(merged.state.rawValue), .bool(merged.unreachable), SQLValue(merged.createdAt),
-                SQLValue(merged.updatedAt),
+                SQLValue(merged.updatedAt), .integer(registeredAfter),
             ]
         )
         return (merged, existing == nil)

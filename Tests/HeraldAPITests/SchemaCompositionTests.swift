@@ -48,6 +48,7 @@ struct SchemaCompositionTests {
                 "notifications_listing", "create_devices", "notification_audiences", "create_webhooks",
                 "create_webhook_outbox", "create_live_activities", "create_live_activity_deliveries",
                 "create_wake_schedules", "create_wake_runs_and_pings", "notification_pages",
+                "live_activity_instances_registered_after",
             ]
         )
     }
