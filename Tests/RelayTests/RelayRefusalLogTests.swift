@@ -43,7 +43,9 @@ import Testing
                 metrics.value("herald_relay_apns_responses_total", labels: [("reason", "Unregistered")]) ?? 0
             }
             func waitForRefusals(_ count: Double) async throws {
-                try await eventually("\(Int(count)) refusals to be counted") { refusals() >= count }
+                try await eventually("\(Int(count)) refusals to be counted", timeout: .seconds(60)) {
+                    refusals() >= count
+                }
                 #expect(refusals() == count)
             }
             func refusalLines() -> [String] {
