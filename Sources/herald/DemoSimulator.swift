@@ -49,12 +49,7 @@ struct DemoSimulator {
             APNSSimulatorCloudKitKey(keyID: Self.cloudKitKeyID, publicKey: cloudKitKey.publicKey)
         ]
         simulator = try APNSSimulator(configuration: configuration)
-        var endpoints = APNSEndpoints()
-        endpoints.production = simulator.endpoint
-        endpoints.sandbox = simulator.endpoint
-        endpoints.managementProduction = simulator.endpoint
-        endpoints.managementSandbox = simulator.endpoint
-        endpoints.caFile = simulator.caFile
+        let endpoints = APNSEndpoints(all: simulator.endpoint, caFile: simulator.caFile)
         let app = APNSAppConfiguration(bundleID: bundleID, credentials: .token(key))
         settings = APNsSettings(apps: [app], endpoints: endpoints, relayApp: app)
         self.logger = logger

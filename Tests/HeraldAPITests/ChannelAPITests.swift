@@ -78,12 +78,7 @@ struct ChannelAPITests {
         configuration.logger = Logger(label: "test.simulator", level: .error)
         configure(&configuration)
         let simulator = try APNSSimulator(configuration: configuration)
-        var endpoints = APNSEndpoints()
-        endpoints.production = simulator.endpoint
-        endpoints.sandbox = simulator.endpoint
-        endpoints.managementProduction = simulator.endpoint
-        endpoints.managementSandbox = simulator.endpoint
-        endpoints.caFile = simulator.caFile
+        let endpoints = APNSEndpoints(all: simulator.endpoint, caFile: simulator.caFile)
         let quiet = Logger(label: "test", level: .error)
         let clients = APNSClientProvider(
             apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(signingKey))],

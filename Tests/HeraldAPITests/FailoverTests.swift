@@ -114,10 +114,7 @@ struct FailoverTests {
         let database = try await test.open(logger: quiet)
         do {
             try await Migrator.migrate(database, TestSchema.migrations, logger: quiet)
-            var endpoints = APNSEndpoints()
-            endpoints.production = simulator.endpoint
-            endpoints.sandbox = simulator.endpoint
-            endpoints.caFile = caFile
+            let endpoints = APNSEndpoints(all: simulator.endpoint, caFile: caFile)
             let clients = APNSClientProvider(
                 apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(signingKey))],
                 endpoints: endpoints,

@@ -62,10 +62,7 @@ struct NotificationAPITests {
         configuration.topics = [topic]
         configuration.logger = Logger(label: "test.simulator", level: .error)
         let simulator = try APNSSimulator(configuration: configuration)
-        var endpoints = APNSEndpoints()
-        endpoints.production = simulator.endpoint
-        endpoints.sandbox = simulator.endpoint
-        endpoints.caFile = simulator.caFile
+        let endpoints = APNSEndpoints(all: simulator.endpoint, caFile: simulator.caFile)
         let quiet = Logger(label: "test", level: .error, handler: RecordingLogHandler())
         let metrics = MetricsRegistry()
         let clients = APNSClientProvider(

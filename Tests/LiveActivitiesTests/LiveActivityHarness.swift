@@ -64,12 +64,7 @@ struct LiveActivityHarness {
         configuration.topics = [topic]
         configuration.logger = Logger(label: "test.simulator", level: .error)
         let simulator = try APNSSimulator(configuration: configuration)
-        var endpoints = APNSEndpoints()
-        endpoints.production = simulator.endpoint
-        endpoints.sandbox = simulator.endpoint
-        endpoints.managementProduction = simulator.endpoint
-        endpoints.managementSandbox = simulator.endpoint
-        endpoints.caFile = simulator.caFile
+        let endpoints = APNSEndpoints(all: simulator.endpoint, caFile: simulator.caFile)
         let clients = APNSClientProvider(
             apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(key))],
             endpoints: endpoints,

@@ -33,10 +33,7 @@ struct NotificationFinishedTests {
         simulatorConfiguration.topics = [Self.topic]
         simulatorConfiguration.logger = Logger(label: "test.simulator", level: .error)
         let simulator = try APNSSimulator(configuration: simulatorConfiguration)
-        var endpoints = APNSEndpoints()
-        endpoints.production = simulator.endpoint
-        endpoints.sandbox = simulator.endpoint
-        endpoints.caFile = simulator.caFile
+        let endpoints = APNSEndpoints(all: simulator.endpoint, caFile: simulator.caFile)
         let clients = APNSClientProvider(
             apps: [APNSAppConfiguration(bundleID: Self.topic, credentials: .token(key))],
             endpoints: endpoints,

@@ -20,6 +20,15 @@ public struct APNSEndpoints: Sendable, Hashable {
         self.caFile = nil
     }
 
+    /// Every kind of request to one endpoint, trusting `caFile`: a simulator serves them all.
+    public init(all endpoint: APNSEndpoint, caFile: String?) {
+        self.production = endpoint
+        self.sandbox = endpoint
+        self.managementProduction = endpoint
+        self.managementSandbox = endpoint
+        self.caFile = caFile
+    }
+
     /// Device pushes and broadcast sends.
     public func push(_ environment: APNSEnvironment) -> APNSEndpoint {
         environment == .production ? production : sandbox

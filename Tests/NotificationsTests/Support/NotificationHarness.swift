@@ -51,10 +51,7 @@ struct NotificationHarness {
             configuration.clock = HeldClock(held: held)
         }
         let simulator = try APNSSimulator(configuration: configuration)
-        var endpoints = APNSEndpoints()
-        endpoints.production = simulator.endpoint
-        endpoints.sandbox = simulator.endpoint
-        endpoints.caFile = simulator.caFile
+        let endpoints = APNSEndpoints(all: simulator.endpoint, caFile: simulator.caFile)
         let metrics = MetricsRegistry()
         var pool = APNSConnectionPool.Configuration()
         pool.maxConnections = 2

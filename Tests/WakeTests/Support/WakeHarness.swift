@@ -119,10 +119,7 @@ struct WakeHarness {
             cloudKitPublisher = CloudKitWakePublisher(settings: settings)
             publisher = cloudKitPublisher
         }
-        var endpoints = APNSEndpoints()
-        endpoints.production = simulator.endpoint
-        endpoints.sandbox = simulator.endpoint
-        endpoints.caFile = simulator.caFile
+        let endpoints = APNSEndpoints(all: simulator.endpoint, caFile: simulator.caFile)
         var pool = APNSConnectionPool.Configuration()
         pool.maxConnections = 2
         let clients = APNSClientProvider(
