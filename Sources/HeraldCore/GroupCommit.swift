@@ -10,18 +10,18 @@ import Synchronization
 /// one run, the one its item is in, and a batch runs on the task of one of its own callers.
 ///
 /// `run` gets the items in submission order and returns one result per item, in the same order;
-/// it must finish its batch even when the leading task is cancelled (the other callers wait for
+/// an error it throws fails every item of the batch. It must finish its batch even when the leading task is cancelled (the other callers wait for
 /// it), for example by running its database work with cancellation ignored.
 ///
 /// ```swift
 /// let writes = GroupCommit<Row, Void>(maximumBatch: 256) { rows in
-///     do { try await store.insert(rows); return rows.map { _ in .success(()) } }
-///     catch { return rows.map { _ in .failure(error) } }
+///     try await store.insert(rows)
+///     return rows.map { _ in .success(()) }
 /// }
 /// try await writes.submit(row)
 /// ```
 public final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
-    public typealias Run = @Sendable ([Item]) async -> [Result<Output, any Error>]
+    public typealias Run = @Sendable ([Item]) async throws -> [Result<Output, any Error>]
 
     private enum Turn {
         case done(Result<Output, any Error>)
@@ -84,7 +84,12 @@ public final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
             state.waitingCount -= others.count
             return others
         }
-        var results = await run([own] + others.map(\.item))
+        var results: [Result<Output, any Error>]
+        do {
+            results = try await run([own] + others.map(\.item))
+        } catch {
+            results = Array(repeating: .failure(error), count: others.count + 1)
+        }
         if results.count != others.count + 1 {
             let error = GroupCommitError.resultCountMismatch(others.count + 1, results.count)
             results = Array(repeating: .failure(error), count: others.count + 1)

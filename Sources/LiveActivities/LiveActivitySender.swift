@@ -74,33 +74,21 @@ public final class LiveActivitySender: Sendable {
         let attached = AttachedQueue()
         self.attached = attached
         accepts = GroupCommit(maximumBatch: 256) { batch in
-            do {
-                return try await Self.accept(batch, store: store, queue: try attached.queue, now: clock.now())
-            } catch {
-                return batch.map { _ in .failure(error) }
-            }
+            try await Self.accept(batch, store: store, queue: try attached.queue, now: clock.now())
         }
         routeReads = GroupCommit(maximumBatch: 256) { ids in
-            do {
-                let unique = Array(Set(ids))
-                let (heads, instances) = try await withDatabaseCancellationIgnored {
-                    (
-                        try await store.heads(unique, locking: false, on: store.database),
-                        try await store.routeInstances(of: unique, on: store.database)
-                    )
-                }
-                return ids.map { .success((heads[$0], instances[$0] ?? [])) }
-            } catch {
-                return ids.map { _ in .failure(error) }
+            let unique = Array(Set(ids))
+            let (heads, instances) = try await withDatabaseCancellationIgnored {
+                (
+                    try await store.heads(unique, locking: false, on: store.database),
+                    try await store.routeInstances(of: unique, on: store.database)
+                )
             }
+            return ids.map { .success((heads[$0], instances[$0] ?? [])) }
         }
         routeWrites = GroupCommit(maximumBatch: 256) { writes in
-            do {
-                try await withDatabaseCancellationIgnored { try await store.record(writes, now: clock.now()) }
-                return writes.map { _ in .success(()) }
-            } catch {
-                return writes.map { _ in .failure(error) }
-            }
+            try await withDatabaseCancellationIgnored { try await store.record(writes, now: clock.now()) }
+            return writes.map { _ in .success(()) }
         }
     }
 

@@ -31,6 +31,8 @@ struct GroupCommitTests {
         _ recorder: Recorder,
         items: [Int]
     ) async throws -> [Task<Result<Int, any Error>, Never>] {
+        // Unstructured tasks: the callers outlive this function, and the test awaits each one's
+        // own result after releasing the first batch.
         let first = Task { await submit(1, to: commit) }
         try await eventually("the first batch runs") { recorder.batches.withLock { $0.count } == 1 }
         var tasks = [first]
@@ -88,6 +90,12 @@ struct GroupCommitTests {
         #expect(try await tasks[1].value.get() == 20)
         await #expect(throws: Refused(value: -3)) { try await tasks[2].value.get() }
         #expect(try await tasks[3].value.get() == 40)
+    }
+
+    @Test("a run that throws fails every item of its batch")
+    func thrown() async throws {
+        let commit = GroupCommit<Int, Int>(maximumBatch: 10) { _ in throw Refused(value: 0) }
+        await #expect(throws: Refused(value: 0)) { try await commit.submit(1) }
     }
 
     @Test("a run that returns the wrong number of results fails its whole batch")
