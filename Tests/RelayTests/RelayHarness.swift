@@ -62,7 +62,9 @@ struct RelayHarness {
         if let apnsPort { endpoint.port = apnsPort }
         let tokens = APNSTokenManager(signingKey: key, clock: ContinuousClock())
         var poolConfiguration = APNSConnectionPool.Configuration()
-        poolConfiguration.connectTimeout = .seconds(2)
+        // Generous: at the start of a full run the machine is loaded and a TLS handshake can take
+        // seconds. A closed port (the outage tests) is refused at once whatever the timeout.
+        poolConfiguration.connectTimeout = .seconds(60)
         poolConfiguration.reconnectBackoff = (.milliseconds(50), .milliseconds(200))
         // As `herald serve` and `herald relay` set it.
         poolConfiguration.coalescingWindow = .milliseconds(2)
