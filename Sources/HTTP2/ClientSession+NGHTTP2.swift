@@ -6,28 +6,31 @@ import HeraldIO
 /// `nghttp2_session_mem_recv`/`_mem_send`), and the C trampolines that get there.
 extension ClientSession {
     /// The stream nghttp2 has as `streamID`'s user data, retained. Safe: every stream nghttp2 has
-    /// a pointer to is held by the open list (or `retired`, until nghttp2 is gone), and a stream
-    /// leaves the open list only in `on_stream_close`, after which nghttp2 forgets the stream, or
-    /// once its user data is cleared (``onFrameNotSent(_:libraryError:)``).
+    /// a pointer to is held by the state (or by `Closing.retired` until nghttp2 is gone), and the
+    /// state lets a stream go only when nghttp2 closes it (`on_stream_close`, after which nghttp2
+    /// forgets it) or after its user data is cleared (``onFrameNotSent(_:libraryError:)``).
     func stream(for streamID: Int32) -> ClientStream? {
-        guard phase != .closed, let nghttp2,
+        guard state.phase != .closed, let nghttp2,
             let pointer = nghttp2_session_get_stream_user_data(nghttp2.pointer, streamID)
         else { return nil }
         return Unmanaged<ClientStream>.fromOpaque(pointer).takeUnretainedValue()
     }
 
-    /// Calls `body` with the stream without retaining it (the open list keeps it alive).
+    /// Calls `body` with the stream without retaining it (the state keeps it alive, as above).
     @inline(__always)
     private func withStream(_ streamID: Int32, _ body: (ClientStream) -> Void) {
-        guard phase != .closed,
+        guard state.phase != .closed,
             let pointer = nghttp2.flatMap({ nghttp2_session_get_stream_user_data($0.pointer, streamID) })
         else { return }
         Unmanaged<ClientStream>.fromOpaque(pointer)._withUnsafeGuaranteedRef(body)
     }
 
+    /// A response header field. The stream still collects its response while it has its waiter:
+    /// the shell takes the waiter out when it runs the state's answer for the request (what
+    /// ``ClientSessionState/isReceiving(_:)`` tells), so no state access is needed per field.
     func onHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         withStream(streamID) { stream in
-            guard stream.phase == .open else { return }
+            guard stream.waiter != nil else { return }
             if name.first == UInt8(ascii: ":") {
                 // The only response pseudo-header is :status (nghttp2 checks).
                 var status = 0
@@ -41,41 +44,31 @@ extension ClientSession {
     }
 
     func onData(streamID: Int32, bytes: UnsafeRawBufferPointer) {
-        guard let stream = stream(for: streamID), stream.phase == .open else { return }
-        if stream.responseBody.count + bytes.count > configuration.maximumResponseBodySize {
-            resetStream(stream)
-            finish(
-                stream,
-                throwing: HTTP2Error(
-                    code: .responseTooLarge,
-                    isSafeToRetry: false,
-                    message: "the response body exceeds \(configuration.maximumResponseBodySize) bytes"
-                )
-            )
+        guard let stream = stream(for: streamID), let id = stream.requestID, state.isReceiving(id) else { return }
+        let limit = configuration.maximumResponseBodySize
+        if stream.responseBody.count + bytes.count > limit {
+            withActions { state.responseTooLarge(id, limit: limit, actions: &$0) }
             return
         }
         stream.responseBody.append(contentsOf: bytes)
     }
 
     func onFrameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
-        guard phase != .closed else { return }
+        guard state.phase != .closed, let nghttp2 else { return }
         let header = frame.pointee.hd
         switch Int(header.type) {
         case Int(NGHTTP2_SETTINGS.rawValue) where header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0:
-            // Publish before anything resumes, so a caller sees the new limit with its response.
-            if !settingsReceived {
-                settingsReceived = true
-                if phase == .connecting { phase = .ready }
-                publishStatus()
-                if let settingsWaiter {
-                    self.settingsWaiter = nil
-                    settingsWaiter.resume()
-                }
-            } else {
-                publishStatus()
+            // nghttp2 has applied the SETTINGS when it calls back. Publish before anything
+            // resumes, so a caller sees the new limit with its response.
+            let limit = Int(nghttp2.remoteSetting(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
+            let first = state.settingsReceived(maxConcurrentStreams: limit)
+            publishStatus()
+            if first, let settingsWaiter {
+                self.settingsWaiter = nil
+                settingsWaiter.resume()
             }
         case Int(NGHTTP2_PING.rawValue) where header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0:
-            pingOutstanding = false
+            state.pingAcknowledged()
             if let pingTimeoutTimer {
                 eventLoop.cancelTimer(pingTimeoutTimer)
                 self.pingTimeoutTimer = nil
@@ -89,7 +82,6 @@ extension ClientSession {
                 errorCode: HTTP2ErrorCode(rawValue: frame.error_code),
                 debugData: debugData
             )
-            self.goAway = goAway
             metrics.goAways.increment(labels: [("error_code", goAway.errorCode.description)])
             logger.notice(
                 "HTTP/2 GOAWAY received",
@@ -98,7 +90,7 @@ extension ClientSession {
                     "error_code": .string(goAway.errorCode.description), "debug": .string(goAway.debugText),
                 ]
             )
-            stopTakingRequests(goAwayError(safeToRetry: true))
+            withActions { state.goAwayReceived(goAway, actions: &$0) }
             publishStatus()
         default:
             break
@@ -108,71 +100,33 @@ extension ClientSession {
     func onFrameSent(_ frame: UnsafePointer<nghttp2_frame>) {
         guard Int(frame.pointee.hd.type) == Int(NGHTTP2_HEADERS.rawValue) else { return }
         withStream(frame.pointee.hd.stream_id) { stream in
-            stream.headersSent = true
+            if let id = stream.requestID { state.headersSent(id) }
             stream.releaseRequestFields()
         }
     }
 
     /// A request's HEADERS could not be sent (it was reset while queued, a GOAWAY came, or the
-    /// session is closing). nghttp2 opened the stream, with the stream's pointer as its user
-    /// data, to prepare the frame, and closes it right after this callback, calling
-    /// `on_stream_close` for the same stream id.
+    /// session is closing). The stream may never have been opened in nghttp2, so the state finds
+    /// the request by stream id rather than by user data.
     func onFrameNotSent(_ frame: UnsafePointer<nghttp2_frame>, libraryError: Int32) {
-        guard Int(frame.pointee.hd.type) == Int(NGHTTP2_HEADERS.rawValue), phase != .closed, let nghttp2 else {
+        guard Int(frame.pointee.hd.type) == Int(NGHTTP2_HEADERS.rawValue), state.phase != .closed, let nghttp2 else {
             return
         }
         let streamID = frame.pointee.hd.stream_id
-        guard let stream = open.first(withID: streamID) else { return }
-        // The open list holds the last reference once the waiter has been resumed (a timed-out
-        // or cancelled request): nghttp2 must no longer point at the stream when it is dropped,
-        // or `on_stream_close` would read freed memory. Without user data it finds nothing.
+        // The state may hold the last reference (a timed-out or cancelled request) and lets it go
+        // now: nghttp2 must no longer point at the stream, or `on_stream_close` would read freed
+        // memory. Without user data it finds nothing.
         nghttp2_session_set_stream_user_data(nghttp2.pointer, streamID, nil)
-        open.remove(stream)
-        let error =
-            goAway != nil
-            ? goAwayError(safeToRetry: true)
-            : HTTP2Error(
-                code: .connectionClosed,
-                isSafeToRetry: true,
-                message: "the request could not be sent: \(String(cString: nghttp2_strerror(libraryError)))"
-            )
-        finish(stream, throwing: error)
+        let reason = String(cString: nghttp2_strerror(libraryError))
+        withActions { state.headersNotSent(streamID: streamID, reason: reason, actions: &$0) }
     }
 
     func onStreamClose(streamID: Int32, errorCode: UInt32) {
-        guard let stream = stream(for: streamID) else { return }
-        open.remove(stream)
-        guard stream.phase == .open else { return }
-        let code = HTTP2ErrorCode(rawValue: errorCode)
-        if code == .noError, stream.status >= 200 {
-            finishWithResponse(stream)
-            return
+        guard let stream = stream(for: streamID), let id = stream.requestID else { return }
+        let status = stream.status
+        withActions {
+            state.streamClosed(id, errorCode: HTTP2ErrorCode(rawValue: errorCode), status: status, actions: &$0)
         }
-        let error: HTTP2Error
-        if let goAway, Int(streamID) > goAway.lastStreamID {
-            error = goAwayError(safeToRetry: true)
-        } else if code == .refusedStream {
-            error = HTTP2Error(
-                code: .streamRefused,
-                isSafeToRetry: true,
-                message: "the server refused the stream (REFUSED_STREAM); the request was not processed",
-                errorCode: code
-            )
-        } else if code == .noError {
-            error = HTTP2Error(
-                code: .protocolError,
-                isSafeToRetry: false,
-                message: "the stream ended without a final response status"
-            )
-        } else {
-            error = HTTP2Error(
-                code: .streamReset,
-                isSafeToRetry: false,
-                message: "the server reset the stream (\(code))",
-                errorCode: code
-            )
-        }
-        finish(stream, throwing: error)
     }
 }
 
@@ -259,7 +213,7 @@ func clientOnStreamClose(
 }
 
 /// Copies the next piece of a request body into nghttp2's buffer. `source.ptr` is the unretained
-/// ``ClientStream``, kept alive by the session's table of open streams.
+/// ``ClientStream``, kept alive by the session's state while its stream is open.
 func clientReadRequestBody(
     _ session: OpaquePointer?,
     _ streamID: Int32,

@@ -9,21 +9,15 @@ import CNGHTTP2
 /// them to build the ``HTTP2Response`` (a resumed task does so off the loop thread, so that String
 /// decoding does not cost the loop time). Likewise the request's header block is encoded by the sending task,
 /// so the loop only hands nghttp2 a ready `nghttp2_nv` array.
+///
+/// Raw memory: `requestFields` and `headerStorage` are allocated and freed only by this class
+/// (when replaced or in `deinit`); every write stays within the capacity checked just before it,
+/// and readers walk only the `headerLength` bytes written.
 final class ClientStream: @unchecked Sendable {
-    enum Phase {
-        /// Handed to the session, not yet seen by the loop.
-        case submitted
-        /// Waiting in the FIFO queue for a free stream.
-        case queued
-        /// Submitted to nghttp2 with a stream id.
-        case open
-        /// The waiter has been resumed.
-        case done
-    }
-
     /// Who learns that the stream finished: a task suspended in `send`, or a completion handler
     /// (``HTTP2ClientConnection/submit(method:fieldCount:byteCount:body:writeFields:completion:)``),
-    /// which runs on the loop thread.
+    /// which runs on the loop thread. The session takes the waiter out (sets it to nil) before
+    /// resuming it, so an `UnsafeContinuation` is resumed exactly once.
     enum Waiter {
         case task(UnsafeContinuation<Void, any Error>)
         /// Hears the response read from the stream, or the request's error.
@@ -45,11 +39,10 @@ final class ClientStream: @unchecked Sendable {
     /// The request's own timeout in nanoseconds, or nil for the connection's default.
     let timeoutOverride: UInt64?
     var waiter: Waiter?
-    var phase = Phase.submitted
+    /// The request's id in the session's ``ClientSessionState`` once the loop has seen it.
+    var requestID: ClientRequestID?
+    /// Cancelled before the loop saw the request: it fails when it gets there.
     var cancelRequested = false
-    var streamID: Int32 = 0
-    /// nghttp2 has serialized the HEADERS frame: from here on the server may process the request.
-    var headersSent = false
     var bodyOffset = 0
 
     /// The encoded request header block: `fieldCount` `nghttp2_nv` entries followed by the bytes
@@ -70,19 +63,6 @@ final class ClientStream: @unchecked Sendable {
     /// When the request was handed to the session (monotonic nanoseconds): its timeout counts
     /// from here, time in the session's inbox included.
     var submittedAt: UInt64 = 0
-    // Deadline bookkeeping (loop thread): monotonic nanoseconds, 0 for none.
-    var deadline: UInt64 = 0
-    /// Position in the session's deadline heap (custom timeouts), or -1.
-    var heapIndex = -1
-    /// Links in the session's FIFO of default-timeout deadlines.
-    var timeoutNext: ClientStream?
-    unowned(unsafe) var timeoutPrevious: ClientStream?
-    var inTimeoutList = false
-
-    /// Links in the session's list of open streams.
-    var openNext: ClientStream?
-    unowned(unsafe) var openPrevious: ClientStream?
-
     /// Encodes the header block (on the sending task).
     convenience init(request: HTTP2Request, timeoutOverride: UInt64?, authority: String, scheme: String) {
         var byteCount = ":path".utf8.count + request.path.utf8.count
@@ -238,168 +218,5 @@ final class ClientStream: @unchecked Sendable {
             }
         }
         return HTTP2Response(status: status, headers: headers, body: responseBody)
-    }
-}
-
-/// The open streams, as an intrusive doubly linked list: O(1) insert and remove without hashing.
-struct OpenStreamList {
-    private var head: ClientStream?
-    private(set) var count = 0
-
-    var isEmpty: Bool { head == nil }
-
-    mutating func insert(_ stream: ClientStream) {
-        stream.openNext = head
-        stream.openPrevious = nil
-        head?.openPrevious = stream
-        head = stream
-        count += 1
-    }
-
-    mutating func remove(_ stream: ClientStream) {
-        if let previous = stream.openPrevious {
-            previous.openNext = stream.openNext
-        } else {
-            guard head === stream else { return }  // not in the list
-            head = stream.openNext
-        }
-        stream.openNext?.openPrevious = stream.openPrevious
-        stream.openNext = nil
-        stream.openPrevious = nil
-        count -= 1
-    }
-
-    /// The open stream with `streamID`, by walking the list.
-    func first(withID streamID: Int32) -> ClientStream? {
-        var cursor = head
-        while let stream = cursor {
-            if stream.streamID == streamID { return stream }
-            cursor = stream.openNext
-        }
-        return nil
-    }
-
-    /// Empties the list and returns its streams.
-    mutating func removeAll() -> [ClientStream] {
-        var streams: [ClientStream] = []
-        streams.reserveCapacity(count)
-        var cursor = head
-        while let stream = cursor {
-            cursor = stream.openNext
-            stream.openNext = nil
-            stream.openPrevious = nil
-            streams.append(stream)
-        }
-        head = nil
-        count = 0
-        return streams
-    }
-}
-
-/// Deadlines of requests that use the connection's default timeout: they are set on the loop at
-/// enqueue time as now + timeout, so they only grow, and a FIFO list ordered by insertion is
-/// ordered by deadline. Insert at the tail, remove anywhere, O(1).
-struct DeadlineList {
-    private var head: ClientStream?
-    private unowned(unsafe) var tail: ClientStream?
-
-    var first: ClientStream? { head }
-
-    mutating func append(_ stream: ClientStream) {
-        stream.inTimeoutList = true
-        stream.timeoutNext = nil
-        stream.timeoutPrevious = tail
-        if let tail { tail.timeoutNext = stream } else { head = stream }
-        tail = stream
-    }
-
-    mutating func remove(_ stream: ClientStream) {
-        guard stream.inTimeoutList else { return }
-        stream.inTimeoutList = false
-        if let previous = stream.timeoutPrevious {
-            previous.timeoutNext = stream.timeoutNext
-        } else {
-            head = stream.timeoutNext
-        }
-        if let next = stream.timeoutNext {
-            next.timeoutPrevious = stream.timeoutPrevious
-        } else {
-            tail = stream.timeoutPrevious
-        }
-        stream.timeoutNext = nil
-        stream.timeoutPrevious = nil
-    }
-
-    mutating func removeAll() {
-        var cursor = head
-        while let stream = cursor {
-            cursor = stream.timeoutNext
-            stream.timeoutNext = nil
-            stream.timeoutPrevious = nil
-            stream.inTimeoutList = false
-        }
-        head = nil
-        tail = nil
-    }
-}
-
-/// A binary min-heap of streams by deadline, for requests with their own timeout; each stream
-/// records its position, so removal when a stream finishes is O(log n) and needs no search.
-struct DeadlineHeap {
-    private var items: [ClientStream] = []
-
-    var first: ClientStream? { items.first }
-    var isEmpty: Bool { items.isEmpty }
-
-    mutating func insert(_ stream: ClientStream) {
-        stream.heapIndex = items.count
-        items.append(stream)
-        siftUp(items.count - 1)
-    }
-
-    mutating func remove(_ stream: ClientStream) {
-        let index = stream.heapIndex
-        guard index >= 0, index < items.count, items[index] === stream else { return }
-        stream.heapIndex = -1
-        let last = items.removeLast()
-        guard index < items.count else { return }
-        items[index] = last
-        last.heapIndex = index
-        siftDown(index)
-        siftUp(index)
-    }
-
-    mutating func removeAll() {
-        for stream in items { stream.heapIndex = -1 }
-        items.removeAll()
-    }
-
-    private mutating func swapAt(_ first: Int, _ second: Int) {
-        items.swapAt(first, second)
-        items[first].heapIndex = first
-        items[second].heapIndex = second
-    }
-
-    private mutating func siftUp(_ start: Int) {
-        var child = start
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard items[child].deadline < items[parent].deadline else { return }
-            swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    private mutating func siftDown(_ start: Int) {
-        var parent = start
-        while true {
-            let left = 2 * parent + 1
-            guard left < items.count else { return }
-            var smallest = left
-            if left + 1 < items.count, items[left + 1].deadline < items[left].deadline { smallest = left + 1 }
-            guard items[smallest].deadline < items[parent].deadline else { return }
-            swapAt(parent, smallest)
-            parent = smallest
-        }
     }
 }

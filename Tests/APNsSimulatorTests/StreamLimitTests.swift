@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import AsyncTestSupport
 import Foundation
 import HTTP2
 import Testing
@@ -96,26 +97,15 @@ import Testing
                     + RawFrameConnection.headers(streamID: 1, endStream: false, fields)
                     + RawFrameConnection.headers(streamID: 3, endStream: true, fields)
             )
-            // The deadline bounds the wait (should the server never answer, the test fails instead
-            // of hanging); it asserts nothing about timing.
-            let (limit, reset) = await withTaskGroup(of: (UInt32?, RawFrameConnection.Frame?)?.self) { group in
-                group.addTask {
-                    var limit: UInt32?
-                    for await frame in raw.frames {
-                        if frame.type == 0x4, frame.flags & 0x1 == 0 {
-                            limit = frame.settings.first { $0.0 == 0x3 }?.1 ?? limit
-                        }
-                        if frame.type == 0x3 { return (limit, frame) }
+            let (limit, reset) = try await withDeadline("the server's RST_STREAM on stream 3", timeout: .seconds(30)) {
+                var limit: UInt32?
+                for await frame in raw.frames {
+                    if frame.type == 0x4, frame.flags & 0x1 == 0 {
+                        limit = frame.settings.first { $0.0 == 0x3 }?.1 ?? limit
                     }
-                    return (limit, nil)
+                    if frame.type == 0x3 { return (limit, Optional(frame)) }
                 }
-                group.addTask {
-                    try? await Task.sleep(for: .seconds(30))
-                    return nil
-                }
-                let first = await group.next() ?? nil
-                group.cancelAll()
-                return first ?? (nil, nil)
+                return (limit, nil)
             }
             #expect(limit == 1)
             #expect(reset?.streamID == 3)

@@ -58,12 +58,10 @@ struct HTTP2FailureTests {
 
     @Test("nothing listening: connect fails at once with the socket error")
     func connectionRefused() async throws {
-        let port = try { () throws -> Int in
-            let listener = try TCPListener(host: "127.0.0.1", port: 0)
-            defer { listener.close() }
-            return listener.port
-        }()
-        try await Task.sleep(for: .milliseconds(50))  // the close runs on the loop
+        let listener = try TCPListener(host: "127.0.0.1", port: 0)
+        let port = listener.port
+        listener.close()
+        await listener.eventLoop.roundTrip()  // the close runs on the loop
         let error = await expectError {
             try await HTTP2ClientConnection.connect(
                 host: "127.0.0.1",
@@ -121,7 +119,8 @@ struct HTTP2FailureTests {
     func cancelConnect() async throws {
         let listener = try TCPListener(host: "127.0.0.1", port: 0)
         defer { listener.close() }
-        listener.start(tls: nil) { _ in SilentHandler() }
+        let accepted = Latch()
+        listener.start(tls: nil) { _ in SilentHandler(accepted: accepted) }
         let task = Task {
             try await HTTP2ClientConnection.connect(
                 host: "127.0.0.1",
@@ -130,7 +129,7 @@ struct HTTP2FailureTests {
                 configuration: clientConfiguration()
             )
         }
-        try await Task.sleep(for: .milliseconds(100))
+        try await accepted.wait()  // connect is under way: the TLS handshake waits for the server
         task.cancel()
         let result = await task.result
         #expect(throws: CancellationError.self) { try result.get() }
@@ -176,7 +175,14 @@ struct HTTP2FailureTests {
 
 /// Accepts bytes and never answers.
 private final class SilentHandler: ChannelHandler {
-    func channelActive(_ channel: Channel) {}
+    /// Opened when the connection is accepted.
+    let accepted: Latch?
+
+    init(accepted: Latch? = nil) {
+        self.accepted = accepted
+    }
+
+    func channelActive(_ channel: Channel) { accepted?.open() }
     func channelRead(_ channel: Channel, _ bytes: UnsafeRawBufferPointer) {}
     func channelReadComplete(_ channel: Channel) {}
     func channelWritable(_ channel: Channel) {}

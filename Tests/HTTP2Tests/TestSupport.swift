@@ -112,6 +112,8 @@ func clientConfiguration(
 final class ConcurrencyMeter: Sendable {
     private let state = Mutex((current: 0, maximum: 0))
 
+    var current: Int { state.withLock { $0.current } }
+
     var maximum: Int { state.withLock { $0.maximum } }
 
     func reset() {
@@ -125,6 +127,20 @@ final class ConcurrencyMeter: Sendable {
         }
         defer { state.withLock { $0.current -= 1 } }
         return try await body()
+    }
+}
+
+/// A value the test replaces and handlers read.
+final class SharedValue<Value: Sendable>: Sendable {
+    private let value: Mutex<Value>
+
+    init(_ value: Value) {
+        self.value = Mutex(value)
+    }
+
+    var current: Value {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
     }
 }
 
@@ -178,5 +194,14 @@ func expectError<T>(
         return nil
     } catch {
         return error
+    }
+}
+
+extension EventLoop {
+    /// Returns once the loop has run everything handed to it (with `execute`) before this call.
+    func roundTrip() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            execute { continuation.resume() }
+        }
     }
 }
