@@ -19,6 +19,8 @@ public final class APNSClientProvider: Sendable {
     public let endpoints: APNSEndpoints
     private let poolConfiguration: APNSConnectionPool.Configuration
     private let retryPolicy: APNSRetryPolicy
+    /// Shared by every client made here: one count of pushes waiting for APNs, whoever sends.
+    public let budget: APNSSendBudget
     private let logger: Logger
     private let metrics: MetricsRegistry
     private let state = Mutex(State())
@@ -40,11 +42,13 @@ public final class APNSClientProvider: Sendable {
     ///   - poolConfiguration: connections per pool and timeouts.
     ///   - retryPolicy: the clients' retries of one push (429, 5xx, connection trouble); what is
     ///     still failing after them is retried by the notification's job.
+    ///   - budget: how many pushes may wait for APNs, across every client made here.
     public init(
         apps: [APNSAppConfiguration],
         endpoints: APNSEndpoints,
         poolConfiguration: APNSConnectionPool.Configuration = APNSConnectionPool.Configuration(),
         retryPolicy: APNSRetryPolicy = .default,
+        budget: APNSSendBudget = APNSSendBudget(),
         logger: Logger = Logger(label: "herald.apns"),
         metrics: MetricsRegistry = .shared
     ) {
@@ -52,6 +56,7 @@ public final class APNSClientProvider: Sendable {
         self.endpoints = endpoints
         self.poolConfiguration = poolConfiguration
         self.retryPolicy = retryPolicy
+        self.budget = budget
         self.logger = logger
         self.metrics = metrics
     }
@@ -127,6 +132,7 @@ public final class APNSClientProvider: Sendable {
                 credentials: app.credentials,
                 tokenProvider: tokens,
                 retryPolicy: retryPolicy,
+                budget: budget,
                 logger: logger
             )
             state.clients[key] = (client, pool)

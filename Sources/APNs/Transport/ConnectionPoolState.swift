@@ -82,6 +82,8 @@ struct ConnectionPoolState {
     /// Sends and warm-ups inside the pool; shutdown waits for them.
     private(set) var activeCalls = 0
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Retired connections a path that cannot await left for the next one that can.
+    private var deferredCloses: [HTTP2ClientConnection] = []
     private var pendingStatusCounts: [Int: Int] = [:]
     private var pendingStatusTotal = 0
 
@@ -138,10 +140,22 @@ struct ConnectionPoolState {
     /// Forgets every connection (for closing) once no call is inside.
     mutating func finishShutdown() -> [HTTP2ClientConnection] {
         phase = .shutDown
-        let all = entries.map(\.connection)
+        let all = entries.map(\.connection) + takeDeferredCloses()
         entries = []
         connections.set(0, labels: connectionLabels)
         return all
+    }
+
+    var hasDeferredCloses: Bool { !deferredCloses.isEmpty }
+
+    /// Keeps retired connections for the next call that can close them.
+    mutating func deferClose(_ connections: [HTTP2ClientConnection]) {
+        deferredCloses += connections
+    }
+
+    mutating func takeDeferredCloses() -> [HTTP2ClientConnection] {
+        defer { deferredCloses = [] }
+        return deferredCloses
     }
 
     // MARK: Choosing a connection
