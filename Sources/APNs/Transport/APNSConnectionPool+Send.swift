@@ -19,7 +19,7 @@ extension APNSConnectionPool {
         try Task.checkCancellation()
         // Entering the pool shares the lock with the first acquisition, and leaving it with the
         // release of the response: two lock round trips per request instead of four.
-        let (acquired, effects) = locked { state, effects -> ConnectionPoolState.Acquisition? in
+        let (acquired, effects) = locked { state, effects -> PoolState.Acquisition? in
             guard state.enter() else { return nil }
             return state.acquire(mayConnect: true, effects: &effects)
         }
@@ -56,7 +56,7 @@ extension APNSConnectionPool {
         _ request: APNSTransportRequest,
         completion: @escaping @Sendable (Result<APNSTransportResponse, any Error>) -> Void
     ) -> APNSSendRefusal? {
-        let (acquired, effects) = locked(mayAwait: false) { state, effects -> ConnectionPoolState.Acquisition? in
+        let (acquired, effects) = locked(mayAwait: false) { state, effects -> PoolState.Acquisition? in
             guard state.enter() else { return nil }
             let acquisition = state.acquire(mayConnect: false, effects: &effects)
             if case .use = acquisition { return acquisition }
@@ -164,7 +164,7 @@ extension APNSConnectionPool {
         _ id: Int,
         answered response: HTTP2ClientResponse,
         mayAwait: Bool = true
-    ) -> ([CheckedContinuation<Void, Never>]?, ConnectionPoolState.Effects) {
+    ) -> ([CheckedContinuation<Void, Never>]?, PoolState.Effects) {
         let status = response.status
         return locked(mayAwait: mayAwait) { state, effects -> [CheckedContinuation<Void, Never>]? in
             state.release(
@@ -180,7 +180,7 @@ extension APNSConnectionPool {
     /// the pool either way).
     private enum SendStep {
         /// What the first acquisition returned, with effects to perform.
-        case acquired(ConnectionPoolState.Acquisition, ConnectionPoolState.Effects)
+        case acquired(PoolState.Acquisition, PoolState.Effects)
         /// The request failed on connection `id`.
         case failed(id: Int, any Error)
     }
@@ -198,7 +198,7 @@ extension APNSConnectionPool {
         var resends = 0
         var next: SendStep? = step
         while true {
-            let acquisition: ConnectionPoolState.Acquisition
+            let acquisition: PoolState.Acquisition
             switch next {
             case .acquired(let first, let effects):
                 next = nil
@@ -226,7 +226,7 @@ extension APNSConnectionPool {
                     next = .failed(id: id, error)
                     continue
                 }
-                let outcome = ConnectionPoolState.Outcome.response(
+                let outcome = PoolState.Outcome.response(
                     status: response.status,
                     body: response.status == 503 ? response.body : []
                 )

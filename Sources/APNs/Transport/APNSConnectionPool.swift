@@ -50,7 +50,9 @@ public final class APNSConnectionPool: APNSTransport {
     let logger: Logger
     private let connects: Counter
     private let requests: Counter
-    private let state: Mutex<ConnectionPoolState>
+    typealias PoolState = ConnectionPoolState<HTTP2ClientConnection>
+
+    private let state: Mutex<PoolState>
 
     /// Makes a pool; nothing connects until the first ``send(_:)`` or ``warmUp()``.
     ///
@@ -98,7 +100,7 @@ public final class APNSConnectionPool: APNSTransport {
         let origin = clock.now
         let backoff = configuration.reconnectBackoff
         self.state = Mutex(
-            ConnectionPoolState(
+            PoolState(
                 endpoint: endpoint,
                 maxConnections: configuration.maxConnections,
                 backoff: APNSRetryPolicy(initialBackoff: backoff.initial, maxBackoff: backoff.maximum),
@@ -224,9 +226,9 @@ public final class APNSConnectionPool: APNSTransport {
     ///   `mayAwait` is true those closes come back in the effects.
     func locked<T>(
         mayAwait: Bool = true,
-        _ body: (inout ConnectionPoolState, inout ConnectionPoolState.Effects) -> T
-    ) -> (T, ConnectionPoolState.Effects) {
-        var effects = ConnectionPoolState.Effects()
+        _ body: (inout PoolState, inout PoolState.Effects) -> T
+    ) -> (T, PoolState.Effects) {
+        var effects = PoolState.Effects()
         let result = state.withLock { state in
             let result = body(&state, &effects)
             if mayAwait, state.hasDeferredCloses { effects.close += state.takeDeferredCloses() }
@@ -237,7 +239,7 @@ public final class APNSConnectionPool: APNSTransport {
 
     /// ``perform(_:)`` for paths that cannot await: records metrics and logs now, and leaves
     /// the closes to the next call that can await (or ``shutdown()``).
-    func performWithoutWaiting(_ effects: ConnectionPoolState.Effects) {
+    func performWithoutWaiting(_ effects: PoolState.Effects) {
         record(effects)
         if !effects.close.isEmpty {
             state.withLock { $0.deferClose(effects.close) }
@@ -250,7 +252,7 @@ public final class APNSConnectionPool: APNSTransport {
     /// Never inlined, like ``connect(_:)``: its async frame is then allocated only when there are
     /// effects, not kept by every request waiting for its response.
     @inline(never)
-    func perform(_ effects: ConnectionPoolState.Effects) async {
+    func perform(_ effects: PoolState.Effects) async {
         record(effects)
         for connection in effects.close {
             await connection.close()
@@ -258,7 +260,7 @@ public final class APNSConnectionPool: APNSTransport {
     }
 
     /// The metrics and log lines of `effects`.
-    private func record(_ effects: ConnectionPoolState.Effects) {
+    private func record(_ effects: PoolState.Effects) {
         for (status, count) in effects.statusCounts {
             requests.increment(by: Double(count), labels: [("status", status < 0 ? "error" : String(status))])
         }
