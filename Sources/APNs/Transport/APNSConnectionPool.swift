@@ -30,7 +30,11 @@ import Synchronization
 ///   on another connection) takes no more requests, is closed once its requests are done, and
 ///   is replaced on demand. Requests APNs did not process (above a GOAWAY's last-stream-id,
 ///   `REFUSED_STREAM`, never written) are sent again on another connection, up to three times;
-///   then the ``HTTP2/HTTP2Error`` (an ``APNSRetryableError``) reaches the client.
+///   then the ``HTTP2/HTTP2Error`` (an ``APNSRetryableError``) reaches the client. A submitted
+///   request (``submit(_:completion:)``) is not sent again here: its error goes to its
+///   completion, and the client's retries send it again.
+/// - ``submit(_:completion:)`` never connects: it refuses when no connection can take the
+///   request now. Connections it retires are closed by the next call that can await.
 /// - Connects are single-flight. After a failed connect the pool waits an exponential backoff
 ///   with full jitter (``Configuration/reconnectBackoff``) before the next one, and meanwhile
 ///   fails sends at once with ``APNSConnectionPoolError`` instead of letting them hang.
