@@ -12,7 +12,8 @@ extension RelayService {
 
     /// Answers one relay request without waiting, or returns `nil` (having changed nothing) when
     /// it would have to wait: too many pushes wait for APNs (the budget's
-    /// ``APNs/APNSSendBudget/hasRoom``), or no APNs connection can take the push now.
+    /// ``APNs/APNSSendBudget/hasRoom``; ``relayLater(_:completion:)`` then takes it), or no APNs
+    /// connection can take the push now (the async ``relay(_:)`` then connects).
     ///
     /// Runs on the HTTP server's I/O thread; never blocks. The push goes out from this thread, and
     /// APNs' answer is handled on the connection's I/O thread: no task per push.
@@ -24,6 +25,52 @@ extension RelayService {
             guard client.budget.hasRoom || stopping.load(ordering: .relaxed) else { return nil }
             return send(push, via: client)
         }
+    }
+
+    /// Takes a relay request that must wait for room in the budget, without a task and without
+    /// blocking: the push waits as a callback in the budget (first come, first served), and
+    /// `completion` gets 202 once it is sent, or 503 when the relay shuts down first or no
+    /// connection can take it then. Returns `false` (having changed nothing) when the request
+    /// needs a connection first: the async ``relay(_:)`` answers it.
+    ///
+    /// `completion` runs on the calling thread when room is there at once, else on the thread
+    /// that made room: an APNs connection's I/O thread, where an answered push was released.
+    func relayLater(_ request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) -> Bool {
+        let (push, client): (RelayedPush, APNSClient)
+        switch validate(request) {
+        case .answered(let response):
+            completion(response)
+            return true
+        case .push(let validated, let validatedClient): (push, client) = (validated, validatedClient)
+        }
+        let known = client.budget.waitForRoom { [self] outcome in
+            completion(afterWaiting(outcome, push, via: client))
+        }
+        switch known {
+        case nil:
+            return true
+        case .closed?:
+            completion(afterWaiting(.closed, push, via: client))
+            return true
+        case .room?:
+            guard let response = send(push, via: client) else { return false }
+            completion(response)
+            return true
+        }
+    }
+
+    /// The answer to a request whose push waited for room: sent (202), or 503.
+    private func afterWaiting(
+        _ outcome: APNSSendBudget.WaitOutcome,
+        _ push: RelayedPush,
+        via client: APNSClient
+    ) -> HTTPResponse {
+        if outcome == .room, let response = send(push, via: client) { return response }
+        count(push.encoding, status: 503)
+        if outcome == .closed || stopping.load(ordering: .sequentiallyConsistent) {
+            return unavailable("the relay is shutting down")
+        }
+        return unavailable("APNs (\(push.environment)) cannot be reached right now")
     }
 
     /// Answers one relay request, waiting for an APNs connection or for room when needed.

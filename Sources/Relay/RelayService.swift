@@ -98,8 +98,9 @@ public final class RelayService: Service {
     /// Adds `POST /push/{device_token}/{id}`; other methods on it answer 404 (RELAY.md, Routes).
     ///
     /// The route answers on the HTTP server's I/O thread whenever it can decide at once (bad
-    /// input, or a push handed to a live APNs connection with room in the queue), and takes the
-    /// asynchronous path only when it must wait: for a connection, or for room.
+    /// input, or a push handed to a live APNs connection with room in the queue); a push that
+    /// must wait for room waits as a callback in the budget, its connection suspended, no task;
+    /// only a push that must wait for a connection takes the asynchronous path.
     public func register(on router: inout Router) {
         // A body WebPush forbids is refused on its Content-Length, before it is read.
         router.on(
@@ -107,6 +108,7 @@ public final class RelayService: Service {
             "/push/{token}/{id}",
             maxBodySize: WebPushTranslation.maxBodySize,
             immediately: { [self] request in relayImmediately(request) },
+            later: { [self] request, completion in relayLater(request, completion: completion) },
             otherwise: { [self] request in await relay(request) }
         )
         for method in ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"] {

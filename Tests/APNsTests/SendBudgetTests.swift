@@ -125,6 +125,65 @@ import Testing
         #expect(budget.waiting == 1)
     }
 
+    @Test func aCallbackWaitsInLineWithTasksAndIsResumedByTheRelease() async throws {
+        let budget = Self.budget(waitAbove: 1)
+        #expect(budget.waitForRoom { _ in Issue.record("called although there was room") } == .room)
+        #expect(budget.admit() == nil)
+        let order = Record()
+        try await withThrowingTaskGroup { group in
+            group.addTask {
+                try await budget.waitForRoom()
+                order.items.withLock { $0.append(1) }
+            }
+            try await Self.until { budget.suspendedCalls == 1 }
+            let known = budget.waitForRoom { outcome in
+                #expect(outcome == .room)
+                order.items.withLock { $0.append(2) }
+            }
+            #expect(known == nil, "registered: no room now")
+            #expect(budget.suspendedCalls == 2)
+            budget.release()
+            try await Self.until { order.items.withLock { $0 } == [1] }
+            #expect(budget.admit() == nil)
+            budget.release()
+            #expect(order.items.withLock { $0 } == [1, 2], "resumed on the releasing thread, in arrival order")
+            try await group.waitForAll()
+        }
+        #expect(budget.suspendedCalls == 0)
+    }
+
+    @Test func closingResumesWaitingCallbacksAsClosedAndLaterOnesAtOnce() {
+        let budget = Self.budget(waitAbove: 1)
+        #expect(budget.admit() == nil)
+        let outcomes = Mutex<[APNSSendBudget.WaitOutcome]>([])
+        #expect(budget.waitForRoom { outcome in outcomes.withLock { $0.append(outcome) } } == nil)
+        budget.close()
+        #expect(outcomes.withLock { $0 } == [.closed])
+        #expect(budget.waitForRoom { _ in Issue.record("called although closed") } == .closed)
+        #expect(budget.suspendedCalls == 0)
+    }
+
+    /// A woken callback whose send is refused releases again on the same thread: the chain of
+    /// waiters is resumed in a loop, not by recursion, so it cannot overflow the stack.
+    @Test func callbacksWhoseSendIsRefusedResumeTheNextWaiterWithoutRecursion() {
+        let budget = Self.budget(waitAbove: 1)
+        #expect(budget.admit() == nil)
+        let resumed = Atomic(0)
+        let waiters = 50_000
+        for _ in 0..<waiters {
+            let known = budget.waitForRoom { _ in
+                resumed.wrappingAdd(1, ordering: .relaxed)
+                // Takes the room, is refused by the transport, gives it back.
+                if budget.admit() == nil { budget.release() }
+            }
+            #expect(known == nil)
+        }
+        budget.release()
+        #expect(resumed.load(ordering: .relaxed) == waiters)
+        #expect(budget.waiting == 0)
+        #expect(budget.suspendedCalls == 0)
+    }
+
     // MARK: The client in front of the budget
 
     /// A transport that takes every submitted request and answers when the test says.

@@ -84,6 +84,36 @@ struct RelayBackpressureTests {
         }
     }
 
+    @Test func aRequestWithoutRoomWaitsAsACallbackInTheBudgetAndIsAnsweredWhenAPNsAnswers() async throws {
+        try await withFullQueue(apnsDelay: .milliseconds(300)) { relay, metrics, token in
+            let service = relay.service
+            let budget = try #require(service.clients[.production]).budget
+            let response = await withCheckedContinuation { (continuation: CheckedContinuation<HTTPResponse, Never>) in
+                let taken = service.relayLater(push(token, "later")) { continuation.resume(returning: $0) }
+                #expect(taken)
+                #expect(budget.suspendedCalls == 1, "waiting as a callback: no task, no thread held")
+            }
+            #expect(response.status == 202)
+            let delivered = try await relay.deliveries(token: token, count: 3)
+            #expect(delivered.filter { $0.status == 200 }.count == 3)
+        }
+    }
+
+    @Test func shutdownAnswersACallbackWaitingForRoomWith503() async throws {
+        try await withFullQueue(apnsDelay: .seconds(5)) { relay, metrics, token in
+            let service = relay.service
+            let budget = try #require(service.clients[.production]).budget
+            let response = await withCheckedContinuation { (continuation: CheckedContinuation<HTTPResponse, Never>) in
+                #expect(service.relayLater(push(token, "later")) { continuation.resume(returning: $0) })
+                #expect(budget.suspendedCalls == 1)
+                service.triggerGracefulShutdown()
+            }
+            #expect(response.status == 503)
+            #expect(response.headers["Retry-After"] == "10")
+            #expect(metrics.value("herald_relay_in_flight") == 1)
+        }
+    }
+
     @Test func shutdownReleasesARequestWaitingForRoomWith503() async throws {
         try await withFullQueue(apnsDelay: .seconds(5)) { relay, metrics, token in
             let service = relay.service
