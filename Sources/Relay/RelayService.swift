@@ -1,5 +1,5 @@
 public import APNs
-public import Foundation
+import Foundation
 public import HTTPRouting
 public import HeraldCore
 import Synchronization
@@ -53,16 +53,16 @@ public final class RelayService: Service {
     /// - Parameters:
     ///   - clients: the APNs client of each environment served; the relay runs their retries
     ///     (``APNs/APNSClient/run()``) in its `run()`.
+    ///   - clock: the time WebPush TTLs count from, and the one-per-second limit of warnings.
     public init(
         configuration: Configuration,
         clients: [APNSEnvironment: APNSClient],
         logger: Logger = Logger(label: "herald.relay"),
         metrics: MetricsRegistry = .shared,
-        now: @escaping @Sendable () -> Date = { Date() },
-        logClock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+        clock: any HeraldClock = SystemClock()
     ) {
         self.configuration = configuration
-        self.refusalLog = LogRateLimiter(interval: .seconds(1), now: logClock)
+        self.refusalLog = LogRateLimiter(interval: .seconds(1), clock: clock)
         self.clients = clients
         var budgets: [APNSSendBudget] = []
         for client in clients.values where !budgets.contains(where: { $0 === client.budget }) {
@@ -71,7 +71,7 @@ public final class RelayService: Service {
         self.budgets = budgets
         self.translation = WebPushTranslation(topic: configuration.topic)
         self.logger = logger
-        self.now = now
+        self.now = { clock.now() }
         relayRequests = metrics.counter(
             "herald_relay_requests_total",
             help: "Relay requests answered, by content encoding and HTTP status."

@@ -33,7 +33,7 @@ struct RelayHarness {
         maxInFlight: Int = 10_000,
         runsService: Bool = true,
         relayLogger: Logger = Logger(label: "test.relay", level: .error),
-        logClock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
+        clock: any HeraldClock = SystemClock(),
         _ body: (RelayHarness) async throws -> Void
     ) async throws {
         let key = try APNSSigningKey(keyID: "RELAYKEY01", teamID: "RELAYTEAM1", privateKey: P256PrivateKey())
@@ -96,7 +96,7 @@ struct RelayHarness {
             clients: routes,
             logger: relayLogger,
             metrics: metrics,
-            logClock: logClock
+            clock: clock
         )
         var router = Router()
         router.get("/") { _ in HTTPResponse(status: 200) }
