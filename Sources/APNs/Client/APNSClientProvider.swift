@@ -1,16 +1,14 @@
-public import APNs
 import Foundation
 public import HeraldCore
 import Synchronization
 
-/// The APNs clients notifications are sent with: one connection pool and client per (app,
-/// environment), made on first use and shared by every send after; apps that share a signing
-/// key share its provider token.
+/// The APNs clients every sender uses (notifications, the relay): one connection pool and client
+/// per (app, environment), made on first use and shared by every send after, all counted in one
+/// ``APNSSendBudget``; apps that share a signing key share its provider token.
 ///
 /// ```swift
 /// let clients = APNSClientProvider(apps: apps, endpoints: endpoints, logger: logger)
-/// let (app, environment) = try clients.resolve(app: nil, environment: nil)
-/// let client = clients.client(for: app, environment: environment)
+/// let client = try clients.client(for: apps[0], environment: .production)
 /// …
 /// await clients.shutdown()
 /// ```
@@ -19,6 +17,8 @@ public final class APNSClientProvider: Sendable {
     public let endpoints: APNSEndpoints
     private let poolConfiguration: APNSConnectionPool.Configuration
     private let retryPolicy: APNSRetryPolicy
+    /// Shared by every client made here: one count of pushes waiting for APNs, whoever sends.
+    public let budget: APNSSendBudget
     private let logger: Logger
     private let metrics: MetricsRegistry
     private let state = Mutex(State())
@@ -40,11 +40,13 @@ public final class APNSClientProvider: Sendable {
     ///   - poolConfiguration: connections per pool and timeouts.
     ///   - retryPolicy: the clients' retries of one push (429, 5xx, connection trouble); what is
     ///     still failing after them is retried by the notification's job.
+    ///   - budget: how many pushes may wait for APNs, across every client made here.
     public init(
         apps: [APNSAppConfiguration],
         endpoints: APNSEndpoints,
         poolConfiguration: APNSConnectionPool.Configuration = APNSConnectionPool.Configuration(),
         retryPolicy: APNSRetryPolicy = .default,
+        budget: APNSSendBudget = APNSSendBudget(),
         logger: Logger = Logger(label: "herald.apns"),
         metrics: MetricsRegistry = .shared
     ) {
@@ -52,45 +54,9 @@ public final class APNSClientProvider: Sendable {
         self.endpoints = endpoints
         self.poolConfiguration = poolConfiguration
         self.retryPolicy = retryPolicy
+        self.budget = budget
         self.logger = logger
         self.metrics = metrics
-    }
-
-    /// The app and environment a notification goes to.
-    ///
-    /// - Parameters:
-    ///   - app: a bundle ID, or `nil` for the first configured app.
-    ///   - environment: `nil` for the app's default (``APNs/APNSAppConfiguration/defaultEnvironment``).
-    /// - Throws: ``NotificationError``: unavailable when no app is configured, invalid for an unknown app or
-    ///   an environment the app does not serve.
-    public func resolve(
-        app: String?,
-        environment: APNSEnvironment?
-    ) throws(NotificationError) -> (APNSAppConfiguration, APNSEnvironment) {
-        guard !apps.isEmpty else {
-            throw NotificationError(
-                .unavailable,
-                code: "apns_not_configured",
-                message: "no APNs app is configured: set APNS_AUTH_KEY, APNS_KEY_ID, APPLE_TEAM_ID and TOPIC, "
-                    + "or HERALD_APPS_FILE, and restart"
-            )
-        }
-        let candidates = app.map { name in apps.filter { $0.bundleID == name } } ?? [apps[0]]
-        guard let first = candidates.first else {
-            let known = apps.map(\.bundleID).joined(separator: ", ")
-            throw .invalid("unknown_app", "app is not a configured app: use one of \(known)", field: "app")
-        }
-        if let environment {
-            guard let match = candidates.first(where: { $0.serves(environment) }) else {
-                throw .invalid(
-                    "invalid_environment",
-                    "\(first.bundleID) is not configured for \(environment): use \(first.environment?.rawValue ?? "production")",
-                    field: "environment"
-                )
-            }
-            return (match, environment)
-        }
-        return (first, first.defaultEnvironment)
     }
 
     /// The shared client for `app` in `environment`, made on first use.
@@ -112,7 +78,7 @@ public final class APNSClientProvider: Sendable {
             var tokens: (any APNSTokenProvider)?
             if let signingKey = app.credentials.signingKey {
                 let name = "\(signingKey.teamID)/\(signingKey.keyID)"
-                tokens = state.tokenManagers[name] ?? APNSTokenManager(signingKey: signingKey, clock: ContinuousClock())
+                tokens = state.tokenManagers[name] ?? APNSTokenManager(signingKey: signingKey, clock: SystemClock())
                 state.tokenManagers[name] = tokens
             }
             let pool = APNSConnectionPool(
@@ -127,6 +93,7 @@ public final class APNSClientProvider: Sendable {
                 credentials: app.credentials,
                 tokenProvider: tokens,
                 retryPolicy: retryPolicy,
+                budget: budget,
                 logger: logger
             )
             state.clients[key] = (client, pool)
