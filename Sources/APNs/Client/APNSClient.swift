@@ -145,7 +145,8 @@ public struct APNSClient: Sendable {
     public func send(_ request: APNSRequest) async throws -> APNSSendResult {
         try request.validate()
         let budget = shared.budget
-        try await budget.waitForRoom()
+        // The usual case, room at once, makes no async call.
+        if !budget.hasRoom && !budget.isClosed { try await budget.waitForRoom() }
         budget.admitAfterWaiting()
         defer { budget.release() }
         return try await sendCounted(request)
@@ -163,7 +164,7 @@ public struct APNSClient: Sendable {
         }
         let first: Result<APNSTransportResponse, any Error>
         do {
-            let response = try await transport.send(
+            let response = try await shared.transport.send(
                 APNSTransportRequest(request, authorizationHeaderValue: authorization?.headerValue)
             )
             if (200..<300).contains(response.status) { return .delivered(response.delivery(attempts: 1)) }

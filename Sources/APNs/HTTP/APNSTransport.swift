@@ -12,7 +12,10 @@
 /// The client retries 503 (`ServiceUnavailable`, `Shutdown`) through the same transport; Apple asks
 /// for such retries to go to another connection, so a pool should stop using a connection that
 /// answered 503 or sent GOAWAY.
-public protocol APNSTransport: Sendable {
+///
+/// Transports are classes (or actors): the client holds one as a reference, which copies with a
+/// retain rather than through an existential box.
+public protocol APNSTransport: AnyObject, Sendable {
     /// Sends `request` and waits for the response. Cancelling the task gives the request up.
     func send(_ request: APNSTransportRequest) async throws -> APNSTransportResponse
 

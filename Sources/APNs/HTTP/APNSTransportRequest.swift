@@ -1,10 +1,13 @@
 /// One request as the APNs client hands it to an ``APNSTransport``: its method, header fields
-/// and body. A device push carries its fields as ``APNSRequestHeaderFields`` (written straight
-/// into the HTTP/2 header block); other requests (broadcasts, channel management) as an
+/// and body. A device push carries its ``APNSRequest`` and `authorization` value, whose
+/// ``APNSRequestHeaderFields`` the connection pool writes straight into the HTTP/2 header block;
+/// other requests (broadcasts, channel management) as an
 /// ``APNSHTTPRequest``.
 public struct APNSTransportRequest: Sendable {
+    /// A push keeps only its request and `authorization` value (two references), so that
+    /// passing it along is cheap; the transport derives the header fields where it writes them.
     enum Fields: Sendable {
-        case push(APNSRequestHeaderFields, payload: [UInt8])
+        case push(APNSRequest, authorization: String?)
         case http(APNSHTTPRequest)
     }
 
@@ -17,16 +20,14 @@ public struct APNSTransportRequest: Sendable {
 
     /// A device push with `authorization: <authorizationHeaderValue>` when given.
     init(_ push: APNSRequest, authorizationHeaderValue: String?) {
-        fields = .push(
-            APNSRequestHeaderFields(push, authorizationHeaderValue: authorizationHeaderValue),
-            payload: push.payload
-        )
+        fields = .push(push, authorization: authorizationHeaderValue)
     }
 
     /// The request as method, path, header list and body (what a test transport reads).
     public var httpRequest: APNSHTTPRequest {
         switch fields {
-        case .push(let fields, _): fields.httpRequest
+        case .push(let push, let authorization):
+            APNSRequestHeaderFields(push, authorizationHeaderValue: authorization).httpRequest
         case .http(let request): request
         }
     }
@@ -40,7 +41,7 @@ public struct APNSTransportRequest: Sendable {
 
     var body: [UInt8] {
         switch fields {
-        case .push(_, let payload): payload
+        case .push(let push, _): push.payload
         case .http(let request): request.body
         }
     }

@@ -71,12 +71,13 @@ extension APNSConnectionPool {
         case .use(let id, let connection):
             let handler = PooledRequest(pool: self, connectionID: id, completion: completion)
             switch request.fields {
-            case .push(let fields, let payload):
+            case .push(let push, let authorization):
+                let fields = APNSRequestHeaderFields(push, authorizationHeaderValue: authorization)
                 connection.submit(
                     method: "POST",
                     fieldCount: fields.fieldCount,
                     byteCount: fields.byteCount,
-                    body: payload,
+                    body: push.payload,
                     writeFields: { fields.write(into: &$0) },
                     handler: handler
                 )
@@ -140,15 +141,16 @@ extension APNSConnectionPool {
         on connection: HTTP2ClientConnection
     ) async throws -> HTTP2ClientResponse {
         switch request.fields {
-        case .push(let fields, let payload):
-            try await connection.send(
+        case .push(let push, let authorization):
+            let fields = APNSRequestHeaderFields(push, authorizationHeaderValue: authorization)
+            return try await connection.send(
                 method: "POST",
                 fieldCount: fields.fieldCount,
                 byteCount: fields.byteCount,
-                body: payload
+                body: push.payload
             ) { fields.write(into: &$0) }
         case .http(let http):
-            try await connection.send(
+            return try await connection.send(
                 method: http.method,
                 fieldCount: http.headerBlockSize.fields,
                 byteCount: http.headerBlockSize.bytes,
