@@ -16,6 +16,12 @@ public protocol HTTPResponder: Sendable {
     /// request is then given to ``respond(to:)``.
     func respondImmediately(to request: HTTPRequest) -> HTTPResponse?
 
+    /// Takes a request that ``respondImmediately(to:)`` declined, to answer it later without a
+    /// task: `true` when it did, and then calls `completion` exactly once, from any thread (it
+    /// may do so before this returns), with the answer; `false`, having changed nothing, to have
+    /// ``respond(to:)`` answer instead. Runs on one of the server's I/O threads; must not block.
+    func respondLater(to request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) -> Bool
+
     /// The largest body accepted for `method` (upper case) on `rawPath` (still percent-encoded),
     /// or `nil` for the server's ``HTTPServer/Configuration/maxBodySize``. Asked on an I/O thread
     /// once the headers are in, before any byte of the body is kept; must not block.
@@ -45,6 +51,12 @@ public enum HTTPAdmission: Sendable {
 extension HTTPResponder {
     /// Never answers immediately: every request goes to ``respond(to:)``.
     public func respondImmediately(to request: HTTPRequest) -> HTTPResponse? { nil }
+
+    /// Never answers later: every request it declines goes to ``respond(to:)``.
+    public func respondLater(
+        to request: HTTPRequest,
+        completion: @escaping @Sendable (HTTPResponse) -> Void
+    ) -> Bool { false }
 
     /// The server's limit for every request.
     public func maximumBodySize(method: String, rawPath: String) -> Int? { nil }
@@ -173,6 +185,16 @@ public struct MiddlewareChain: HTTPResponder {
     public func respondImmediately(to request: HTTPRequest) -> HTTPResponse? {
         guard let immediateChain else { return responder.respondImmediately(to: request) }
         return immediateChain.respondImmediately(to: request)
+    }
+
+    /// The wrapped responder's later answer, run through every middleware's
+    /// ``HTTPMiddleware/handleImmediately(_:next:)`` when it comes (as ``refused(_:with:)``
+    /// does), so that it is logged, counted and given a request id.
+    public func respondLater(
+        to request: HTTPRequest,
+        completion: @escaping @Sendable (HTTPResponse) -> Void
+    ) -> Bool {
+        responder.respondLater(to: request) { [self] response in completion(refused(request, with: response)) }
     }
 
     /// The wrapped responder's limit (middleware does not change what a route accepts).

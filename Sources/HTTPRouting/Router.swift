@@ -34,6 +34,10 @@ public struct Router: HTTPResponder {
     /// Answers at once, without blocking, or returns `nil` (having changed nothing) to have the
     /// route's async handler answer instead.
     public typealias ImmediateHandler = @Sendable (HTTPRequest) -> HTTPResponse?
+    /// Takes a request its immediate handler declined, to answer it later from any thread through
+    /// the completion, without a task; returns `false` (having changed nothing) to leave it to
+    /// the route's async handler (``HTTPResponder/respondLater(to:completion:)``).
+    public typealias LaterHandler = @Sendable (HTTPRequest, @escaping @Sendable (HTTPResponse) -> Void) -> Bool
     /// Decides from the request line and headers alone (the request's body is empty): `nil` lets
     /// the request in, a response refuses it before its body is read (``admit(under:_:)``).
     public typealias AdmissionCheck = @Sendable (HTTPRequest) -> HTTPResponse?
@@ -45,6 +49,7 @@ public struct Router: HTTPResponder {
         let segments: [Segment]
         let handler: Handler
         let immediate: ImmediateHandler?
+        let later: LaterHandler?
         /// The route's own body limit; `nil`: the server's.
         let maxBodySize: Int?
         /// How the access log shows its paths (``Router/logPaths(of:as:)``); `nil`: as received.
@@ -58,6 +63,7 @@ public struct Router: HTTPResponder {
             segments: [Segment],
             handler: @escaping Handler,
             immediate: ImmediateHandler?,
+            later: LaterHandler? = nil,
             maxBodySize: Int?,
             loggedPath: LoggedPathRule?,
             admission: [AdmissionCheck]
@@ -67,6 +73,7 @@ public struct Router: HTTPResponder {
             self.segments = segments
             self.handler = handler
             self.immediate = immediate
+            self.later = later
             self.maxBodySize = maxBodySize
             self.loggedPath = loggedPath
             self.admission = admission
@@ -79,6 +86,7 @@ public struct Router: HTTPResponder {
                 segments: segments,
                 handler: handler,
                 immediate: immediate,
+                later: later,
                 maxBodySize: maxBodySize,
                 loggedPath: loggedPath ?? self.loggedPath,
                 admission: admission ?? self.admission
@@ -167,11 +175,26 @@ public struct Router: HTTPResponder {
         add(method, pattern, handler, immediate: immediate, maxBodySize: maxBodySize)
     }
 
+    /// ``on(_:_:maxBodySize:immediately:otherwise:)`` with a handler that answers later, without
+    /// a task, what `immediate` declined (``LaterHandler``); `handler` answers what both decline.
+    public mutating func on(
+        _ method: String,
+        _ pattern: String,
+        maxBodySize: Int,
+        immediately immediate: @escaping ImmediateHandler,
+        later: @escaping LaterHandler,
+        otherwise handler: @escaping Handler
+    ) {
+        precondition(maxBodySize >= 0, "a body limit cannot be negative")
+        add(method, pattern, handler, immediate: immediate, later: later, maxBodySize: maxBodySize)
+    }
+
     private mutating func add(
         _ method: String,
         _ pattern: String,
         _ handler: @escaping Handler,
         immediate: ImmediateHandler?,
+        later: LaterHandler? = nil,
         maxBodySize: Int? = nil
     ) {
         precondition(pattern.hasPrefix("/"), "route pattern must start with '/': \(pattern)")
@@ -194,6 +217,7 @@ public struct Router: HTTPResponder {
             segments: segments,
             handler: handler,
             immediate: immediate,
+            later: later,
             maxBodySize: maxBodySize,
             loggedPath: loggedPaths[pattern],
             admission: admissionRules.filter { Self.pattern(pattern, isUnder: $0.prefix) }.map(\.check)
@@ -285,6 +309,18 @@ public struct Router: HTTPResponder {
             guard let response = immediate(routed) else { return nil }
             return Self.finish(response, route: route, headFallback: headFallback)
         }
+    }
+
+    /// Hands a request to its route's later handler (admission checks passed already, in
+    /// ``respondImmediately(to:)``); `false` for routes without one, or when it declined.
+    public func respondLater(
+        to request: HTTPRequest,
+        completion: @escaping @Sendable (HTTPResponse) -> Void
+    ) -> Bool {
+        guard case .route(let route, let routed, let headFallback) = resolve(request), let later = route.later else {
+            return false
+        }
+        return later(routed) { response in completion(Self.finish(response, route: route, headFallback: headFallback)) }
     }
 
     /// The server's refusal, labelled with the route the request would have reached (and its

@@ -11,7 +11,8 @@ import Synchronization
 /// Callbacks run on libmicrohttpd's threads and never block: they take short locks and yield to
 /// an `AsyncStream`. A request the responder can answer at once
 /// (``HTTPResponder/respondImmediately(to:)``) is answered right there, without suspending its
-/// connection.
+/// connection; one it answers later without a task (``HTTPResponder/respondLater(to:completion:)``)
+/// is suspended and resumed from the thread that completes it.
 final class HTTPServerCore: Sendable {
     struct Limits: Sendable {
         var maxBodySize: Int
@@ -383,6 +384,10 @@ final class HTTPServerCore: Sendable {
         }
         guard accepted else {
             if context.resume(with: Self.shuttingDown) { MHD_resume_connection(connection) }
+            return true
+        }
+        // Suspended first: the later answer may come from another thread before this returns.
+        if responder.respondLater(to: request, completion: { [self] response in complete(context, with: response) }) {
             return true
         }
         if case .terminated = events.yield(.request(PendingRequest(context: context, request: request))) {

@@ -1,8 +1,8 @@
-import APNs
+public import APNs
 import Foundation
 public import HTTPRouting
 public import HeraldCore
-public import Notifications
+import Notifications
 import Synchronization
 
 /// Broadcast channels (iOS 18 Live Activities) under `/v1/channels`, behind ``APIKeys``: each call

@@ -45,12 +45,6 @@ public final class LogRateLimiter<Key: Hashable & Sendable>: Sendable {
         self.now = { clock.uptime() }
     }
 
-    /// A limiter timed by readings of `ContinuousClock`, for callers that hold such a reading.
-    public convenience init(interval: Duration, now: @escaping @Sendable () -> ContinuousClock.Instant) {
-        let origin = now()
-        self.init(interval: interval, clock: SplitReadingClock { origin.duration(to: now()) })
-    }
-
     /// Whether to log this line for `key`: nil to drop it (it is counted), or the number of lines
     /// for `key` dropped since the last one let through.
     public func admit(_ key: Key) -> Int? {
@@ -79,13 +73,4 @@ public final class LogRateLimiter<Key: Hashable & Sendable>: Sendable {
         window = Window(start: time)
         return current.suppressed
     }
-}
-
-/// A monotonic reading seen as a ``HeraldClock`` whose wall time is the system's.
-private struct SplitReadingClock: HeraldClock {
-    let reading: @Sendable () -> Duration
-
-    func now() -> Date { Date() }
-    func uptime() -> Duration { reading() }
-    func sleep(until deadline: Date) async throws { try await SystemClock().sleep(until: deadline) }
 }

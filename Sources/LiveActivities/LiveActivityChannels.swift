@@ -1,5 +1,4 @@
 public import APNs
-public import Notifications
 
 /// Creates and deletes the broadcast channels of activities, on APNs' channel-management host.
 ///

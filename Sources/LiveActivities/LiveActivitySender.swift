@@ -1,9 +1,8 @@
-import APNs
+public import APNs
 public import Devices
 public import Foundation
 public import HeraldCore
 public import Jobs
-public import Notifications
 import Storage
 import Synchronization
 

@@ -1,8 +1,9 @@
-import APNs
+public import APNs
 import Devices
 public import Foundation
 public import HeraldCore
 public import Jobs
+import Storage
 
 /// Sends one stored notification to its tokens that have no final result yet: concurrently,
 /// at most ``maximumInFlight`` requests at a time (the pool spreads them over its connections'
@@ -197,10 +198,9 @@ public struct NotificationSender: Sendable {
                 summary: &summary
             )
         } catch {
-            // Give the claim up at once (from a task of its own, as this one may be cancelled), so
-            // that the next attempt, here or on another instance, is not refused until it expires.
-            let store = self.store
-            _ = try? await Task { try await store.releaseSend(id, owner: owner) }.value
+            // Give the claim up at once (even when this task is cancelled), so that the next
+            // attempt, here or on another instance, is not refused until it expires.
+            _ = try? await withDatabaseCancellationIgnored { try await store.releaseSend(id, owner: owner) }
             throw error
         }
 
@@ -360,11 +360,11 @@ public struct NotificationSender: Sendable {
                 finishIfDone()
             }
         }
-        // What the writer left (it stops when the task is cancelled), from a task of its own: a
-        // cancelled task cannot take a database connection, and these pushes reached APNs.
+        // What the writer left (it stops when the task is cancelled), written even when this
+        // task is cancelled: these pushes reached APNs.
         let rest = buffer.unwritten()
         if !rest.isEmpty {
-            try await Task { try await writer.write(rest) }.value
+            try await withDatabaseCancellationIgnored { try await writer.write(rest) }
         }
         if Task.isCancelled { throw CancellationError() }
         if let pageError { throw pageError }

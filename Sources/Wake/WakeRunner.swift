@@ -1,8 +1,8 @@
+public import APNs
 public import Devices
 public import Foundation
 public import HeraldCore
 public import Jobs
-public import Notifications
 import Storage
 import Synchronization
 

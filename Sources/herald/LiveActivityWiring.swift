@@ -1,3 +1,4 @@
+import APNs
 import ClientTokens
 import Devices
 import HTTPRouting

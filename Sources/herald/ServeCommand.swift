@@ -476,21 +476,20 @@ struct APNsSettings {
     }
 }
 
-/// The relay's APNs side: for each environment its app serves, the shared client and pool of
+/// The relay's APNs side: for each environment its app serves, the shared client of
 /// ``APNSClientProvider`` (the same ones notifications use), opened lazily.
 struct RelayWiring {
     let service: RelayService
 
     init(settings: APNsSettings, clients: APNSClientProvider) throws {
         let app = settings.relayApp
-        var routes: [APNSEnvironment: RelayService.Route] = [:]
+        var routes: [APNSEnvironment: APNSClient] = [:]
         for environment in APNSEnvironment.allCases where app.serves(environment) {
-            let (client, pool) = try clients.connection(for: app, environment: environment)
-            routes[environment] = RelayService.Route(pool: pool, client: client)
+            routes[environment] = try clients.client(for: app, environment: environment)
         }
         self.service = RelayService(
             configuration: RelayService.Configuration(topic: app.bundleID),
-            routes: routes,
+            clients: routes,
             logger: Logger(label: "herald.relay")
         )
     }

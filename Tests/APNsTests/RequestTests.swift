@@ -273,7 +273,7 @@ import Testing
         let http = request.httpRequest(authorization: token)
         let expected =
             [(":path", http.path, http.pathNeverIndexed)] + http.headers.map { ($0.name, $0.value, $0.neverIndex) }
-        let block = APNSRequestHeaderBlock(request, authorizationHeaderValue: authorization)
+        let block = APNSRequestHeaderFields(request, authorizationHeaderValue: authorization)
         let written = HTTP2HeaderBlockWriter.withScratch(fieldCount: block.fieldCount, byteCount: block.byteCount) {
             writer in
             block.write(into: &writer)

@@ -42,103 +42,111 @@ struct RelayBackpressureTests {
         )
     }
 
-    /// `relayImmediately` as an HTTP thread calls it: blocking, on a thread of its own.
-    private func relayOnThread(_ service: RelayService, _ request: HTTPRequest) async -> HTTPResponse? {
-        await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: service.relayImmediately(request)) }.start()
-        }
-    }
-
     /// The simulator records a push before the relay has its answer: waits for the answer, or the
     /// warm-up push would be the one filling the queue.
     private func waitForTheWarmUpAnswer(_ metrics: MetricsRegistry) async throws {
         try await eventually("the warm-up answer") { metrics.value("herald_relay_in_flight") == 0 }
     }
 
-    /// A relay with a queue of one, filled with a push APNs answers after `apnsDelay`: `body`
-    /// gets the relay, its metrics and the push's token.
+    /// A relay whose budget is full after one push APNs answers after `apnsDelay` (room for one
+    /// before waiting, or `maxInFlight` in all): `body` gets the relay, its metrics and the
+    /// push's token.
     private func withFullQueue(
-        maximumPause: Duration,
+        maxInFlight: Int = 10_000,
         apnsDelay: Duration,
         _ body: (RelayHarness, MetricsRegistry, String) async throws -> Void
     ) async throws {
         let metrics = MetricsRegistry()
-        try await RelayHarness.with(metrics: metrics, maxQueuedBeforeWaiting: 1, maximumPause: maximumPause) {
-            relay in
+        try await RelayHarness.with(
+            metrics: metrics,
+            maxQueuedBeforeWaiting: maxInFlight == 10_000 ? 1 : 1_024,
+            maxInFlight: maxInFlight
+        ) { relay in
             let token = randomToken()
             #expect(try await relay.post("/push/\(token)/warm").status == 202)
             _ = try await relay.deliveries(token: token)
             try await waitForTheWarmUpAnswer(metrics)
             _ = relay.simulator.addFault(APNSSimulatorFault(.delay(apnsDelay), token: token))
-            #expect(await relayOnThread(relay.service, push(token, "fills"))?.status == 202)
+            #expect(relay.service.relayImmediately(push(token, "fills"))?.status == 202)
             try await body(relay, metrics, token)
         }
     }
 
-    @Test func aFullQueuePausesTheHTTPThreadUntilAPNsAnswersAndTheRequestIsThenAccepted() async throws {
-        try await withFullQueue(maximumPause: .seconds(20), apnsDelay: .milliseconds(300)) { relay, metrics, token in
-            let paused = await relayOnThread(relay.service, push(token, "paused"))
-            #expect(paused?.status == 202, "accepted on the HTTP thread, not handed to a task")
-            #expect(metrics.value("herald_relay_pauses_total", labels: [("outcome", "room")]) == 1)
-            #expect(metrics.value("herald_relay_pauses_total", labels: [("outcome", "timeout")]) == nil)
-            let delivered = try await relay.deliveries(token: token, count: 3)
-            #expect(delivered.filter { $0.status == 200 }.count == 3)
-        }
-    }
-
-    @Test func aPauseInWhichAPNsAnswersNothingEndsAndTheRequestWaitsInATask() async throws {
-        try await withFullQueue(maximumPause: .milliseconds(200), apnsDelay: .seconds(3)) { relay, metrics, token in
-            // APNs is slower than the pause: nothing decided, nothing sent.
-            #expect(await relayOnThread(relay.service, push(token, "gives-up")) == nil)
-            #expect(metrics.value("herald_relay_pauses_total", labels: [("outcome", "timeout")]) == 1)
-            // Through the server, the same request takes the asynchronous path and is accepted
-            // once there is room.
-            #expect(try await relay.post("/push/\(token)/in-a-task").status == 202)
+    @Test func aFullQueueNeverHoldsTheHTTPThreadTheRequestWaitsAsynchronouslyAndIsAccepted() async throws {
+        try await withFullQueue(apnsDelay: .milliseconds(300)) { relay, metrics, token in
+            // Nothing decided, nothing counted, nothing sent: the request goes the async way.
+            #expect(relay.service.relayImmediately(push(token, "waits")) == nil)
+            #expect(metrics.value("herald_relay_in_flight") == 1)
+            #expect(try await relay.post("/push/\(token)/waits").status == 202)
             #expect(relay.server.statistics.suspensions >= 1)
             let delivered = try await relay.deliveries(token: token, count: 3)
             #expect(delivered.filter { $0.status == 200 }.count == 3)
         }
     }
 
-    @Test func shutdownReleasesAPausedThreadWith503() async throws {
-        try await withFullQueue(maximumPause: .seconds(30), apnsDelay: .seconds(5)) { relay, metrics, token in
-            async let paused = relayOnThread(relay.service, push(token, "paused"))
-            try await Task.sleep(for: .milliseconds(200))
+    @Test func aRequestWithoutRoomWaitsAsACallbackInTheBudgetAndIsAnsweredWhenAPNsAnswers() async throws {
+        try await withFullQueue(apnsDelay: .milliseconds(300)) { relay, metrics, token in
+            let service = relay.service
+            let budget = try #require(service.clients[.production]).budget
+            let response = await withCheckedContinuation { (continuation: CheckedContinuation<HTTPResponse, Never>) in
+                let taken = service.relayLater(push(token, "later")) { continuation.resume(returning: $0) }
+                #expect(taken)
+                #expect(budget.suspendedCalls == 1, "waiting as a callback: no task, no thread held")
+            }
+            #expect(response.status == 202)
+            let delivered = try await relay.deliveries(token: token, count: 3)
+            #expect(delivered.filter { $0.status == 200 }.count == 3)
+        }
+    }
+
+    @Test func shutdownAnswersACallbackWaitingForRoomWith503() async throws {
+        try await withFullQueue(apnsDelay: .seconds(5)) { relay, metrics, token in
+            let service = relay.service
+            let budget = try #require(service.clients[.production]).budget
+            let response = await withCheckedContinuation { (continuation: CheckedContinuation<HTTPResponse, Never>) in
+                #expect(service.relayLater(push(token, "later")) { continuation.resume(returning: $0) })
+                #expect(budget.suspendedCalls == 1)
+                service.triggerGracefulShutdown()
+            }
+            #expect(response.status == 503)
+            #expect(response.headers["Retry-After"] == "10")
+            #expect(metrics.value("herald_relay_in_flight") == 1)
+        }
+    }
+
+    @Test func shutdownReleasesARequestWaitingForRoomWith503() async throws {
+        try await withFullQueue(apnsDelay: .seconds(5)) { relay, metrics, token in
+            let service = relay.service
+            let waiting = Task { await service.relay(push(token, "waits")) }
+            let budget = try #require(service.clients[.production]).budget
+            try await waitUntil { budget.suspendedCalls == 1 }
             relay.service.triggerGracefulShutdown()
-            let response = await paused
-            #expect(response?.status == 503)
-            #expect(response?.headers["Retry-After"] == "10")
+            let response = await waiting.value
+            #expect(response.status == 503)
+            #expect(response.headers["Retry-After"] == "10")
             // Woken by the shutdown, not by room: the first push still waits for APNs.
             #expect(metrics.value("herald_relay_in_flight") == 1)
         }
     }
 
-    @Test func whenAPNsAnswersFewerThanABatchInAPauseTheRequestTakesTheRoomThereIs() async throws {
-        let metrics = MetricsRegistry()
-        // A queue of 128 reopens below 126: one answer during the pause is not a batch.
-        try await RelayHarness.with(metrics: metrics, maxQueuedBeforeWaiting: 128, maximumPause: .seconds(5)) {
-            relay in
-            let (fast, slow) = (randomToken(), randomToken())
-            #expect(try await relay.post("/push/\(fast)/warm").status == 202)
-            _ = try await relay.deliveries(token: fast)
-            try await waitForTheWarmUpAnswer(metrics)
-            _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.seconds(1)), token: fast))
-            _ = relay.simulator.addFault(APNSSimulatorFault(.delay(.seconds(10)), token: slow))
-
-            // 127 pushes APNs answers after 10 s, then one it answers after 1 s (the queue is full),
-            // then one more, all from one thread as an HTTP thread would take them. The last one
-            // pauses, sees one answer (not a batch) and, at the end of its 5 s, takes the room that
-            // answer made instead of going to a task.
-            let requests =
-                (0..<127).map { push(slow, "fill-\($0)") } + [push(fast, "answered-soon"), push(slow, "late")]
-            let service = relay.service
-            let statuses = await withCheckedContinuation { continuation in
-                Thread { continuation.resume(returning: requests.map { service.relayImmediately($0)?.status }) }
-                    .start()
-            }
-            #expect(statuses == Array(repeating: 202, count: 129))
-            #expect(metrics.value("herald_relay_pauses_total", labels: [("outcome", "room")]) == 1)
-            #expect(metrics.value("herald_relay_pauses_total", labels: [("outcome", "timeout")]) == nil)
+    @Test func atTheBudgetsLimitTheRelayAnswers503AtOnce() async throws {
+        try await withFullQueue(maxInFlight: 1, apnsDelay: .seconds(5)) { relay, metrics, token in
+            let refused = try #require(relay.service.relayImmediately(push(token, "refused")))
+            #expect(refused.status == 503)
+            #expect(refused.headers["Retry-After"] == "10")
+            #expect(String(decoding: refused.body, as: UTF8.self).contains("apns_unavailable"))
+            #expect(
+                metrics.value("herald_relay_requests_total", labels: [("encoding", "aes128gcm"), ("status", "503")])
+                    == 1
+            )
         }
+    }
+
+    /// Polls `condition` (a task reaching its suspension announces nothing) every few milliseconds.
+    private func waitUntil(_ condition: () -> Bool) async throws {
+        for _ in 0..<1_000 where !condition() {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try #require(condition())
     }
 }

@@ -30,10 +30,10 @@ struct RelayHarness {
         apnsPort: Int? = nil,
         metrics: MetricsRegistry = MetricsRegistry(),
         maxQueuedBeforeWaiting: Int = 1_024,
-        maximumPause: Duration = .milliseconds(20),
+        maxInFlight: Int = 10_000,
         runsService: Bool = true,
         relayLogger: Logger = Logger(label: "test.relay", level: .error),
-        logClock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
+        clock: any HeraldClock = SystemClock(),
         _ body: (RelayHarness) async throws -> Void
     ) async throws {
         let key = try APNSSigningKey(keyID: "RELAYKEY01", teamID: "RELAYTEAM1", privateKey: P256PrivateKey())
@@ -68,8 +68,13 @@ struct RelayHarness {
         poolConfiguration.reconnectBackoff = (.milliseconds(50), .milliseconds(200))
         // As `herald serve` and `herald relay` set it.
         poolConfiguration.coalescingWindow = .milliseconds(2)
-        var routes: [APNSEnvironment: RelayService.Route] = [:]
+        var routes: [APNSEnvironment: APNSClient] = [:]
         var pools: [APNSConnectionPool] = []
+        var budgetConfiguration = APNSSendBudget.Configuration()
+        budgetConfiguration.waitAbove = maxQueuedBeforeWaiting
+        budgetConfiguration.limit = maxInFlight
+        // One budget for both environments, as `herald relay` shares its provider's.
+        let budget = APNSSendBudget(configuration: budgetConfiguration)
         for environment in APNSEnvironment.allCases {
             let pool = APNSConnectionPool(
                 endpoint: endpoint,
@@ -82,20 +87,18 @@ struct RelayHarness {
                 transport: pool,
                 credentials: .token(key),
                 tokenProvider: tokens,
+                budget: budget,
                 logger: Logger(label: "test.apns", level: .error)
             )
-            routes[environment] = RelayService.Route(pool: pool, client: client)
+            routes[environment] = client
             pools.append(pool)
         }
-        var relayConfiguration = RelayService.Configuration(topic: topic)
-        relayConfiguration.maxQueuedBeforeWaiting = maxQueuedBeforeWaiting
-        relayConfiguration.maximumPause = maximumPause
         let service = RelayService(
-            configuration: relayConfiguration,
-            routes: routes,
+            configuration: RelayService.Configuration(topic: topic),
+            clients: routes,
             logger: relayLogger,
             metrics: metrics,
-            logClock: logClock
+            clock: clock
         )
         var router = Router()
         router.get("/") { _ in HTTPResponse(status: 200) }

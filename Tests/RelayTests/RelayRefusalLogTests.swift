@@ -8,17 +8,11 @@ import Testing
 /// Anyone who can reach the relay can make APNs refuse pushes: the warnings are limited to one
 /// per reason per second, and every refusal still counts in `/metrics`.
 @Suite struct RelayRefusalLogTests {
-    /// A clock the test moves, and the lines the relay logged.
+    /// The lines the relay logged.
     final class Recording: Sendable {
-        private let instant = Mutex(ContinuousClock.now)
         private let lines = Mutex<[String]>([])
 
-        var now: ContinuousClock.Instant { instant.withLock { $0 } }
         var logged: [String] { lines.withLock { $0 } }
-
-        func advance(by duration: Duration) {
-            instant.withLock { $0 += duration }
-        }
 
         func append(_ line: String) {
             lines.withLock { $0.append(line) }
@@ -29,12 +23,14 @@ import Testing
     func refusalWarningsAreRateLimited() async throws {
         let metrics = MetricsRegistry()
         let recording = Recording()
+        // At the real time of day: the relay stamps `apns-expiration` from it.
+        let clock = ManualClock(Date())
         let logger = Logger(
             label: "test.relay",
             level: .warning,
             handler: StreamLogHandler(format: .text) { recording.append($0) }
         )
-        try await RelayHarness.with(metrics: metrics, relayLogger: logger, logClock: { recording.now }) { relay in
+        try await RelayHarness.with(metrics: metrics, relayLogger: logger, clock: clock) { relay in
             let token = randomToken()
             relay.simulator.setToken(
                 APNSSimulatorTokenState(token: token, unregisteredAt: Date(timeIntervalSince1970: 1_700_000_000))
@@ -60,13 +56,13 @@ import Testing
             #expect(refusalLines().first?.contains("suppressed=0") == true)
 
             // Within the second: still held back, still counted.
-            recording.advance(by: .milliseconds(999))
+            clock.advance(by: .milliseconds(999))
             #expect(try await relay.post("/push/\(token)/20").status == 202)
             try await waitForRefusals(21)
             #expect(refusalLines().count == 1)
 
             // The next second's first refusal says how many were held back.
-            recording.advance(by: .milliseconds(1))
+            clock.advance(by: .milliseconds(1))
             #expect(try await relay.post("/push/\(token)/21").status == 202)
             try await waitForRefusals(22)
             let lines = refusalLines()

@@ -30,7 +30,11 @@ import Synchronization
 ///   on another connection) takes no more requests, is closed once its requests are done, and
 ///   is replaced on demand. Requests APNs did not process (above a GOAWAY's last-stream-id,
 ///   `REFUSED_STREAM`, never written) are sent again on another connection, up to three times;
-///   then the ``HTTP2/HTTP2Error`` (an ``APNSRetryableError``) reaches the client.
+///   then the ``HTTP2/HTTP2Error`` (an ``APNSRetryableError``) reaches the client. A submitted
+///   request (``submit(_:completion:)``) is not sent again here: its error goes to its
+///   completion, and the client's retries send it again.
+/// - ``submit(_:completion:)`` never connects: it refuses when no connection can take the
+///   request now. Connections it retires are closed by the next call that can await.
 /// - Connects are single-flight. After a failed connect the pool waits an exponential backoff
 ///   with full jitter (``Configuration/reconnectBackoff``) before the next one, and meanwhile
 ///   fails sends at once with ``APNSConnectionPoolError`` instead of letting them hang.
@@ -47,10 +51,12 @@ public final class APNSConnectionPool: APNSTransport {
 
     private let http2: HTTP2ClientConnection.Configuration
     private let tls: Result<TLSContext, any Error>?
-    private let logger: Logger
+    let logger: Logger
     private let connects: Counter
     private let requests: Counter
-    private let state: Mutex<ConnectionPoolState>
+    typealias PoolState = ConnectionPoolState<HTTP2ClientConnection>
+
+    private let state: Mutex<PoolState>
 
     /// Makes a pool; nothing connects until the first ``send(_:)`` or ``warmUp()``.
     ///
@@ -98,7 +104,7 @@ public final class APNSConnectionPool: APNSTransport {
         let origin = clock.now
         let backoff = configuration.reconnectBackoff
         self.state = Mutex(
-            ConnectionPoolState(
+            PoolState(
                 endpoint: endpoint,
                 maxConnections: configuration.maxConnections,
                 backoff: APNSRetryPolicy(initialBackoff: backoff.initial, maxBackoff: backoff.maximum),
@@ -106,292 +112,6 @@ public final class APNSConnectionPool: APNSTransport {
                 now: { origin.duration(to: clock.now) },
                 connections: metrics.gauge("herald_apns_connections", help: "Open connections to APNs by endpoint.")
             )
-        )
-    }
-
-    // MARK: APNSTransport
-
-    /// Sends `request` on a pooled connection and returns APNs' response, whatever its status.
-    ///
-    /// - Throws: ``APNSConnectionPoolError`` when no connection can be had (at once while the
-    ///   pool backs off after a failed connect); ``HTTP2/HTTP2Error`` when the request failed on
-    ///   its connection (check ``APNSRetryableError/isSafeToRetry``); `CancellationError`.
-    public func send(_ request: APNSHTTPRequest) async throws -> APNSHTTPResponse {
-        let size = request.headerBlockSize
-        let response = try await exchange(
-            method: request.method,
-            fieldCount: size.fields,
-            byteCount: size.bytes,
-            body: request.body
-        ) { request.writeHeaderBlock(into: &$0) }
-        return APNSHTTPResponse(response)
-    }
-
-    /// Sends a device push with its header fields written straight into the HTTP/2 header block
-    /// (the APNs client's fast path; the same bytes as ``send(_:)`` with
-    /// ``APNSRequest/httpRequest(authorization:)``), and returns the response unparsed.
-    package func send(_ request: APNSRequest, authorizationHeaderValue: String?) async throws -> HTTP2ClientResponse {
-        let block = APNSRequestHeaderBlock(request, authorizationHeaderValue: authorizationHeaderValue)
-        return try await exchange(
-            method: "POST",
-            fieldCount: block.fieldCount,
-            byteCount: block.byteCount,
-            body: request.payload
-        ) { block.write(into: &$0) }
-    }
-
-    /// Sends a device push like ``send(_:authorizationHeaderValue:)``, but without a task on the
-    /// usual path: `push.finished(_:)` gets APNs' response (whatever its status) or the error,
-    /// once.
-    ///
-    /// When a connection with a free stream is at hand, the push goes to it straight from the
-    /// caller's thread and `finished` runs on the connection's loop thread, so it must not block.
-    /// Everything else (connecting, waiting for a connection, sending again after a connection
-    /// failed) continues in a task, and `finished` runs there.
-    package func submit(_ push: APNSPooledPush) {
-        let (acquired, effects) = locked { state, effects -> ConnectionPoolState.Acquisition? in
-            guard state.enter() else { return nil }
-            return state.acquire(mayConnect: true, effects: &effects)
-        }
-        guard let acquisition = acquired else {
-            push.finished(.failure(shutDownError))
-            return
-        }
-        guard effects.isEmpty, case .use(let id, let connection) = acquisition else {
-            continueInTask(from: .acquired(acquisition, effects), push: push)
-            return
-        }
-        // Read on the loop thread when the answer comes: the session's lock orders this write
-        // before the stream reaches the loop.
-        push.sentTo = self
-        push.connectionID = id
-        let block = push.block
-        connection.submit(
-            method: "POST",
-            fieldCount: block.fieldCount,
-            byteCount: block.byteCount,
-            body: push.body,
-            writeFields: { block.write(into: &$0) },
-            handler: push
-        )
-    }
-
-    /// A pooled push's answer arrived from connection `id`.
-    fileprivate func answered(_ push: APNSPooledPush, on id: Int, _ result: Result<HTTP2ClientResponse, any Error>) {
-        switch result {
-        case .failure(let error):
-            continueInTask(from: .failed(id: id, error), push: push)
-        case .success(let response):
-            let (waiters, after) = release(id, answered: response)
-            if let waiters {
-                for waiter in waiters { waiter.resume() }
-            } else {
-                Task {
-                    await perform(after)
-                    leave()
-                }
-            }
-            push.finished(.success(response))
-        }
-    }
-
-    /// The rest of a ``submit(_:)`` that could not finish on the direct path.
-    @inline(never)
-    private func continueInTask(from step: ExchangeStep, push: APNSPooledPush) {
-        Task {
-            let block = push.block
-            let result: Result<HTTP2ClientResponse, any Error>
-            do {
-                result = .success(
-                    try await exchangeSlowly(
-                        from: step,
-                        method: "POST",
-                        fieldCount: block.fieldCount,
-                        byteCount: block.byteCount,
-                        body: push.body
-                    ) { block.write(into: &$0) }
-                )
-            } catch {
-                result = .failure(error)
-            }
-            push.finished(result)
-        }
-    }
-
-    /// Sends one request on a pooled connection (another one when APNs did not process it).
-    ///
-    /// The usual case — a connection with a free stream, a response, nothing to log or close —
-    /// runs here with few locals: every request waiting for APNs keeps this function's async
-    /// frame, so its size counts once per request in flight. Everything else continues in
-    /// ``exchangeSlowly(from:method:fieldCount:byteCount:body:writeFields:)``.
-    private func exchange(
-        method: String,
-        fieldCount: Int,
-        byteCount: Int,
-        body: [UInt8],
-        writeFields: (inout HTTP2HeaderBlockWriter) -> Void
-    ) async throws -> HTTP2ClientResponse {
-        try Task.checkCancellation()
-        // Entering the pool shares the lock with the first acquisition, and leaving it with the
-        // release of the response: two lock round trips per request instead of four.
-        let (acquired, effects) = locked { state, effects -> ConnectionPoolState.Acquisition? in
-            guard state.enter() else { return nil }
-            return state.acquire(mayConnect: true, effects: &effects)
-        }
-        guard let acquisition = acquired else {
-            throw shutDownError
-        }
-        guard effects.isEmpty, case .use(let id, let connection) = acquisition else {
-            return try await exchangeSlowly(
-                from: .acquired(acquisition, effects),
-                method: method,
-                fieldCount: fieldCount,
-                byteCount: byteCount,
-                body: body,
-                writeFields: writeFields
-            )
-        }
-        let response: HTTP2ClientResponse
-        do {
-            response = try await connection.send(
-                method: method,
-                fieldCount: fieldCount,
-                byteCount: byteCount,
-                body: body,
-                writeFields: writeFields
-            )
-        } catch {
-            return try await exchangeSlowly(
-                from: .failed(id: id, error),
-                method: method,
-                fieldCount: fieldCount,
-                byteCount: byteCount,
-                body: body,
-                writeFields: writeFields
-            )
-        }
-        let (waiters, after) = release(id, answered: response)
-        if let waiters {
-            for waiter in waiters { waiter.resume() }
-        } else {
-            await perform(after)
-            leave()
-        }
-        return response
-    }
-
-    /// Records that connection `id` answered `response`, and leaves the pool in the same lock
-    /// when that has no effects: then the drain waiters to resume come back; otherwise `nil` and
-    /// the effects, to perform before ``leave()``.
-    private func release(
-        _ id: Int,
-        answered response: HTTP2ClientResponse
-    ) -> ([CheckedContinuation<Void, Never>]?, ConnectionPoolState.Effects) {
-        let status = response.status
-        return locked { state, effects -> [CheckedContinuation<Void, Never>]? in
-            state.release(
-                id,
-                outcome: .response(status: status, body: status == 503 ? response.body : []),
-                effects: &effects
-            )
-            return effects.isEmpty ? state.leave() : nil
-        }
-    }
-
-    /// Where ``exchange(method:fieldCount:byteCount:body:writeFields:)`` stands when it hands
-    /// over (it has entered the pool either way).
-    private enum ExchangeStep {
-        /// What the first acquisition returned, with effects to perform.
-        case acquired(ConnectionPoolState.Acquisition, ConnectionPoolState.Effects)
-        /// The request failed on connection `id`.
-        case failed(id: Int, any Error)
-    }
-
-    /// The rest of an exchange: connects, waits, resends and effects. Leaves the pool when done.
-    @inline(never)
-    private func exchangeSlowly(
-        from step: ExchangeStep,
-        method: String,
-        fieldCount: Int,
-        byteCount: Int,
-        body: [UInt8],
-        writeFields: (inout HTTP2HeaderBlockWriter) -> Void
-    ) async throws -> HTTP2ClientResponse {
-        defer { leave() }
-        // A send starts or waits for at most a few connects, and none after one failed: then it
-        // fails (or queues on a connection it can still use) rather than wait again.
-        var connects = 0
-        var connectFailed = false
-        var resends = 0
-        var next: ExchangeStep? = step
-        while true {
-            let acquisition: ConnectionPoolState.Acquisition
-            switch next {
-            case .acquired(let first, let effects):
-                next = nil
-                if !effects.isEmpty { await perform(effects) }
-                acquisition = first
-            case .failed(let id, let error):
-                next = nil
-                try await requestFailed(on: id, error, resends: &resends)
-                continue
-            case nil:
-                try Task.checkCancellation()
-                let mayConnect = !connectFailed && connects < Self.maximumConnectsPerSend
-                let (acquired, effects) = locked { state, effects in
-                    state.acquire(mayConnect: mayConnect, effects: &effects)
-                }
-                if !effects.isEmpty { await perform(effects) }
-                acquisition = acquired
-            }
-            switch acquisition {
-            case .use(let id, let connection):
-                let response: HTTP2ClientResponse
-                do {
-                    response = try await connection.send(
-                        method: method,
-                        fieldCount: fieldCount,
-                        byteCount: byteCount,
-                        body: body,
-                        writeFields: writeFields
-                    )
-                } catch {
-                    next = .failed(id: id, error)
-                    continue
-                }
-                let outcome = ConnectionPoolState.Outcome.response(
-                    status: response.status,
-                    body: response.status == 503 ? response.body : []
-                )
-                let (_, effects) = locked { state, effects in state.release(id, outcome: outcome, effects: &effects) }
-                if !effects.isEmpty { await perform(effects) }
-                return response
-            case .connect(let attempt), .wait(let attempt):
-                if case .connect = acquisition { await connect(attempt) }
-                switch try await attempt.wait() {
-                case .connected: connects += 1
-                case .failed: connectFailed = true
-                case .cancelled: break
-                }
-            case .fail(let error):
-                throw error
-            }
-        }
-    }
-
-    /// Records a request that failed on connection `id`; returns when it should be sent again
-    /// (on another connection), throws `error` when not.
-    private func requestFailed(on id: Int, _ error: any Error, resends: inout Int) async throws {
-        let resend = resends < Self.maximumResends && (error as? HTTP2Error).map(Self.isResendable) == true
-        let (_, effects) = locked { state, effects in
-            state.release(id, outcome: .failure(error as? HTTP2Error, final: !resend), effects: &effects)
-        }
-        if !effects.isEmpty { await perform(effects) }
-        guard resend else { throw error }
-        resends += 1
-        logger.debug(
-            "apns request not processed; sending it on another connection",
-            metadata: ["endpoint": .string(endpoint.description), "error": .string("\(error)")]
         )
     }
 
@@ -476,18 +196,18 @@ public final class APNSConnectionPool: APNSTransport {
     // MARK: Internals
 
     /// Requests not processed by APNs are sent again on another connection this many times.
-    private static let maximumResends = 3
+    static let maximumResends = 3
     /// A send waits for this many successful connects at most (each new connection could fail
     /// before the request gets on it).
-    private static let maximumConnectsPerSend = 3
+    static let maximumConnectsPerSend = 3
 
     /// Safe to send again, and not because the request's own time ran out.
-    private static func isResendable(_ error: HTTP2Error) -> Bool {
+    static func isResendable(_ error: HTTP2Error) -> Bool {
         error.isSafeToRetry && error.code != .requestTimeout
     }
 
     /// What a request gets once ``shutdown()`` has begun.
-    private var shutDownError: APNSConnectionPoolError {
+    var shutDownError: APNSConnectionPoolError {
         APNSConnectionPoolError(code: .shutDown, endpoint: endpoint, reason: "no new requests are taken")
     }
 
@@ -497,19 +217,37 @@ public final class APNSConnectionPool: APNSTransport {
         }
     }
 
-    private func leave() {
+    func leave() {
         let waiters = state.withLock { $0.leave() }
         for waiter in waiters { waiter.resume() }
     }
 
     /// Runs `body` on the state; the effects it returns are for ``perform(_:)`` (not called on the
     /// hot path when there are none, so that a request costs no extra async frame).
-    private func locked<T>(
-        _ body: (inout ConnectionPoolState, inout ConnectionPoolState.Effects) -> T
-    ) -> (T, ConnectionPoolState.Effects) {
-        var effects = ConnectionPoolState.Effects()
-        let result = state.withLock { body(&$0, &effects) }
+    ///
+    /// - Parameter mayAwait: false on paths that cannot await (a submit, an answer on the loop
+    ///   thread): connections those retire are closed by the next call that can, and when
+    ///   `mayAwait` is true those closes come back in the effects.
+    func locked<T>(
+        mayAwait: Bool = true,
+        _ body: (inout PoolState, inout PoolState.Effects) -> T
+    ) -> (T, PoolState.Effects) {
+        var effects = PoolState.Effects()
+        let result = state.withLock { state in
+            let result = body(&state, &effects)
+            if mayAwait, state.hasDeferredCloses { effects.close += state.takeDeferredCloses() }
+            return result
+        }
         return (result, effects)
+    }
+
+    /// ``perform(_:)`` for paths that cannot await: records metrics and logs now, and leaves
+    /// the closes to the next call that can await (or ``shutdown()``).
+    func performWithoutWaiting(_ effects: PoolState.Effects) {
+        record(effects)
+        if !effects.close.isEmpty {
+            state.withLock { $0.deferClose(effects.close) }
+        }
     }
 
     /// Records metrics, logs events and closes retired connections (which carry none of the
@@ -518,7 +256,15 @@ public final class APNSConnectionPool: APNSTransport {
     /// Never inlined, like ``connect(_:)``: its async frame is then allocated only when there are
     /// effects, not kept by every request waiting for its response.
     @inline(never)
-    private func perform(_ effects: ConnectionPoolState.Effects) async {
+    func perform(_ effects: PoolState.Effects) async {
+        record(effects)
+        for connection in effects.close {
+            await connection.close()
+        }
+    }
+
+    /// The metrics and log lines of `effects`.
+    private func record(_ effects: PoolState.Effects) {
         for (status, count) in effects.statusCounts {
             requests.increment(by: Double(count), labels: [("status", status < 0 ? "error" : String(status))])
         }
@@ -547,14 +293,11 @@ public final class APNSConnectionPool: APNSTransport {
                 )
             }
         }
-        for connection in effects.close {
-            await connection.close()
-        }
     }
 
     /// Runs a connect this send started and records the result for everyone waiting on it.
     @inline(never)
-    private func connect(_ attempt: ConnectAttempt) async {
+    func connect(_ attempt: ConnectAttempt) async {
         let result: Result<HTTP2ClientConnection, any Error>
         do {
             let context = try tls?.get()
@@ -645,37 +388,5 @@ extension APNSConnectionPool {
         public var isShutDown = false
 
         public init() {}
-    }
-}
-
-/// One device push on the pool's direct path (``APNSConnectionPool/submit(_:)``): its header
-/// fields and body, where it went, and (in a subclass's ``finished(_:)``) what to do with the
-/// answer. One object carries the push through the pool and its HTTP/2 stream, in place of a
-/// closure per layer, each with its own copy of what the push needs.
-///
-/// `@unchecked Sendable`: `sentTo` and `connectionID` are written by the submitting thread before
-/// the stream is handed to its session (under the session's lock) and read on the loop thread
-/// after; nothing else changes.
-package class APNSPooledPush: HTTP2ResponseHandler, @unchecked Sendable {
-    let block: APNSRequestHeaderBlock
-    let body: [UInt8]
-    fileprivate var sentTo: APNSConnectionPool?
-    fileprivate var connectionID = 0
-
-    init(_ request: APNSRequest, authorizationHeaderValue: String?) {
-        block = APNSRequestHeaderBlock(request, authorizationHeaderValue: authorizationHeaderValue)
-        body = request.payload
-    }
-
-    /// APNs' response, whatever its status, or the error: once, on the loop thread or in a task.
-    func finished(_ result: Result<HTTP2ClientResponse, any Error>) {
-        preconditionFailure("APNSPooledPush.finished(_:) must be overridden")
-    }
-
-    package final func responseArrived(_ result: Result<HTTP2ClientResponse, any Error>) {
-        guard let sentTo else {
-            preconditionFailure("a pooled push answered before it was sent")
-        }
-        sentTo.answered(self, on: connectionID, result)
     }
 }

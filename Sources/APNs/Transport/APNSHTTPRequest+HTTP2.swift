@@ -49,3 +49,23 @@ extension APNSHTTPResponse {
 /// id, `REFUSED_STREAM`, or a connection that failed before the request was written are safe to
 /// send again; a reset or a lost connection after the request went out are not.
 extension HTTP2Error: APNSRetryableError {}
+
+extension APNSHTTPRequest {
+    /// The fields' size for ``HTTP2/HTTP2ClientConnection``'s direct send: `:path` and the headers.
+    var headerBlockSize: (fields: Int, bytes: Int) {
+        var bytes = ":path".utf8.count + path.utf8.count
+        for header in headers { bytes += header.name.utf8.count + header.value.utf8.count }
+        return (1 + headers.count, bytes)
+    }
+
+    /// Writes `:path` and the headers (names lowercased), as ``http2Request`` would send them.
+    func writeHeaderBlock(into writer: inout HTTP2HeaderBlockWriter) {
+        writer.append(name: ":path", value: path, neverIndex: pathNeverIndexed)
+        for header in headers {
+            writer.append(name: header.name, value: header.value, neverIndex: header.neverIndex, lowercaseName: true)
+        }
+    }
+}
+
+/// The header block nghttp2 reads is where the pool writes a push's fields.
+extension HTTP2HeaderBlockWriter: APNSHeaderFieldSink {}

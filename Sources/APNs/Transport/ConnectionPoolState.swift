@@ -1,20 +1,30 @@
 import HTTP2
 import HeraldCore
 
+/// What the pool reads of a connection: ``HTTP2/HTTP2ClientConnection`` in production, a value
+/// the test sets in the state machine's table tests.
+protocol PooledConnection: AnyObject, Sendable {
+    /// The peer's stream limit while the connection takes requests, else nil (one atomic read).
+    var usableStreamLimit: Int? { get }
+    var status: HTTP2ClientConnection.Status { get }
+}
+
+extension HTTP2ClientConnection: PooledConnection {}
+
 /// The bookkeeping of an ``APNSConnectionPool``, kept in a `Mutex`: which connections exist, how
 /// many of the pool's requests each carries, the connect in progress and the backoff. Methods
 /// decide and return what to do; the pool does it (connect, close, log) after unlocking.
 ///
-/// Reading a connection's ``HTTP2/HTTP2ClientConnection/status`` takes that connection's own
+/// Reading a connection's ``PooledConnection/status`` takes that connection's own
 /// lock, inside this one; the connection never calls back into the pool, so the order is fixed.
-struct ConnectionPoolState {
+struct ConnectionPoolState<Connection: PooledConnection> {
     enum Phase {
         case running, shuttingDown, shutDown
     }
 
     struct Entry {
         let id: Int
-        let connection: HTTP2ClientConnection
+        let connection: Connection
         /// The pool's requests on this connection (sent or waiting for a stream).
         var inFlight = 0
         /// Responses received.
@@ -27,7 +37,7 @@ struct ConnectionPoolState {
     enum Acquisition {
         /// Send on this connection (its `inFlight` already counts the request); call
         /// ``release(_:outcome:effects:)`` afterwards.
-        case use(id: Int, connection: HTTP2ClientConnection)
+        case use(id: Int, connection: Connection)
         /// Open a connection, then call ``connectFinished(_:result:effects:)`` and ask again.
         case connect(ConnectAttempt)
         /// Wait for another send's connect, then ask again.
@@ -53,7 +63,7 @@ struct ConnectionPoolState {
             case retired(id: Int, reason: String, served: Int)
         }
 
-        var close: [HTTP2ClientConnection] = []
+        var close: [Connection] = []
         var events: [Event] = []
         /// Response counts by status (-1: no response) to add to the metrics.
         var statusCounts: [Int: Int] = [:]
@@ -82,12 +92,14 @@ struct ConnectionPoolState {
     /// Sends and warm-ups inside the pool; shutdown waits for them.
     private(set) var activeCalls = 0
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Retired connections a path that cannot await left for the next one that can.
+    private var deferredCloses: [Connection] = []
     private var pendingStatusCounts: [Int: Int] = [:]
     private var pendingStatusTotal = 0
 
     /// Response counts are added to the metrics in batches of this many (and whenever the pool
     /// goes idle), so that a busy pool does not take the registry's lock per request.
-    private static let metricsBatch = 256
+    private static var metricsBatch: Int { 256 }
 
     init(
         endpoint: APNSEndpoint,
@@ -136,12 +148,24 @@ struct ConnectionPoolState {
     }
 
     /// Forgets every connection (for closing) once no call is inside.
-    mutating func finishShutdown() -> [HTTP2ClientConnection] {
+    mutating func finishShutdown() -> [Connection] {
         phase = .shutDown
-        let all = entries.map(\.connection)
+        let all = entries.map(\.connection) + takeDeferredCloses()
         entries = []
         connections.set(0, labels: connectionLabels)
         return all
+    }
+
+    var hasDeferredCloses: Bool { !deferredCloses.isEmpty }
+
+    /// Keeps retired connections for the next call that can close them.
+    mutating func deferClose(_ connections: [Connection]) {
+        deferredCloses += connections
+    }
+
+    mutating func takeDeferredCloses() -> [Connection] {
+        defer { deferredCloses = [] }
+        return deferredCloses
     }
 
     // MARK: Choosing a connection
@@ -292,7 +316,7 @@ struct ConnectionPoolState {
     /// Records the end of a connect started by ``acquire(mayConnect:effects:)``.
     mutating func connectFinished(
         _ attempt: ConnectAttempt,
-        result: Result<HTTP2ClientConnection, any Error>,
+        result: Result<Connection, any Error>,
         effects: inout Effects
     ) -> ConnectAttempt.Outcome {
         if connecting === attempt { connecting = nil }

@@ -4,12 +4,17 @@ import Synchronization
 import Testing
 
 /// `APNSClient.submit(_:completion:)`, the relay's way to send without a task per push, against
-/// the test APNs server over HTTP/2 and TLS: the same answers and retries as `send`.
+/// the test APNs server over HTTP/2 and TLS: taken at once or refused at once, then the same
+/// answers and retries as `send` (the retries in the client's `run()`).
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct SubmitEndToEndTests {
-    @Test("submit: the first push connects, the rest go straight to the connection; each is answered once")
+    @Test("submit: refused before a connection exists; after prepare() every push goes straight to it, answered once")
     func delivers() async throws {
         try await withHarness { h in
+            let refusal = h.client.submit(APNSRequest.alert()) { _ in Issue.record("a refused push was answered") }
+            #expect(refusal?.code == .unavailable)
+            #expect(h.pool.status.openConnections == 0)
+            try await h.client.prepare()
             let requests = (0..<300).map { _ in APNSRequest.alert() }
             let results = try await Self.submitAll(requests, with: h.client)
             #expect(results.count == requests.count)
@@ -64,38 +69,42 @@ struct SubmitEndToEndTests {
         }
     }
 
-    @Test("submit after the pool shut down fails at once with shutDown")
+    @Test("submit after the pool shut down is refused at once as unavailable")
     func afterShutdown() async throws {
         try await withHarness { h in
             _ = try await Self.submitAll([APNSRequest.alert()], with: h.client)
             await h.pool.shutdown()
-            let results = try await Self.submitAll([APNSRequest.alert()], with: h.client)
-            guard case .failure(let error as APNSConnectionPoolError) = results.first else {
-                Issue.record("expected APNSConnectionPoolError, got \(results)")
-                return
-            }
-            #expect(error.code == .shutDown)
+            let refusal = h.client.submit(APNSRequest.alert()) { _ in Issue.record("a refused push was answered") }
+            #expect(refusal?.code == .unavailable)
+            #expect(h.client.budget.waiting == 0)
         }
     }
 
-    /// Submits every request from this thread, then waits for all the answers, in request order.
+    /// Submits every request from this thread (after `prepare()`), with the client's `run()`
+    /// going, then waits for all the answers, in request order.
     static func submitAll(
         _ requests: [APNSRequest],
         with client: APNSClient
     ) async throws -> [Result<APNSSendResult, any Error>] {
+        try await client.prepare()
         let answers = Mutex([Int: Result<APNSSendResult, any Error>]())
         let done = AsyncStream<Void>.makeStream()
-        for (index, request) in requests.enumerated() {
-            client.submit(request) { result in
-                let complete = answers.withLock { answers in
-                    #expect(answers[index] == nil, "a push was answered twice")
-                    answers[index] = result
-                    return answers.count == requests.count
+        return try await withThrowingTaskGroup { group in
+            group.addTask { await client.run() }
+            for (index, request) in requests.enumerated() {
+                let refusal = client.submit(request) { result in
+                    let complete = answers.withLock { answers in
+                        #expect(answers[index] == nil, "a push was answered twice")
+                        answers[index] = result
+                        return answers.count == requests.count
+                    }
+                    if complete { done.continuation.finish() }
                 }
-                if complete { done.continuation.finish() }
+                try #require(refusal == nil, "push \(index) refused: \(String(describing: refusal))")
             }
+            for await _ in done.stream {}
+            group.cancelAll()
+            return answers.withLock { answers in requests.indices.compactMap { answers[$0] } }
         }
-        for await _ in done.stream {}
-        return answers.withLock { answers in requests.indices.compactMap { answers[$0] } }
     }
 }

@@ -64,6 +64,20 @@ final class FakeAPNs: APNSTransport {
         state.withLock { $0.throttled[token] = count }
     }
 
+    func send(_ request: APNSTransportRequest) async throws -> APNSTransportResponse {
+        APNSTransportResponse(try await send(request.httpRequest))
+    }
+
+    /// Answers only awaited sends: a submitted push is refused, as by a pool with no connection.
+    func submit(
+        _ request: APNSTransportRequest,
+        completion: @escaping @Sendable (Result<APNSTransportResponse, any Error>) -> Void
+    ) -> APNSSendRefusal? {
+        APNSSendRefusal(.unavailable, reason: "the fake answers awaited sends only")
+    }
+
+    func prepare() async throws {}
+
     func send(_ request: APNSHTTPRequest) async throws -> APNSHTTPResponse {
         let scripted = state.withLock { state -> Scripted? in
             state.received.append(request)

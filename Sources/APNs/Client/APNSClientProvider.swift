@@ -1,16 +1,14 @@
-public import APNs
 import Foundation
 public import HeraldCore
 import Synchronization
 
-/// The APNs clients notifications are sent with: one connection pool and client per (app,
-/// environment), made on first use and shared by every send after; apps that share a signing
-/// key share its provider token.
+/// The APNs clients every sender uses (notifications, the relay): one connection pool and client
+/// per (app, environment), made on first use and shared by every send after, all counted in one
+/// ``APNSSendBudget``; apps that share a signing key share its provider token.
 ///
 /// ```swift
 /// let clients = APNSClientProvider(apps: apps, endpoints: endpoints, logger: logger)
-/// let (app, environment) = try clients.resolve(app: nil, environment: nil)
-/// let client = clients.client(for: app, environment: environment)
+/// let client = try clients.client(for: apps[0], environment: .production)
 /// …
 /// await clients.shutdown()
 /// ```
@@ -19,6 +17,8 @@ public final class APNSClientProvider: Sendable {
     public let endpoints: APNSEndpoints
     private let poolConfiguration: APNSConnectionPool.Configuration
     private let retryPolicy: APNSRetryPolicy
+    /// Shared by every client made here: one count of pushes waiting for APNs, whoever sends.
+    public let budget: APNSSendBudget
     private let logger: Logger
     private let metrics: MetricsRegistry
     private let state = Mutex(State())
@@ -42,11 +42,13 @@ public final class APNSClientProvider: Sendable {
     ///   - poolConfiguration: connections per pool and timeouts.
     ///   - retryPolicy: the clients' retries of one push (429, 5xx, connection trouble); what is
     ///     still failing after them is retried by the notification's job.
+    ///   - budget: how many pushes may wait for APNs, across every client made here.
     public init(
         apps: [APNSAppConfiguration],
         endpoints: APNSEndpoints,
         poolConfiguration: APNSConnectionPool.Configuration = APNSConnectionPool.Configuration(),
         retryPolicy: APNSRetryPolicy = .default,
+        budget: APNSSendBudget = APNSSendBudget(),
         logger: Logger = Logger(label: "herald.apns"),
         metrics: MetricsRegistry = .shared
     ) {
@@ -54,26 +56,9 @@ public final class APNSClientProvider: Sendable {
         self.endpoints = endpoints
         self.poolConfiguration = poolConfiguration
         self.retryPolicy = retryPolicy
+        self.budget = budget
         self.logger = logger
         self.metrics = metrics
-    }
-
-    /// The app and environment a notification goes to.
-    ///
-    /// - Parameters:
-    ///   - app: a bundle ID, or `nil` for the first configured app.
-    ///   - environment: `nil` for the app's default (``APNs/APNSAppConfiguration/defaultEnvironment``).
-    /// - Throws: ``NotificationError``: unavailable when no app is configured, invalid for an unknown app or
-    ///   an environment the app does not serve.
-    public func resolve(
-        app: String?,
-        environment: APNSEnvironment?
-    ) throws(NotificationError) -> (APNSAppConfiguration, APNSEnvironment) {
-        do {
-            return try APNSAppConfiguration.resolve(in: apps, app: app, environment: environment)
-        } catch {
-            throw NotificationError(error)
-        }
     }
 
     /// The shared client for `app` in `environment`, made on first use.
@@ -110,7 +95,7 @@ public final class APNSClientProvider: Sendable {
             var tokens: (any APNSTokenProvider)?
             if let signingKey = app.credentials.signingKey {
                 let name = "\(signingKey.teamID)/\(signingKey.keyID)"
-                tokens = state.tokenManagers[name] ?? APNSTokenManager(signingKey: signingKey, clock: ContinuousClock())
+                tokens = state.tokenManagers[name] ?? APNSTokenManager(signingKey: signingKey, clock: SystemClock())
                 state.tokenManagers[name] = tokens
             }
             let pool = APNSConnectionPool(
@@ -125,6 +110,7 @@ public final class APNSClientProvider: Sendable {
                 credentials: app.credentials,
                 tokenProvider: tokens,
                 retryPolicy: retryPolicy,
+                budget: budget,
                 logger: logger
             )
             state.clients[key] = (client, pool)
@@ -144,16 +130,5 @@ public final class APNSClientProvider: Sendable {
             return state.clients.values.map(\.1)
         }
         for pool in pools { await pool.shutdown() }
-    }
-}
-
-extension NotificationError {
-    /// The refusal for an app or environment that could not be resolved.
-    public init(_ error: APNSAppResolutionError) {
-        switch error {
-        case .noApps: self.init(.unavailable, code: "apns_not_configured", message: error.message)
-        case .unknownApp: self = .invalid("unknown_app", error.message, field: "app")
-        case .environmentNotServed: self = .invalid("invalid_environment", error.message, field: "environment")
-        }
     }
 }
