@@ -2,6 +2,7 @@ import APNs
 import Foundation
 import HeraldCore
 import Storage
+import Synchronization
 
 /// What accepting and routing an update read of an activity: its row without the stored request
 /// and users, so a batch of them is one query.
@@ -206,7 +207,7 @@ extension LiveActivityStore {
                     Self.list(
                         [
                             .text(LiveActivityID.text(id)), SQLValue(delivery.at),
-                            .text(RequestIdentifier.lowercaseString(RequestIdentifier.nextUUID())),
+                            .text(Self.deliveryID()),
                             .text(delivery.event), .text(delivery.route.rawValue), SQLValue(delivery.token),
                             SQLValue(delivery.status), SQLValue(delivery.reason), SQLValue(delivery.apnsID),
                         ],
@@ -220,5 +221,21 @@ extension LiveActivityStore {
                 binds
             )
         }
+    }
+}
+
+/// The process's count of deliveries written, for ``LiveActivityStore/deliveryID()``.
+private let deliveriesWritten = Atomic<UInt64>(0)
+
+extension LiveActivityStore {
+    /// A delivery row's id: a count in this process, zero-padded so that ids sort as written, then
+    /// the process's own random suffix. Deliveries recorded in the same millisecond (a dead update
+    /// token's 410 and the silent push that replaced it) are listed newest first, in the order
+    /// they happened.
+    static func deliveryID() -> String {
+        let count = deliveriesWritten.wrappingAdd(1, ordering: .relaxed).newValue
+        let hex = String(count, radix: 16)
+        return String(repeating: "0", count: max(0, 16 - hex.utf8.count)) + hex + "-"
+            + RequestIdentifier.next().suffix(17)
     }
 }

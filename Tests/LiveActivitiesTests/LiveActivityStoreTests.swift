@@ -196,6 +196,34 @@ struct LiveActivityStoreTests {
         }
     }
 
+    @Test(
+        "deliveries recorded in the same millisecond list newest first, in the order they happened",
+        arguments: Backend.allCases
+    )
+    func deliveriesInOneMillisecond(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let id = UUID()
+            // A dead update token's 410 and the silent push that replaced it, in one write, many
+            // times over: with random row ids about half of them would list in the wrong order.
+            let routes: [LiveActivityRoute] = (0..<40).map { $0 % 2 == 0 ? .updateToken : .silent }
+            let deliveries = routes.enumerated().map { index, route in
+                LiveActivityDelivery(
+                    at: t,
+                    event: "update",
+                    route: route,
+                    token: String(format: "%08x", index),
+                    status: route == .updateToken ? 410 : 200,
+                    reason: nil,
+                    apnsID: nil
+                )
+            }
+            try await store.record(deliveries, of: id)
+            let listed = try await store.deliveries(of: id)
+            #expect(listed.map(\.token) == deliveries.reversed().map(\.token))
+            #expect(listed.first?.route == .silent)
+        }
+    }
+
     @Test("activities list newest first in keyset pages, by user and state", arguments: Backend.allCases)
     func listing(backend: Backend) async throws {
         try await withStore(backend) { store in
