@@ -73,7 +73,7 @@ public struct LiveActivityRoutes: Sendable {
     // MARK: Handlers
 
     func create(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let input = try LiveActivityInput.parseCreate(request.body, now: service.sender.clock.now())
+        let input = try LiveActivityInput.parseCreate(request.body, now: service.now())
         let (activity, created) = try await service.create(input)
         return .json(LiveActivityBody(activity: activity), status: created ? 201 : 200)
     }
@@ -129,7 +129,7 @@ public struct LiveActivityRoutes: Sendable {
                 )
             }
         }
-        let page = try await service.store.list(filter, limit: limit, cursor: cursor)
+        let page = try await service.list(filter, limit: limit, cursor: cursor)
         return .json(
             LiveActivityListBody(
                 liveActivities: page.items.map { LiveActivityBody(activity: $0) },

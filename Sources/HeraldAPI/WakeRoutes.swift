@@ -71,7 +71,7 @@ public struct WakeRoutes: Sendable {
     }
 
     func create(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let parsed = try WakeScheduleRequest.parse(request.body, now: service.queue.clock.now())
+        let parsed = try WakeScheduleRequest.parse(request.body, now: service.now())
         let schedule = try await service.create(parsed)
         var response = HTTPResponse.json(WakeScheduleBody(schedule, runs: nil), status: 201)
         response.headers.replaceOrAdd(

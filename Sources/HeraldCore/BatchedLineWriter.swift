@@ -5,9 +5,8 @@ import Synchronization
 
 /// Lines for a file descriptor (standard error, for logs), written in batches: they are appended
 /// to a buffer and a thread of its own writes whatever has gathered with one `write(2)`, so a
-/// busy server pays for one system call per batch instead of one per line (an access-log line
-/// per request cost the relay a third of its throughput). Lines wait at most about
-/// ``gatheringDelay`` for their batch.
+/// busy server pays for one system call per batch instead of one per line (docs/PERFORMANCE.md).
+/// Lines wait at most about ``gatheringDelay`` for their batch.
 ///
 /// Nothing is lost or reordered:
 /// - An *urgent* line (the handler's warnings and worse) is written by the caller before it
@@ -50,8 +49,7 @@ public final class BatchedLineWriter: Sendable {
             ThreadName.setCurrent("herald-log")
             while true {
                 wake.wait()
-                // Let a batch gather: woken for every line or two, this thread cost a loaded
-                // relay as much as the write(2) per line it replaces.
+                // Let a batch gather, so that the thread is not woken for every line or two.
                 Thread.sleep(forTimeInterval: Self.gatheringDelay)
                 flush()
             }

@@ -7,8 +7,8 @@ public enum RFC3339 {
     /// does) when `fractional`.
     ///
     /// Every log line carries one, so years 1600 to 9999 are written digit by digit from
-    /// `gmtime_r`; Foundation's format style, several times slower, handles the rest (and
-    /// keeps its Julian calendar before 1582).
+    /// `gmtime_r` (docs/PERFORMANCE.md); Foundation's format style handles the rest (and keeps
+    /// its Julian calendar before 1582).
     public static func string(from date: Date, fractional: Bool = false) -> String {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
         guard milliseconds.magnitude < 2.5e17 else { return foundationString(from: date, fractional: fractional) }

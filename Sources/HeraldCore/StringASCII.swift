@@ -46,8 +46,8 @@ extension String {
 
 extension StringProtocol {
     /// The offset of the first UTF-8 byte equal to `byte`, or `nil`. Native strings are scanned in
-    /// place with `memchr`; `utf8.firstIndex(of:)` walks an iterator byte by byte, which showed in
-    /// profiles of the request path.
+    /// place with `memchr` rather than byte by byte through an iterator (`utf8.firstIndex(of:)`):
+    /// the request path calls it.
     public func utf8Offset(of byte: UInt8) -> Int? {
         let scanned = utf8.withContiguousStorageIfAvailable { bytes -> Int? in
             guard let base = bytes.baseAddress, let hit = memchr(base, Int32(byte), bytes.count) else { return nil }

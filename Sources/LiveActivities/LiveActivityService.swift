@@ -24,6 +24,11 @@ public struct LiveActivityService: Sendable {
         self.sender = sender
     }
 
+    /// The time on the service's clock, the `now` a request is parsed against (it bounds `start_at`).
+    public func now() -> Date {
+        clock.now()
+    }
+
     /// The app and environment a request means, as `/v1/notifications` resolves them.
     public func resolve(
         app: String?,
@@ -147,6 +152,16 @@ public struct LiveActivityService: Sendable {
     ) async throws -> (LiveActivity, [LiveActivityInstance], [LiveActivityDelivery]) {
         guard let activity = try await store.activity(id) else { throw LiveActivityError.notFound }
         return (activity, try await store.instances(of: id), try await store.deliveries(of: id))
+    }
+
+    /// Activities newest first, `limit` at a time, from the cursor of the previous page
+    /// (``LiveActivityStore/list(_:limit:cursor:)``).
+    public func list(
+        _ filter: LiveActivityStore.Filter,
+        limit: Int,
+        cursor: String?
+    ) async throws -> (items: [LiveActivity], next: String?) {
+        try await store.list(filter, limit: limit, cursor: cursor)
     }
 
     /// Cancels a scheduled activity; its start job then sends nothing.

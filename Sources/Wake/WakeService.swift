@@ -30,6 +30,11 @@ public struct WakeService: Sendable {
         self.maximumSchedules = maximumSchedules
     }
 
+    /// The time on the service's clock, the `now` a request is parsed against (it checks the jitter).
+    public func now() -> Date {
+        queue.clock.now()
+    }
+
     public func create(_ request: WakeScheduleRequest) async throws -> WakeSchedule {
         let now = queue.clock.now()
         var apns: WakeAPNsTarget?

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldAPI
 import HeraldCore
 import Jobs
 import ProcessSpawn

@@ -5,7 +5,7 @@ import Testing
 
 @Suite(.timeLimit(.minutes(1))) struct ClientTests {
     struct Harness {
-        var clock: ManualClock
+        var clock: ManualDurationClock
         var fake: FakeAPNs
         var tokens: APNSTokenManager
         var client: APNSClient
@@ -13,7 +13,7 @@ import Testing
 
     /// A client over the fake APNs, both on one manual clock; `skew` moves the fake's wall clock.
     private func harness(retryPolicy: APNSRetryPolicy = .default, skew: TimeInterval = 0) throws -> Harness {
-        let clock = ManualClock()
+        let clock = ManualDurationClock()
         let key = try Fixtures.signingKey()
         let fake = FakeAPNs(
             bundleID: Fixtures.bundleID,
@@ -36,7 +36,7 @@ import Testing
 
     /// Runs `body`, advancing the clock past each of `sleeps` retry waits.
     private func run<T: Sendable>(
-        _ clock: ManualClock,
+        _ clock: ManualDurationClock,
         sleeps: Int,
         _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {

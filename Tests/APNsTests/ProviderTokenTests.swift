@@ -119,12 +119,12 @@ import Testing
 }
 
 @Suite struct TokenManagerTests {
-    private func manager(_ clock: ManualClock) throws -> APNSTokenManager {
+    private func manager(_ clock: ManualDurationClock) throws -> APNSTokenManager {
         APNSTokenManager(signingKey: try Fixtures.signingKey(), clock: clock, wallClock: clock.wallClock)
     }
 
     @Test func sameTokenFor49MinutesNewAt50() async throws {
-        let clock = ManualClock()
+        let clock = ManualDurationClock()
         let manager = try manager(clock)
         let first = try await manager.token()
         clock.advance(by: .seconds(49 * 60 + 59))
@@ -138,7 +138,7 @@ import Testing
     }
 
     @Test func cachedAuthorizationFollowsTheManagerClockAndRejection() async throws {
-        let clock = ManualClock()
+        let clock = ManualDurationClock()
         let manager = try manager(clock)
         #expect(manager.cachedAuthorization() == nil)
         let first = try await manager.token()
@@ -159,7 +159,7 @@ import Testing
     }
 
     @Test func aThousandConcurrentCallersCauseOneSignature() async throws {
-        let clock = ManualClock()
+        let clock = ManualDurationClock()
         let manager = try manager(clock)
         let tokens = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<1000 {
@@ -174,7 +174,7 @@ import Testing
     }
 
     @Test func invalidatingTwiceWithTheSameTokenRefreshesOnce() async throws {
-        let clock = ManualClock()
+        let clock = ManualDurationClock()
         let manager = try manager(clock)
         let first = try await manager.token()
         clock.advance(by: .seconds(25 * 60))
@@ -189,7 +189,7 @@ import Testing
     }
 
     @Test func insideTheFloorTheRejectedTokenStaysUntil20Minutes() async throws {
-        let clock = ManualClock()
+        let clock = ManualDurationClock()
         let manager = try manager(clock)
         let first = try await manager.token()
         clock.advance(by: .seconds(5 * 60))
@@ -208,9 +208,9 @@ import Testing
     }
 
     @Test func neverMoreThanOnceIn20MinutesUnderRepeatedRejection() async throws {
-        let clock = ManualClock()
+        let clock = ManualDurationClock()
         let manager = try manager(clock)
-        var signatures: [ManualClock.Instant] = []
+        var signatures: [ManualDurationClock.Instant] = []
         var last = ""
         for _ in 0..<(3 * 60) {
             let token = try await manager.token()
@@ -226,7 +226,7 @@ import Testing
     }
 
     @Test func aWallClockJumpRefreshesAfterTheFloor() async throws {
-        let clock = ManualClock()
+        let clock = ManualDurationClock()
         let wall = WallClock(clock.epoch)
         let manager = APNSTokenManager(
             signingKey: try Fixtures.signingKey(),
@@ -244,7 +244,7 @@ import Testing
     @Test func intervalsAreClampedToApplesLimits() throws {
         let manager = APNSTokenManager(
             signingKey: try Fixtures.signingKey(),
-            clock: ManualClock(),
+            clock: ManualDurationClock(),
             refreshInterval: .seconds(5),
             minimumRefreshInterval: .seconds(1)
         )
@@ -252,7 +252,7 @@ import Testing
         #expect(manager.minimumRefreshInterval == .seconds(20 * 60))
         let lazy = APNSTokenManager(
             signingKey: try Fixtures.signingKey(),
-            clock: ManualClock(),
+            clock: ManualDurationClock(),
             refreshInterval: .seconds(7200)
         )
         #expect(lazy.refreshInterval == .seconds(60 * 60))

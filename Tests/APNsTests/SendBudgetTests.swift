@@ -1,3 +1,4 @@
+import AsyncTestSupport
 import Foundation
 import HeraldCrypto
 import Synchronization
@@ -6,7 +7,8 @@ import Testing
 @testable import APNs
 
 /// The admission budget: wait for room (suspending, cancellable), fail fast (full, closed), the
-/// drain at shutdown, and the client's `submit` in front of it.
+/// drain at shutdown, and the client's `submit` in front of it. A task reaching its suspension
+/// announces nothing, so the tests poll ``APNSSendBudget/suspendedCalls`` with `eventually`.
 @Suite struct SendBudgetTests {
     /// What tasks record, in order.
     final class Record: Sendable {
@@ -18,12 +20,6 @@ import Testing
         configuration.limit = limit
         configuration.waitAbove = waitAbove
         return APNSSendBudget(configuration: configuration)
-    }
-
-    /// Lets other tasks run until `condition` holds (a suspension announces nothing).
-    static func until(_ condition: () -> Bool) async throws {
-        for _ in 0..<1_000_000 where !condition() { await Task.yield() }
-        try #require(condition())
     }
 
     @Test func withRoomNothingWaits() async throws {
@@ -45,14 +41,14 @@ import Testing
                 try await budget.waitForRoom()
                 order.items.withLock { $0.append(1) }
             }
-            try await Self.until { budget.suspendedCalls == 1 }
+            try await eventually("one waiting for room") { budget.suspendedCalls == 1 }
             group.addTask {
                 try await budget.waitForRoom()
                 order.items.withLock { $0.append(2) }
             }
-            try await Self.until { budget.suspendedCalls == 2 }
+            try await eventually("two waiting for room") { budget.suspendedCalls == 2 }
             budget.release()
-            try await Self.until { order.items.withLock { $0 } == [1] }
+            try await eventually("the first waiter to run") { order.items.withLock { $0 } == [1] }
             #expect(budget.suspendedCalls == 1)
             budget.release()
             try await group.waitForAll()
@@ -64,7 +60,7 @@ import Testing
         let budget = Self.budget(waitAbove: 1)
         #expect(budget.admit() == nil)
         let waiting = Task { try await budget.waitForRoom() }
-        try await Self.until { budget.suspendedCalls == 1 }
+        try await eventually("one waiting for room") { budget.suspendedCalls == 1 }
         waiting.cancel()
         await #expect(throws: CancellationError.self) { try await waiting.value }
         #expect(budget.suspendedCalls == 0)
@@ -98,7 +94,7 @@ import Testing
         let budget = Self.budget(waitAbove: 1)
         #expect(budget.admit() == nil)
         let waiting = Task { try await budget.waitForRoom() }
-        try await Self.until { budget.suspendedCalls == 1 }
+        try await eventually("one waiting for room") { budget.suspendedCalls == 1 }
         budget.close()
         try await waiting.value
         #expect(budget.admit() == .unavailable)
@@ -110,7 +106,7 @@ import Testing
         #expect(budget.admit() == nil)
         #expect(budget.admit() == nil)
         let drained = Task { await budget.waitUntilEmpty() }
-        try await Self.until { budget.suspendedCalls == 1 }
+        try await eventually("one waiting for room") { budget.suspendedCalls == 1 }
         budget.release()
         #expect(budget.suspendedCalls == 1)
         budget.release()
@@ -119,7 +115,7 @@ import Testing
 
         #expect(budget.admit() == nil)
         let abandoned = Task { await budget.waitUntilEmpty() }
-        try await Self.until { budget.suspendedCalls == 1 }
+        try await eventually("one waiting for room") { budget.suspendedCalls == 1 }
         abandoned.cancel()
         await abandoned.value
         #expect(budget.waiting == 1)
@@ -135,7 +131,7 @@ import Testing
                 try await budget.waitForRoom()
                 order.items.withLock { $0.append(1) }
             }
-            try await Self.until { budget.suspendedCalls == 1 }
+            try await eventually("one waiting for room") { budget.suspendedCalls == 1 }
             let known = budget.waitForRoom { outcome in
                 #expect(outcome == .room)
                 order.items.withLock { $0.append(2) }
@@ -143,7 +139,7 @@ import Testing
             #expect(known == nil, "registered: no room now")
             #expect(budget.suspendedCalls == 2)
             budget.release()
-            try await Self.until { order.items.withLock { $0 } == [1] }
+            try await eventually("the first waiter to run") { order.items.withLock { $0 } == [1] }
             #expect(budget.admit() == nil)
             budget.release()
             #expect(order.items.withLock { $0 } == [1, 2], "resumed on the releasing thread, in arrival order")

@@ -144,8 +144,8 @@ final class SharedValue<Value: Sendable>: Sendable {
     }
 }
 
-/// A shared counter.
-final class Counter: Sendable {
+/// A count that concurrent handlers add to atomically.
+final class AtomicCount: Sendable {
     private let count = Atomic<Int>(0)
 
     var value: Int { count.load(ordering: .relaxed) }

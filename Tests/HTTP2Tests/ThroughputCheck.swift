@@ -88,8 +88,8 @@ import Testing
         )
         let path = "/3/device/" + String(repeating: "0123456789abcdef", count: 4)
         let headers: HTTP2Headers = ["apns-topic": "com.example.app", "authorization": "bearer x.y.z"]
-        let issued = Counter()
-        let succeeded = Counter()
+        let issued = AtomicCount()
+        let succeeded = AtomicCount()
         let clock = ContinuousClock()
         let start = clock.now
         try await withThrowingTaskGroup(of: Void.self) { group in

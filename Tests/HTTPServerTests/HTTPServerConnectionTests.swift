@@ -104,6 +104,7 @@ extension HTTPServerLiveTests {
     func concurrentClients() async throws {
         var router = makeTestRouter()
         router.get("/nap/{ms}") { request in
+            // A deliberately slow handler: it sleeps as long as the path says.
             try await Task.sleep(for: .milliseconds(Int(request.parameters["ms"]!)!))
             return .text(request.parameters["ms"]!)
         }

@@ -53,6 +53,7 @@ extension HTTPServerLiveTests {
         var router = Router()
         router.get("/forever") { _ in
             started.open()
+            // A handler that never answers: only the shutdown's cancellation ends this sleep.
             try await Task.sleep(for: .seconds(3600))
             return .text("never")
         }

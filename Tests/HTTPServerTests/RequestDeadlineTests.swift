@@ -36,6 +36,7 @@ struct RequestDeadlineTests {
             try await connection.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
             try await withDeadline("the handler to start") { await started.wait() }
             // The handler takes longer than the deadline: the connection stays, the answer arrives.
+            // A sleep: the server's deadline runs on the real clock, so real time must pass it.
             _ = try await onThread { usleep(2_500_000) }
             gate.open()
             #expect(try await connection.readResponse().text == "slow done")

@@ -88,7 +88,7 @@ struct ChannelAPITests {
             metrics: MetricsRegistry()
         )
         try await withDatabase(.sqliteMemory, poolSize: 2) { database, _ in
-            try await Migrator.migrate(database, TestSchema.migrations, logger: quiet)
+            try await Migrator.migrate(database, HeraldSchema.migrations, logger: quiet)
             var router = Router()
             ChannelRoutes(clients: clients, keys: APIKeys([key]), idempotency: IdempotencyStore(database: database))
                 .register(on: &router)

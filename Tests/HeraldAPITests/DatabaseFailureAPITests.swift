@@ -101,7 +101,7 @@ struct DatabaseFailureAPITests {
             logger: quiet,
             metrics: metrics
         )
-        try await Migrator.migrate(db, TestSchema.migrations, logger: quiet)
+        try await Migrator.migrate(db, HeraldSchema.migrations, logger: quiet)
         let sender = NotificationSender(
             store: NotificationStore(database: db),
             clients: clients,
@@ -322,7 +322,7 @@ struct DatabaseFailureAPITests {
     @Test("keys expire after 24 hours: the prune job deletes them and the key can be used again")
     func expiry() async throws {
         try await withDatabase(.sqliteMemory) { db, _ in
-            try await Migrator.migrate(db, TestSchema.migrations, logger: TestDatabase.quiet)
+            try await Migrator.migrate(db, HeraldSchema.migrations, logger: TestDatabase.quiet)
             let clock = ManualClock(Date())
             let store = IdempotencyStore(database: db, clock: clock)
             let created = Mutex(0)

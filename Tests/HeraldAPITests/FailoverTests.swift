@@ -3,6 +3,7 @@ import APNsSimulator
 import AsyncTestSupport
 import DatabaseTestSupport
 import Foundation
+import HeraldAPI
 import HeraldCore
 import HeraldCrypto
 import Jobs
@@ -113,7 +114,7 @@ struct FailoverTests {
         let quiet = Logger(label: "test.failover", level: .error, handler: RecordingLogHandler())
         let database = try await test.open(logger: quiet)
         do {
-            try await Migrator.migrate(database, TestSchema.migrations, logger: quiet)
+            try await Migrator.migrate(database, HeraldSchema.migrations, logger: quiet)
             let endpoints = APNSEndpoints(all: simulator.endpoint, caFile: caFile)
             let clients = APNSClientProvider(
                 apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(signingKey))],

@@ -1,5 +1,6 @@
 import DatabaseTestSupport
 import Foundation
+import HeraldAPI
 import HeraldCore
 import Jobs
 import ProcessTestSupport
@@ -44,7 +45,7 @@ struct JobsCommandTests {
         }
         let queue = JobQueue(database: db, handlers: handlers, metrics: MetricsRegistry())
         do {
-            try await Migrator.migrate(db, TestSchema.migrations, logger: logger)
+            try await Migrator.migrate(db, HeraldSchema.migrations, logger: logger)
             let dead = try await queue.enqueue(NewJob(kind: "wake.ping", payload: #"{"token":"ab"}"#))
             let later = try await queue.enqueue(NewJob(kind: "reminder", dueAt: Date().addingTimeInterval(3_600)))
             try await JobWorker(queue: queue, owner: "test", logger: logger).runDueJobs()
@@ -119,7 +120,7 @@ struct JobsCommandTests {
         let db = try await test.open()
         let queue = JobQueue(database: db, handlers: JobHandlers(), metrics: MetricsRegistry())
         do {
-            try await Migrator.migrate(db, TestSchema.migrations, logger: logger)
+            try await Migrator.migrate(db, HeraldSchema.migrations, logger: logger)
             // Two random ids, and a twin of the first that differs only in its last digit (copied
             // row), so that a 35-character prefix is ambiguous while 8 characters name one job.
             var ids: [String] = []

@@ -274,7 +274,7 @@ struct IdempotentRefusalTests {
     @Test("a replayed 4xx carries its error code, as the first answer did", arguments: [Backend.sqliteFile, .postgres])
     func replayedCode(_ backend: Backend) async throws {
         try await withDatabase(backend) { db, _ in
-            try await Migrator.migrate(db, TestSchema.migrations, logger: TestDatabase.quiet)
+            try await Migrator.migrate(db, HeraldSchema.migrations, logger: TestDatabase.quiet)
             let store = IdempotencyStore(database: db)
             let request = HTTPRequest(
                 method: "POST",

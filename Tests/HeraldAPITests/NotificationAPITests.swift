@@ -72,7 +72,7 @@ struct NotificationAPITests {
             metrics: metrics
         )
         try await withDatabase(backend, poolSize: 4) { db, _ in
-            try await Migrator.migrate(db, TestSchema.migrations, logger: quiet)
+            try await Migrator.migrate(db, HeraldSchema.migrations, logger: quiet)
             let sender = NotificationSender(
                 store: NotificationStore(database: db),
                 clients: clients,

@@ -1,26 +1,7 @@
 import DatabaseTestSupport
-import Devices
-import Foundation
 import HeraldAPI
-import HeraldCore
-import Jobs
-import LiveActivities
-import Notifications
 import Storage
 import Testing
-import Wake
-import Webhooks
-
-/// The modules' migrations in the order the executable composes them (`HeraldSchema`), for tests
-/// that build a database of their own.
-enum TestSchema {
-    static let migrations: [Migration] =
-        StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
-        + DeviceMigrations.all
-        + WebhookMigrations.all
-        + WakeMigrations.all
-        + LiveActivityMigrations.all
-}
 
 /// Each module owns its migrations; the executable composes them. The single list of before
 /// (``LegacySchema``) is frozen: the composed list holds it unchanged, and later migrations only
@@ -31,12 +12,30 @@ struct SchemaCompositionTests {
     /// The migrations added since the single list, by version.
     static var added: [Migration] {
         let legacy = Set(LegacySchema.migrations.map(\.version))
-        return TestSchema.migrations.filter { !legacy.contains($0.version) }.sorted { $0.version < $1.version }
+        return HeraldSchema.migrations.filter { !legacy.contains($0.version) }.sorted { $0.version < $1.version }
+    }
+
+    @Test("the executable composes every module's migrations in one fixed order, none left out")
+    func compositionOrder() {
+        // Module by module, in the order `HeraldSchema` appends their lists.
+        let expected = [
+            "1 create_kv_settings",  // Storage
+            "2 create_jobs",  // Jobs
+            "3 create_notifications", "4 notification_send_owner", "6 notifications_listing",
+            "8 notification_audiences", "15 notification_pages",  // Notifications
+            "5 create_idempotency_keys",  // HeraldAPI
+            "7 create_devices",  // Devices
+            "9 create_webhooks", "10 create_webhook_outbox",  // Webhooks
+            "13 create_wake_schedules", "14 create_wake_runs_and_pings",  // Wake
+            "11 create_live_activities", "12 create_live_activity_deliveries",
+            "16 live_activity_instances_registered_after",  // LiveActivities
+        ]
+        #expect(HeraldSchema.migrations.map { "\($0.version) \($0.name)" } == expected)
     }
 
     @Test("the modules' migrations are the single list of before (versions, names and SQL), then later versions")
     func modulesComposeTheLegacyList() {
-        let byVersion = TestSchema.migrations.sorted { $0.version < $1.version }
+        let byVersion = HeraldSchema.migrations.sorted { $0.version < $1.version }
         let legacy = LegacySchema.migrations
         #expect(Array(byVersion.prefix(legacy.count)).map(\.version) == legacy.map(\.version))
         #expect(Array(byVersion.prefix(legacy.count)).map(\.name) == legacy.map(\.name))

@@ -1,5 +1,6 @@
 import AsyncTestSupport
 import Foundation
+import HeraldAPI
 import HeraldCore
 import Storage
 import Synchronization
@@ -125,7 +126,7 @@ import Testing
         let database = try await DatabaseFactory.open(url: String(url), logger: Logger(label: "test"))
         let applied = try await database.query("SELECT version FROM schema_migrations ORDER BY version", [])
         let versions = try applied.map { try $0.int("version") }
-        #expect(versions == TestSchema.migrations.map { Int64($0.version) }.sorted())
+        #expect(versions == HeraldSchema.migrations.map { Int64($0.version) }.sorted())
         #expect(!versions.isEmpty)
         await database.close()
         try await admin.execute("DROP DATABASE \(name)", [])

@@ -17,6 +17,7 @@ import Testing
         var description: String { "connection refused" }
     }
 
+    /// A check that takes a minute (a sleep on purpose), far beyond the readiness timeout.
     struct HangingCheck: ReadinessCheck {
         let name = "slow"
         func check() async throws { try await Task.sleep(for: .seconds(60)) }

@@ -30,7 +30,7 @@ struct WakeAPITests {
         let quiet = Logger(label: "test", level: .error, handler: RecordingLogHandler())
         let signing = try APNSSigningKey(keyID: "WAKEAPI001", teamID: "WAKETEAM01", privateKey: P256PrivateKey())
         try await withDatabase(backend, poolSize: 4) { db, _ in
-            try await Migrator.migrate(db, TestSchema.migrations, logger: quiet)
+            try await Migrator.migrate(db, HeraldSchema.migrations, logger: quiet)
             var router = Router()
             let queue = JobQueue(
                 database: db,

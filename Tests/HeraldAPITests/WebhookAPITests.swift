@@ -42,7 +42,7 @@ struct WebhookAPITests {
     static func with(_ backend: Backend, allowHTTP: Bool = false, _ body: (Harness) async throws -> Void) async throws {
         let quiet = Logger(label: "test", level: .error, handler: RecordingLogHandler())
         try await withDatabase(backend, poolSize: 4) { db, _ in
-            try await Migrator.migrate(db, TestSchema.migrations, logger: quiet)
+            try await Migrator.migrate(db, HeraldSchema.migrations, logger: quiet)
             var router = Router()
             WebhookRoutes(
                 store: WebhookStore(database: db),

@@ -39,6 +39,7 @@ func expectSignal(
             return !Task.isCancelled
         }
         group.addTask {
+            // The liveness bound the wake-up races: it fails the test instead of hanging it.
             try? await Task.sleep(for: .seconds(seconds))
             return false
         }

@@ -119,7 +119,8 @@ struct RelayBackpressureTests {
             let service = relay.service
             let waiting = Task { await service.relay(push(token, "waits")) }
             let budget = try #require(service.clients[.production]).budget
-            try await waitUntil { budget.suspendedCalls == 1 }
+            // A task reaching its suspension announces nothing: poll the budget for it.
+            try await eventually("the request waiting in the budget") { budget.suspendedCalls == 1 }
             relay.service.triggerGracefulShutdown()
             let response = await waiting.value
             #expect(response.status == 503)
@@ -140,13 +141,5 @@ struct RelayBackpressureTests {
                     == 1
             )
         }
-    }
-
-    /// Polls `condition` (a task reaching its suspension announces nothing) every few milliseconds.
-    private func waitUntil(_ condition: () -> Bool) async throws {
-        for _ in 0..<1_000 where !condition() {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        try #require(condition())
     }
 }

@@ -37,6 +37,7 @@ struct BlockingExecutorTests {
                             $0.maximum = max($0.maximum, $0.running)
                             $0.order.append(index)
                         }
+                        // A sleep: each job holds its thread a little, so that overlapping jobs would show.
                         _ = usleep(200)
                         state.value.withLock { $0.running -= 1 }
                     }
@@ -68,6 +69,7 @@ struct BlockingExecutorTests {
                         arrived.count.add(1, ordering: .sequentiallyConsistent)
                         for _ in 0..<30_000 {
                             if arrived.count.load(ordering: .sequentiallyConsistent) == 8 { return true }
+                            // A blocking job cannot await: it polls the count, 30 s at most.
                             _ = usleep(1000)
                         }
                         return false
@@ -88,6 +90,7 @@ struct BlockingExecutorTests {
         let done = Atomic(false)
         async let slow: Void = executor.run {
             start.yield()
+            // A sleep: the job is still running when shutdown comes.
             _ = usleep(50_000)
             done.store(true, ordering: .sequentiallyConsistent)
         }

@@ -25,8 +25,8 @@ public enum APNSJSONValue: Sendable, Hashable, Codable {
         guard APNSJSONSyntax.isValid(bytes) else {
             throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: [], debugDescription: "not valid JSON"))
         }
-        // JSONSerialization is about twenty times faster than decoding through Codable here, and
-        // every push is validated on the send path.
+        // JSONSerialization builds the values: decoding through Codable is far slower
+        // (docs/PERFORMANCE.md).
         let object = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
         guard let value = Self(foundation: object) else {
             throw DecodingError.dataCorrupted(

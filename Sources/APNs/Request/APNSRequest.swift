@@ -55,8 +55,7 @@ public struct APNSRequest: Sendable, Hashable {
     }
 
     /// The fields, in one box shared by copies until one of them changes: a push is handed from
-    /// layer to layer and kept for retries, and copying eight fields each time cost a retain and
-    /// a release per field, several of them on strings every push shares (the topic).
+    /// layer to layer and kept for retries, and a copy is then one retain, not one per field.
     private var storage: CopyOnWriteBox<Fields>
 
     private struct Fields: Sendable, Hashable {

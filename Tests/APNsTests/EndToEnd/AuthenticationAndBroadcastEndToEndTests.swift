@@ -96,7 +96,7 @@ struct AuthenticationAndBroadcastEndToEndTests {
                     tls: tls,
                     logger: LogCapture().logger,
                     metrics: MetricsRegistry(),
-                    clock: ManualClock()
+                    clock: ManualDurationClock()
                 )
                 do {
                     _ = try await pool.send(APNSRequest.alert().httpRequest(authorization: nil))

@@ -17,9 +17,12 @@ struct ConnectionEndToEndTests {
             let barrier = Barrier(count: 50)
             h.server.intercept { received in
                 if h.server.answers.isEmpty {
-                    // Hold the only stream a little so that queued requests would show if the client
-                    // opened more than the server allows.
-                    try? await Task.sleep(for: .milliseconds(100))
+                    // Hold the only stream until every request is on the connection, so that the
+                    // client would open more streams now if it disregarded the server's limit. The
+                    // pool announces no such moment: poll its count.
+                    try? await eventually("all 500 requests on the connection") {
+                        h.pool.status.requestsInFlight == 500
+                    }
                 } else {
                     await barrier.arrive()
                 }
@@ -96,7 +99,7 @@ struct ConnectionEndToEndTests {
 
     @Test("server killed and restarted on the same port: fail fast with backoff, then reconnect in the same pool")
     func serverRestart() async throws {
-        let poolClock = ManualClock()
+        let poolClock = ManualDurationClock()
         try await withHarness(
             pool: { $0.reconnectBackoff = (.seconds(1), .seconds(8)) },
             poolClock: poolClock
@@ -157,7 +160,7 @@ struct ConnectionEndToEndTests {
 
     @Test("APNs closing connections before any response (GOAWAY BadCertificateEnvironment) causes backoff")
     func goAwayBeforeAnyResponse() async throws {
-        let poolClock = ManualClock()
+        let poolClock = ManualDurationClock()
         try await withHarness(pool: { $0.reconnectBackoff = (.seconds(1), .seconds(8)) }, poolClock: poolClock) { h in
             h.server.intercept { received in
                 // What APNs does with a certificate for the wrong environment: GOAWAY, then close.

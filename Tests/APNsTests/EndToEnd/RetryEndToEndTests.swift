@@ -81,7 +81,7 @@ struct RetryEndToEndTests {
 
     @Test("ExpiredProviderToken: exactly one refresh under load, and no new token within 20 minutes")
     func expiredProviderToken() async throws {
-        let clock = ManualClock(epoch: Date())
+        let clock = ManualDurationClock(epoch: Date())
         let skew = Mutex<TimeInterval>(0)
         let fake = try TestAPNsServer.makeFake { clock.wallNow.addingTimeInterval(skew.withLock { $0 }) }
         let server = try TestAPNsServer(fake: fake) { clock.wallNow.addingTimeInterval(skew.withLock { $0 }) }

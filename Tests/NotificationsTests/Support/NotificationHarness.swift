@@ -226,6 +226,7 @@ final class HeldResponses: Sendable {
                 return true
             }
             group.addTask {
+                // The liveness bound the hold races: it fails the test instead of hanging it.
                 try await Task.sleep(for: .milliseconds(Int64(within * 1000)))
                 return false
             }

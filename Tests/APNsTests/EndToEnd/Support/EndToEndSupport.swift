@@ -11,7 +11,7 @@ struct EndToEndHarness {
     let pool: APNSConnectionPool
     let client: APNSClient
     let tokens: APNSTokenManager
-    let clock: ManualClock
+    let clock: ManualDurationClock
     let metrics: MetricsRegistry
     let logs: LogCapture
 
@@ -34,8 +34,8 @@ func withHarness<T: Sendable>(
     server: TestAPNsServer? = nil,
     pool configure: (inout APNSConnectionPool.Configuration) -> Void = { _ in },
     retryPolicy: APNSRetryPolicy = .never,
-    clock: ManualClock = ManualClock(epoch: Date()),
-    poolClock: ManualClock? = nil,
+    clock: ManualDurationClock = ManualDurationClock(epoch: Date()),
+    poolClock: ManualDurationClock? = nil,
     _ body: (EndToEndHarness) async throws -> T
 ) async throws -> T {
     let server = try server ?? TestAPNsServer(fake: try TestAPNsServer.makeFake())
@@ -53,7 +53,7 @@ func withHarness<T: Sendable>(
         configuration: configuration,
         logger: logs.logger,
         metrics: metrics,
-        clock: poolClock ?? ManualClock(),
+        clock: poolClock ?? ManualDurationClock(),
         random: MaximumRandom()
     )
     let tokens = APNSTokenManager(signingKey: key, clock: clock, wallClock: clock.wallClock)
@@ -214,7 +214,7 @@ final class Barrier: Sendable {
 
 /// Runs `body` in a task while stepping `clock` past each of `sleeps` retry waits.
 func stepping<T: Sendable>(
-    _ clock: ManualClock,
+    _ clock: ManualDurationClock,
     sleeps: Int,
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {

@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
 
-/// A clock that moves only when a test says so, with a wall-clock view of the same time.
+/// A `Clock` with `Duration` instants that moves only when a test says so, with a wall-clock view
+/// of the same time (HeraldCore's `ManualClock` is the `HeraldClock` one, in dates).
 ///
 /// `sleep` suspends until `advance` moves `now` past the deadline; `nextSleeperDeadline()` waits
 /// until someone sleeps, so a test can step a retry loop without real waiting.
-final class ManualClock: Clock, Sendable {
+final class ManualDurationClock: Clock, Sendable {
     struct Instant: InstantProtocol, CustomStringConvertible {
         var offset: Duration
 
