@@ -1,7 +1,7 @@
 import APNs
 import Foundation
+import HeraldCore
 import HeraldCrypto
-import Synchronization
 import Testing
 
 @Suite struct ProviderTokenTests {
@@ -120,11 +120,12 @@ import Testing
 
 @Suite struct TokenManagerTests {
     private func manager(_ clock: ManualClock) throws -> APNSTokenManager {
-        APNSTokenManager(signingKey: try Fixtures.signingKey(), clock: clock, wallClock: clock.wallClock)
+        APNSTokenManager(signingKey: try Fixtures.signingKey(), clock: clock)
     }
 
     @Test func sameTokenFor49MinutesNewAt50() async throws {
         let clock = ManualClock()
+        let start = clock.now()
         let manager = try manager(clock)
         let first = try await manager.token()
         clock.advance(by: .seconds(49 * 60 + 59))
@@ -134,7 +135,7 @@ import Testing
         #expect(second != first)
         #expect(await manager.tokensGenerated == 2)
         let decoded = try #require(APNSDecodedProviderToken(second))
-        #expect(decoded.issuedAt == clock.epoch.addingTimeInterval(50 * 60))
+        #expect(decoded.issuedAt == start.addingTimeInterval(50 * 60))
     }
 
     @Test func cachedAuthorizationFollowsTheManagerClockAndRejection() async throws {
@@ -210,31 +211,28 @@ import Testing
     @Test func neverMoreThanOnceIn20MinutesUnderRepeatedRejection() async throws {
         let clock = ManualClock()
         let manager = try manager(clock)
-        var signatures: [ManualClock.Instant] = []
+        var signatures: [Duration] = []
         var last = ""
         for _ in 0..<(3 * 60) {
             let token = try await manager.token()
-            if token != last { signatures.append(clock.now) }
+            if token != last { signatures.append(clock.uptime()) }
             last = token
             await manager.invalidate(ifCurrent: token)
             clock.advance(by: .seconds(60))
         }
         #expect(signatures.count == 9)
         for (earlier, later) in zip(signatures, signatures.dropFirst()) {
-            #expect(earlier.duration(to: later) >= .seconds(20 * 60))
+            #expect(later - earlier >= .seconds(20 * 60))
         }
     }
 
     @Test func aWallClockJumpRefreshesAfterTheFloor() async throws {
         let clock = ManualClock()
-        let wall = WallClock(clock.epoch)
-        let manager = APNSTokenManager(
-            signingKey: try Fixtures.signingKey(),
-            clock: clock,
-            wallClock: { wall.now }
-        )
+        let manager = try manager(clock)
         let first = try await manager.token()
-        wall.now = clock.epoch.addingTimeInterval(55 * 60)
+        // The wall clock jumps 45 minutes ahead, then both run 10 minutes: the token's `iat` is 55
+        // minutes old, but it was signed 10 minutes ago.
+        clock.jump(to: clock.now().addingTimeInterval(45 * 60))
         clock.advance(by: .seconds(10 * 60))
         #expect(try await manager.token() == first, "inside the floor")
         clock.advance(by: .seconds(10 * 60))
@@ -256,19 +254,5 @@ import Testing
             refreshInterval: .seconds(7200)
         )
         #expect(lazy.refreshInterval == .seconds(60 * 60))
-    }
-}
-
-/// A settable wall clock.
-final class WallClock: Sendable {
-    private let value: Mutex<Date>
-
-    init(_ now: Date) {
-        self.value = Mutex(now)
-    }
-
-    var now: Date {
-        get { value.withLock { $0 } }
-        set { value.withLock { $0 = newValue } }
     }
 }

@@ -34,7 +34,7 @@ func withHarness<T: Sendable>(
     server: TestAPNsServer? = nil,
     pool configure: (inout APNSConnectionPool.Configuration) -> Void = { _ in },
     retryPolicy: APNSRetryPolicy = .never,
-    clock: ManualClock = ManualClock(epoch: Date()),
+    clock: ManualClock = ManualClock(Date()),
     poolClock: ManualClock? = nil,
     _ body: (EndToEndHarness) async throws -> T
 ) async throws -> T {
@@ -56,7 +56,7 @@ func withHarness<T: Sendable>(
         clock: poolClock ?? ManualClock(),
         random: MaximumRandom()
     )
-    let tokens = APNSTokenManager(signingKey: key, clock: clock, wallClock: clock.wallClock)
+    let tokens = APNSTokenManager(signingKey: key, clock: clock)
     let client = APNSClient(
         transport: pool,
         credentials: .token(key),
@@ -220,7 +220,7 @@ func stepping<T: Sendable>(
 ) async throws -> T {
     let task = Task { try await body() }
     for _ in 0..<sleeps {
-        clock.advance(to: await clock.nextSleeperDeadline())
+        try await clock.advanceToNextDeadline()
     }
     return try await task.value
 }
