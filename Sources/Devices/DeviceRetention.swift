@@ -26,7 +26,7 @@ public struct DeviceRetention: Sendable {
     }
 
     /// Registers the pruning job's handler.
-    public func register(on handlers: inout JobHandlers, clock: any JobClock = SystemJobClock()) {
+    public func register(on handlers: inout JobHandlers, clock: any HeraldClock = SystemClock()) {
         job.register(on: &handlers, clock: clock)
     }
 

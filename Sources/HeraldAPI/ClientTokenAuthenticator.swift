@@ -1,5 +1,5 @@
 public import ClientTokens
-public import Foundation
+import Foundation
 public import HTTPRouting
 public import HeraldCore
 
@@ -12,22 +12,22 @@ public import HeraldCore
 /// token never reaches a log or an error message.
 public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
     public let verifier: ClientTokenVerifier
-    private let now: @Sendable () -> Date
+    private let clock: any HeraldClock
     private let rejections: Counter
 
     /// The path prefix the authenticator guards.
     public static let prefix = "/v1/client"
 
     /// - Parameters:
-    ///   - now: the clock `exp`, `nbf` and `iat` are compared with; tests inject one.
+    ///   - clock: `exp`, `nbf` and `iat` are compared with its time of day; tests inject one.
     ///   - metrics: where rejections are counted.
     public init(
         _ configuration: ClientTokenConfiguration,
-        now: @escaping @Sendable () -> Date = { Date() },
+        clock: any HeraldClock = SystemClock(),
         metrics: MetricsRegistry = .shared
     ) {
         self.verifier = ClientTokenVerifier(configuration)
-        self.now = now
+        self.clock = clock
         self.rejections = metrics.counter(
             "herald_client_token_rejections_total",
             help: "Requests to /v1/client refused for their client token, by reason."
@@ -48,7 +48,7 @@ public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
                 }
                 throw ClientTokenError(.missing, "send the client token as Authorization: Bearer <client token>")
             }
-            return try verifier.verify(token, now: now())
+            return try verifier.verify(token, now: clock.now())
         } catch {
             rejections.increment(labels: [("reason", error.reason.rawValue)])
             throw Self.httpError(error)

@@ -38,9 +38,9 @@ public struct IdempotencyStore: Sendable {
     static let replayedHeaders = ["Content-Type", "Location"]
 
     public let database: any Database
-    public let clock: any JobClock
+    public let clock: any HeraldClock
 
-    public init(database: any Database, clock: any JobClock = SystemJobClock()) {
+    public init(database: any Database, clock: any HeraldClock = SystemClock()) {
         self.database = database
         self.clock = clock
     }

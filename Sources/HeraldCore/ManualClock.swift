@@ -5,8 +5,10 @@ import Synchronization
 ///
 /// Sleeps on it are registered and end when the clock is moved to or past their deadline, or
 /// with `CancellationError` when their task is cancelled; ``waitForSleep(within:matching:)`` lets
-/// a test wait until the code under test sleeps. ``uptime()`` moves with every step forward and
-/// never back, so that intervals stay monotonic when ``set(_:)`` moves the wall time back.
+/// a test wait until the code under test sleeps, and ``advanceToNextDeadline(within:)`` steps it
+/// past that sleep. ``uptime()`` moves with every step forward and never back, so that intervals
+/// stay monotonic when ``set(_:)`` moves the wall time back; ``jump(to:)`` moves the wall time
+/// alone.
 public final class ManualClock: HeraldClock {
     private struct Sleeper {
         var id: Int
@@ -50,12 +52,12 @@ public final class ManualClock: HeraldClock {
 
     /// Moves the clock `seconds` forward, waking every sleep whose deadline has come.
     public func advance(_ seconds: TimeInterval) {
-        move(uptimeStep: nil) { $0.addingTimeInterval(seconds) }
+        move(uptimeStep: nil) { $0.now.addingTimeInterval(seconds) }
     }
 
     /// Moves the clock `duration` forward, waking every sleep whose deadline has come.
     public func advance(by duration: Duration) {
-        move(uptimeStep: duration) { $0.addingTimeInterval(duration.timeInterval) }
+        move(uptimeStep: duration) { $0.now.addingTimeInterval(duration.timeInterval) }
     }
 
     /// Sets the wall time to `date` (back is allowed: a wall clock can be set back; ``uptime()``
@@ -64,11 +66,39 @@ public final class ManualClock: HeraldClock {
         move(uptimeStep: nil) { _ in date }
     }
 
-    /// Moves the wall time by `change`, and ``uptime()`` by `uptimeStep` (exact), or else by the
-    /// wall time's step when it is forward.
-    private func move(uptimeStep: Duration?, _ change: (Date) -> Date) {
-        let due = state.withLock { state in
-            let next = change(state.now)
+    /// Sets the wall time to `date` and leaves ``uptime()`` where it is: the wall clock was set or
+    /// stepped (by hand, by NTP) while monotonic time ran on. Wakes every sleep whose deadline has
+    /// come.
+    public func jump(to date: Date) {
+        move(uptimeStep: .zero) { _ in date }
+    }
+
+    /// Waits until something sleeps on this clock (one already asleep counts), for at most
+    /// `seconds` of real time, then moves the clock to the earliest deadline, waking that sleep:
+    /// one step of a retry or backoff loop under test.
+    ///
+    /// - Returns: the deadline the clock moved to.
+    /// - Throws: ``ManualClockError`` when nothing slept in time.
+    @discardableResult
+    public func advanceToNextDeadline(within seconds: Double = 20) async throws -> Date {
+        while true {
+            try await waitForSleep(within: seconds)
+            // A sleep cancelled since the wait leaves nothing to move to: wait for the next one.
+            let reached = move(uptimeStep: nil) { state in
+                state.sleepers.map(\.deadline).min().map { max(state.now, $0) }
+            }
+            if let reached { return reached }
+        }
+    }
+
+    /// Moves the wall time to what `change` returns (nowhere when `nil`), and ``uptime()`` by
+    /// `uptimeStep` (exact), or else by the wall time's step when it is forward.
+    ///
+    /// - Returns: the new wall time, `nil` when `change` returned `nil`.
+    @discardableResult
+    private func move(uptimeStep: Duration?, _ change: (State) -> Date?) -> Date? {
+        let (moved, due) = state.withLock { state -> (Date?, [Sleeper]) in
+            guard let next = change(state) else { return (nil, []) }
             let step = next.timeIntervalSince(state.now)
             if let uptimeStep {
                 state.uptime += max(.zero, uptimeStep)
@@ -76,9 +106,10 @@ public final class ManualClock: HeraldClock {
                 state.uptime += Duration(timeInterval: step)
             }
             state.now = next
-            return Self.takeDue(&state)
+            return (next, Self.takeDue(&state))
         }
         for sleeper in due { sleeper.continuation.resume() }
+        return moved
     }
 
     public func sleep(until deadline: Date) async throws {

@@ -22,7 +22,7 @@ public struct HourlyJob: Sendable {
     }
 
     /// Registers the job's handler, which reads the time from `clock`.
-    public func register(on handlers: inout JobHandlers, clock: any JobClock = SystemJobClock()) {
+    public func register(on handlers: inout JobHandlers, clock: any HeraldClock = SystemClock()) {
         handlers.register(kind, options: JobKindOptions(maxAttempts: 3, retryBase: 60)) { [work] _ in
             try await work(clock.now())
             return .done

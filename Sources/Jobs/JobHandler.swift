@@ -122,10 +122,3 @@ public struct JobHandlers: Sendable {
     /// The registered kinds, sorted.
     public var kinds: [String] { entries.keys.sorted() }
 }
-
-/// Where the queue reads the time and sleeps: Herald's one clock; tests inject a
-/// ``HeraldCore/ManualClock`` they move by hand.
-public typealias JobClock = HeraldClock
-
-/// The real clock.
-public typealias SystemJobClock = SystemClock

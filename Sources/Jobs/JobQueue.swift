@@ -26,7 +26,7 @@ public final class JobQueue: Sendable {
 
     public let database: any Database
     public let handlers: JobHandlers
-    public let clock: any JobClock
+    public let clock: any HeraldClock
     /// Signalled when this process adds a job or a running one finishes; its timed waits run on
     /// ``clock``.
     public let wakeup: JobWakeup
@@ -35,7 +35,7 @@ public final class JobQueue: Sendable {
     public init(
         database: any Database,
         handlers: JobHandlers,
-        clock: any JobClock = SystemJobClock(),
+        clock: any HeraldClock = SystemClock(),
         metrics: MetricsRegistry = .shared
     ) {
         self.database = database

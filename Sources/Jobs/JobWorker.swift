@@ -355,7 +355,7 @@ public final class JobWorker: Service {
                         "jobs": .int(outcomes.count), "attempt": .int(attempt), "error": .string("\(error)"),
                     ]
                 )
-                try? await Task.sleep(for: .milliseconds(200 * attempt))
+                try? await queue.clock.sleep(for: .milliseconds(200 * attempt))
             }
         }
         logger.error(

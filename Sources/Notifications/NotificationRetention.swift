@@ -23,7 +23,7 @@ public struct NotificationRetention: Sendable {
     }
 
     /// Registers the pruning job's handler.
-    public func register(on handlers: inout JobHandlers, clock: any JobClock = SystemJobClock()) {
+    public func register(on handlers: inout JobHandlers, clock: any HeraldClock = SystemClock()) {
         job.register(on: &handlers, clock: clock)
     }
 

@@ -16,7 +16,7 @@ struct PendingPages: Sendable {
     let store: NotificationStore
     let notification: StoredNotification
     let owner: String
-    let clock: any JobClock
+    let clock: any HeraldClock
     let sendLease: TimeInterval
     let pageSize: Int
     /// The audience still being resolved, with its resolver; `nil` when every device is a row.
@@ -30,7 +30,7 @@ struct PendingPages: Sendable {
         store: NotificationStore,
         notification: StoredNotification,
         owner: String,
-        clock: any JobClock,
+        clock: any HeraldClock,
         sendLease: TimeInterval,
         pageSize: Int,
         resolving: (state: AudienceState, resolver: any AudienceResolver)?

@@ -18,7 +18,7 @@ import Storage
 public struct NotificationSender: Sendable {
     public let store: NotificationStore
     public let clients: APNSClientProvider
-    public let clock: any JobClock
+    public let clock: any HeraldClock
     /// Requests in flight at once for one notification.
     public var maximumInFlight: Int
     /// Results written per transaction at most; a full batch is written at once.
@@ -40,7 +40,7 @@ public struct NotificationSender: Sendable {
     public init(
         store: NotificationStore,
         clients: APNSClientProvider,
-        clock: any JobClock = SystemJobClock(),
+        clock: any HeraldClock = SystemClock(),
         maximumInFlight: Int = 1_000,
         flushEvery: Int = 500,
         flushInterval: TimeInterval = 0.05,
@@ -389,7 +389,7 @@ public struct NotificationSender: Sendable {
         _ request: APNSRequest,
         item: DeliveryResult,
         client: APNSClient,
-        clock: any JobClock,
+        clock: any HeraldClock,
         isLastAttempt: Bool
     ) async -> DeliveryResult? {
         var result = item

@@ -107,7 +107,7 @@ final class ResultBuffer: Sendable {
     }
 
     /// Returns at `deadline` on `clock`, or earlier when woken.
-    func wait(until deadline: Date, clock: any JobClock) async throws {
+    func wait(until deadline: Date, clock: any HeraldClock) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await clock.sleep(until: deadline) }
             group.addTask { await self.wakeup.wait(for: nil) }
@@ -125,7 +125,7 @@ struct ResultWriter: Sendable {
     let store: NotificationStore
     let notification: StoredNotification
     let owner: String
-    let clock: any JobClock
+    let clock: any HeraldClock
     let sendLease: TimeInterval
 
     /// Another sender took the notification over while this one sent (its claim expired).

@@ -107,7 +107,7 @@ extension RelayService {
         let (rawToken, rawID) = Self.rawSegments(request)
         let push: RelayedPush
         do {
-            push = try translation.translate(rawToken: rawToken, rawID: rawID, request: request, now: now())
+            push = try translation.translate(rawToken: rawToken, rawID: rawID, request: request, now: clock.now())
         } catch {
             count(error.encoding, status: error.status)
             return .answered(.error(status: error.status, code: error.code, message: error.message))

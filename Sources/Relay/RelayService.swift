@@ -32,7 +32,8 @@ public final class RelayService: Service {
     private let budgets: [APNSSendBudget]
     let translation: WebPushTranslation
     let logger: Logger
-    let now: @Sendable () -> Date
+    /// WebPush TTLs count from its time of day.
+    let clock: any HeraldClock
     /// Set by ``triggerGracefulShutdown()``: new pushes get 503.
     let stopping = Atomic(false)
     /// Finished by ``triggerGracefulShutdown()``: `run()` then drains.
@@ -71,7 +72,7 @@ public final class RelayService: Service {
         self.budgets = budgets
         self.translation = WebPushTranslation(topic: configuration.topic)
         self.logger = logger
-        self.now = { clock.now() }
+        self.clock = clock
         relayRequests = metrics.counter(
             "herald_relay_requests_total",
             help: "Relay requests answered, by content encoding and HTTP status."

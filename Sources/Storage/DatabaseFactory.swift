@@ -10,6 +10,7 @@ public enum DatabaseFactory {
     ///   - logger: where the drivers log; the password is never logged.
     ///   - metrics: where statement durations, errors and reconnects are recorded.
     ///   - options: PostgreSQL's statement timeout, keepalives and pool acquire deadline.
+    ///   - clock: PostgreSQL's pause before listening again after a failed LISTEN sleeps on it.
     /// - Returns: an open database; call ``Database/close()`` when done.
     /// - Throws: ``DatabaseError`` with ``DatabaseError/Code/invalidURL`` or
     ///   ``DatabaseError/Code/connectionFailed``.
@@ -17,13 +18,20 @@ public enum DatabaseFactory {
         url: String,
         logger: Logger,
         metrics: MetricsRegistry = .shared,
-        options: DatabaseOptions = DatabaseOptions()
+        options: DatabaseOptions = DatabaseOptions(),
+        clock: any HeraldClock = SystemClock()
     ) async throws -> any Database {
         switch try DatabaseURL(parsing: url) {
         case .sqlite(let path):
             return try await SQLiteDatabase.open(path: path, logger: logger, metrics: metrics)
         case .postgres(let postgres):
-            return try await PostgresDatabase.open(postgres, logger: logger, metrics: metrics, options: options)
+            return try await PostgresDatabase.open(
+                postgres,
+                logger: logger,
+                metrics: metrics,
+                options: options,
+                clock: clock
+            )
         }
     }
 

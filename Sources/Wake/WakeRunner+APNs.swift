@@ -173,7 +173,7 @@ extension WakeRunner {
     }
 
     /// One device's push; the client retries 429 and 5xx answers as it does for notifications.
-    private static func push(_ request: APNSRequest, client: APNSClient, clock: any JobClock) async -> PushResult {
+    private static func push(_ request: APNSRequest, client: APNSClient, clock: any HeraldClock) async -> PushResult {
         do {
             switch try await client.send(request) {
             case .delivered:

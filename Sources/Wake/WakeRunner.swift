@@ -19,7 +19,7 @@ public final class WakeRunner: Sendable {
     /// The APNs clients (shared with notifications); `nil` when no app is configured.
     public let clients: APNSClientProvider?
     public let publisher: (any WakeRecordPublisher)?
-    public let clock: any JobClock
+    public let clock: any HeraldClock
     /// `HERALD_WAKE_MIN_INTERVAL`: the least time between two wake pings to one device.
     public let minimumInterval: TimeInterval
     /// Devices read per page.
@@ -43,7 +43,7 @@ public final class WakeRunner: Sendable {
         devices: DeviceStore,
         clients: APNSClientProvider?,
         publisher: (any WakeRecordPublisher)?,
-        clock: any JobClock = SystemJobClock(),
+        clock: any HeraldClock = SystemClock(),
         minimumInterval: TimeInterval = WakeRunner.defaultMinimumInterval,
         pageSize: Int = 1_000,
         maximumInFlight: Int = 1_000,

@@ -120,8 +120,7 @@ import Testing
     @Test func aTokenOlderThanAnHourIsExpiredProviderToken() async throws {
         try await withSimulator { fixture in
             // The client stamps iat from a clock two hours behind the simulator's.
-            let behind = fixture.clock.now().addingTimeInterval(-7200)
-            let (client, pool) = fixture.makeClient(wallClock: { behind })
+            let (client, pool) = fixture.makeClient(clock: TestClock(fixture.clock.now().addingTimeInterval(-7200)))
             let answer = try await client.send(try Self.alert()).answer
             #expect(answer.status == 403)
             #expect(answer.reason == "ExpiredProviderToken")
@@ -144,19 +143,21 @@ import Testing
         try await withSimulator { fixture in
             let (first, pool) = fixture.makeClient()
             #expect(try await first.send(try Self.alert()).isDelivered)
-            // Another token manager for the same key signs its own token; same pool, so same
-            // connection.
+            // Another token manager for the same key, on a clock a second ahead, signs its own
+            // token; same pool, so same connection.
+            let ahead = TestClock(fixture.clock.now().addingTimeInterval(1))
             let second = APNSClient(
                 transport: pool,
                 credentials: .token(fixture.key),
                 retryPolicy: .never,
-                wallClock: { fixture.clock.now().addingTimeInterval(1) }
+                clock: ahead
             )
             let answer = try await second.send(try Self.alert()).answer
             #expect(answer.status == 429)
             #expect(answer.reason == "TooManyProviderTokenUpdates")
             #expect(try await first.send(try Self.alert()).isDelivered)
             fixture.clock.advance(by: 20 * 60)
+            ahead.advance(by: 20 * 60)
             #expect(try await second.send(try Self.alert()).isDelivered)
             await pool.shutdown()
         }

@@ -1,11 +1,14 @@
 import APNs
 import Foundation
+import HeraldCore
 import HeraldCrypto
 import Testing
 
 @Suite(.timeLimit(.minutes(1))) struct ClientTests {
     struct Harness {
-        var clock: ManualDurationClock
+        var clock: ManualClock
+        /// Where `clock` started.
+        var start: Date
         var fake: FakeAPNs
         var tokens: APNSTokenManager
         var client: APNSClient
@@ -13,16 +16,17 @@ import Testing
 
     /// A client over the fake APNs, both on one manual clock; `skew` moves the fake's wall clock.
     private func harness(retryPolicy: APNSRetryPolicy = .default, skew: TimeInterval = 0) throws -> Harness {
-        let clock = ManualDurationClock()
+        let clock = ManualClock()
+        let start = clock.now()
         let key = try Fixtures.signingKey()
         let fake = FakeAPNs(
             bundleID: Fixtures.bundleID,
             keyID: Fixtures.keyID,
             teamID: Fixtures.teamID,
             publicKey: try P256PublicKey(pemRepresentation: Fixtures.p8PublicKey),
-            wallClock: { clock.wallNow.addingTimeInterval(skew) }
+            wallClock: { clock.now().addingTimeInterval(skew) }
         )
-        let tokens = APNSTokenManager(signingKey: key, clock: clock, wallClock: clock.wallClock)
+        let tokens = APNSTokenManager(signingKey: key, clock: clock)
         let client = APNSClient(
             transport: fake,
             credentials: .token(key),
@@ -31,18 +35,18 @@ import Testing
             clock: clock,
             random: SeededRandom(seed: 7)
         )
-        return Harness(clock: clock, fake: fake, tokens: tokens, client: client)
+        return Harness(clock: clock, start: start, fake: fake, tokens: tokens, client: client)
     }
 
     /// Runs `body`, advancing the clock past each of `sleeps` retry waits.
     private func run<T: Sendable>(
-        _ clock: ManualDurationClock,
+        _ clock: ManualClock,
         sleeps: Int,
         _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let task = Task { try await body() }
         for _ in 0..<sleeps {
-            clock.advance(to: await clock.nextSleeperDeadline())
+            try await clock.advanceToNextDeadline()
         }
         return try await task.value
     }
@@ -61,7 +65,7 @@ import Testing
         #expect(sent.path == "/3/device/" + Fixtures.token)
         let authorization = try #require(sent.headers.value(forName: "authorization"))
         let token = try #require(APNSDecodedProviderToken(authorization))
-        #expect(token.issuedAt == h.clock.epoch)
+        #expect(token.issuedAt == h.start)
         #expect(token.keyID == Fixtures.keyID)
     }
 
@@ -109,7 +113,7 @@ import Testing
         #expect(delivery.attempts == 3)
         #expect(h.fake.received.count == 3)
         #expect(h.clock.sleepCount == 2)
-        #expect(h.clock.now.offset <= .milliseconds(1500))
+        #expect(h.clock.uptime() <= .milliseconds(1500))
     }
 
     @Test func throttledForeverGivesUpAfterThreeAttempts() async throws {
@@ -240,7 +244,7 @@ import Testing
         h.fake.throttle(Fixtures.token, count: 100)
         let client = h.client
         let task = Task { try await client.send(Fixtures.alertRequest()) }
-        _ = await h.clock.nextSleeperDeadline()
+        try await h.clock.waitForSleep()
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
         #expect(h.fake.received.count == 1)
@@ -264,8 +268,7 @@ import Testing
         let client = APNSClient(
             transport: h.fake,
             credentials: .token(try Fixtures.signingKey()),
-            clock: h.clock,
-            wallClock: h.clock.wallClock
+            clock: h.clock
         )
         #expect(try await client.send(Fixtures.alertRequest()).isDelivered)
     }
@@ -291,7 +294,7 @@ import Testing
             bundleID: Fixtures.bundleID,
             channelID: channel,
             storagePolicy: .noMessageStored,
-            payload: APNSLiveActivityPayload.update(contentState: ["score": "1-0"], timestamp: h.clock.wallNow),
+            payload: APNSLiveActivityPayload.update(contentState: ["score": "1-0"], timestamp: h.clock.now()),
             requestID: requestID
         )
         guard case .delivered(let delivery) = try await h.client.send(broadcast) else {
@@ -353,7 +356,7 @@ import Testing
                 teamID: Fixtures.teamID,
                 privateKey: P256PrivateKey()
             ),
-            issuedAt: h.clock.wallNow
+            issuedAt: h.clock.now()
         )
         #expect(
             APNSErrorResponse(try await h.fake.send(request.httpRequest(authorization: forged.value))).reason

@@ -1,7 +1,7 @@
 import APNs
 import Foundation
+import HeraldCore
 import HeraldCrypto
-import Synchronization
 import Testing
 
 @Suite struct ProviderTokenTests {
@@ -119,12 +119,13 @@ import Testing
 }
 
 @Suite struct TokenManagerTests {
-    private func manager(_ clock: ManualDurationClock) throws -> APNSTokenManager {
-        APNSTokenManager(signingKey: try Fixtures.signingKey(), clock: clock, wallClock: clock.wallClock)
+    private func manager(_ clock: ManualClock) throws -> APNSTokenManager {
+        APNSTokenManager(signingKey: try Fixtures.signingKey(), clock: clock)
     }
 
     @Test func sameTokenFor49MinutesNewAt50() async throws {
-        let clock = ManualDurationClock()
+        let clock = ManualClock()
+        let start = clock.now()
         let manager = try manager(clock)
         let first = try await manager.token()
         clock.advance(by: .seconds(49 * 60 + 59))
@@ -134,11 +135,11 @@ import Testing
         #expect(second != first)
         #expect(await manager.tokensGenerated == 2)
         let decoded = try #require(APNSDecodedProviderToken(second))
-        #expect(decoded.issuedAt == clock.epoch.addingTimeInterval(50 * 60))
+        #expect(decoded.issuedAt == start.addingTimeInterval(50 * 60))
     }
 
     @Test func cachedAuthorizationFollowsTheManagerClockAndRejection() async throws {
-        let clock = ManualDurationClock()
+        let clock = ManualClock()
         let manager = try manager(clock)
         #expect(manager.cachedAuthorization() == nil)
         let first = try await manager.token()
@@ -159,7 +160,7 @@ import Testing
     }
 
     @Test func aThousandConcurrentCallersCauseOneSignature() async throws {
-        let clock = ManualDurationClock()
+        let clock = ManualClock()
         let manager = try manager(clock)
         let tokens = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<1000 {
@@ -174,7 +175,7 @@ import Testing
     }
 
     @Test func invalidatingTwiceWithTheSameTokenRefreshesOnce() async throws {
-        let clock = ManualDurationClock()
+        let clock = ManualClock()
         let manager = try manager(clock)
         let first = try await manager.token()
         clock.advance(by: .seconds(25 * 60))
@@ -189,7 +190,7 @@ import Testing
     }
 
     @Test func insideTheFloorTheRejectedTokenStaysUntil20Minutes() async throws {
-        let clock = ManualDurationClock()
+        let clock = ManualClock()
         let manager = try manager(clock)
         let first = try await manager.token()
         clock.advance(by: .seconds(5 * 60))
@@ -208,33 +209,30 @@ import Testing
     }
 
     @Test func neverMoreThanOnceIn20MinutesUnderRepeatedRejection() async throws {
-        let clock = ManualDurationClock()
+        let clock = ManualClock()
         let manager = try manager(clock)
-        var signatures: [ManualDurationClock.Instant] = []
+        var signatures: [Duration] = []
         var last = ""
         for _ in 0..<(3 * 60) {
             let token = try await manager.token()
-            if token != last { signatures.append(clock.now) }
+            if token != last { signatures.append(clock.uptime()) }
             last = token
             await manager.invalidate(ifCurrent: token)
             clock.advance(by: .seconds(60))
         }
         #expect(signatures.count == 9)
         for (earlier, later) in zip(signatures, signatures.dropFirst()) {
-            #expect(earlier.duration(to: later) >= .seconds(20 * 60))
+            #expect(later - earlier >= .seconds(20 * 60))
         }
     }
 
     @Test func aWallClockJumpRefreshesAfterTheFloor() async throws {
-        let clock = ManualDurationClock()
-        let wall = WallClock(clock.epoch)
-        let manager = APNSTokenManager(
-            signingKey: try Fixtures.signingKey(),
-            clock: clock,
-            wallClock: { wall.now }
-        )
+        let clock = ManualClock()
+        let manager = try manager(clock)
         let first = try await manager.token()
-        wall.now = clock.epoch.addingTimeInterval(55 * 60)
+        // The wall clock jumps 45 minutes ahead, then both run 10 minutes: the token's `iat` is 55
+        // minutes old, but it was signed 10 minutes ago.
+        clock.jump(to: clock.now().addingTimeInterval(45 * 60))
         clock.advance(by: .seconds(10 * 60))
         #expect(try await manager.token() == first, "inside the floor")
         clock.advance(by: .seconds(10 * 60))
@@ -244,7 +242,7 @@ import Testing
     @Test func intervalsAreClampedToApplesLimits() throws {
         let manager = APNSTokenManager(
             signingKey: try Fixtures.signingKey(),
-            clock: ManualDurationClock(),
+            clock: ManualClock(),
             refreshInterval: .seconds(5),
             minimumRefreshInterval: .seconds(1)
         )
@@ -252,23 +250,9 @@ import Testing
         #expect(manager.minimumRefreshInterval == .seconds(20 * 60))
         let lazy = APNSTokenManager(
             signingKey: try Fixtures.signingKey(),
-            clock: ManualDurationClock(),
+            clock: ManualClock(),
             refreshInterval: .seconds(7200)
         )
         #expect(lazy.refreshInterval == .seconds(60 * 60))
-    }
-}
-
-/// A settable wall clock.
-final class WallClock: Sendable {
-    private let value: Mutex<Date>
-
-    init(_ now: Date) {
-        self.value = Mutex(now)
-    }
-
-    var now: Date {
-        get { value.withLock { $0 } }
-        set { value.withLock { $0 = newValue } }
     }
 }

@@ -4,7 +4,6 @@ import HTTPRouting
 import HeraldAPI
 import HeraldCore
 import HeraldCrypto
-import Synchronization
 import Testing
 
 /// `/v1/client`'s authentication: the 401 (or 403) a refused client token gets, and its count.
@@ -31,10 +30,10 @@ import Testing
 
     @Test func acceptsAValidTokenAndRefusesEachProblemWithItsReason() throws {
         let metrics = MetricsRegistry()
-        let clock = Mutex(Self.issued)
+        let clock = ManualClock(Self.issued)
         let authenticator = ClientTokenAuthenticator(
             ClientTokenConfiguration(secret: Self.secret),
-            now: { clock.withLock { $0 } },
+            clock: clock,
             metrics: metrics
         )
         let token = try Self.token()
@@ -60,9 +59,9 @@ import Testing
         }
 
         // 59 s after exp it is still valid; at 60 s it has expired (the injected clock).
-        clock.withLock { $0 = Self.issued.addingTimeInterval(3_659) }
+        clock.set(Self.issued.addingTimeInterval(3_659))
         #expect(try authenticator.authenticate(Self.request("Bearer \(token)")).subject == "u1")
-        clock.withLock { $0 = Self.issued.addingTimeInterval(3_660) }
+        clock.set(Self.issued.addingTimeInterval(3_660))
         let expired = refusal(authenticator, Self.request("Bearer \(token)"))
         #expect(expired.status == 401)
         #expect(expired.errorCode == "expired")

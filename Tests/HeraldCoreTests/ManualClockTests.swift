@@ -60,6 +60,33 @@ import Testing
         #expect(clock.elapsed(since: .milliseconds(1500)) == .seconds(2))
     }
 
+    @Test func aJumpMovesTheWallTimeAloneAndWakesTheSleepsItPasses() async throws {
+        let clock = ManualClock(start)
+        let sleeper = Task { try await clock.sleep(until: self.start.addingTimeInterval(3600)) }
+        try await clock.waitForSleep(within: 120)
+        clock.jump(to: start.addingTimeInterval(3600))
+        try await sleeper.value
+        #expect(clock.now() == start.addingTimeInterval(3600))
+        #expect(clock.uptime() == .zero)
+        clock.advance(by: .seconds(2))
+        #expect(clock.uptime() == .seconds(2))
+    }
+
+    @Test func advancingToTheNextDeadlineStepsASleepingLoop() async throws {
+        let clock = ManualClock(start)
+        let loop = Task {
+            for _ in 0..<3 { try await clock.sleep(for: .milliseconds(250)) }
+        }
+        for step in 1...3 {
+            let reached = try await clock.advanceToNextDeadline(within: 120)
+            #expect(reached == start.addingTimeInterval(0.25 * Double(step)))
+        }
+        try await loop.value
+        #expect(clock.sleepCount == 3)
+        #expect(clock.uptime() == .milliseconds(750))
+        await #expect(throws: ManualClockError.self) { try await clock.advanceToNextDeadline(within: 0.05) }
+    }
+
     @Test func waitingForASleepThatNeverComesThrows() async {
         let clock = ManualClock(start)
         await #expect(throws: ManualClockError.self) { try await clock.waitForSleep(within: 0.05) }

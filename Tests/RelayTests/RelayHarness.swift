@@ -60,7 +60,7 @@ struct RelayHarness {
 
         var endpoint = simulator.endpoint
         if let apnsPort { endpoint.port = apnsPort }
-        let tokens = APNSTokenManager(signingKey: key, clock: ContinuousClock())
+        let tokens = APNSTokenManager(signingKey: key, clock: SystemClock())
         var poolConfiguration = APNSConnectionPool.Configuration()
         // Generous: at the start of a full run the machine is loaded and a TLS handshake can take
         // seconds. A closed port (the outage tests) is refused at once whatever the timeout.

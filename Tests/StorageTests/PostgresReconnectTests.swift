@@ -3,6 +3,7 @@ import DatabaseTestSupport
 import Foundation
 import HeraldCore
 import Storage
+import Synchronization
 import Testing
 
 @Suite("PostgreSQL reconnects")
@@ -76,6 +77,55 @@ struct PostgresReconnectTests {
             for try await value in group { sum += value }
             #expect(sum == Int64(count * (count - 1) / 2))
         }
+    }
+
+    @Test("with the server gone, LISTEN is retried after a pause that sleeps on the database's clock")
+    func listenRetriesAfterAPauseOnTheClock() async throws {
+        let server = try await PrivatePostgres.start()
+        do {
+            try await exerciseListenRetry(server)
+        } catch {
+            await server.destroy()
+            throw error
+        }
+        await server.destroy()
+    }
+
+    private func exerciseListenRetry(_ server: PrivatePostgres) async throws {
+        let clock = ManualClock()
+        let start = clock.now()
+        let db = try await DatabaseFactory.open(
+            url: server.url + "?pool_size=1",
+            logger: TestDatabase.quiet,
+            clock: clock
+        )
+        let listens = Mutex(0)
+        let (listening, listeningAgain, delivered) = (Latch(), Latch(), Latch())
+        // `nil` says the connection (re)started listening; a payload is a notification.
+        let subscription = try await db.subscribe(channel: "clock_test") { payload in
+            guard let payload else {
+                let count = listens.withLock { count in
+                    count += 1
+                    return count
+                }
+                (count == 1 ? listening : listeningAgain).open()
+                return
+            }
+            if payload == "after" { delivered.open() }
+        }
+        try await withDeadline("the first LISTEN", timeout: .seconds(60)) { try await listening.wait() }
+
+        // The connection breaks and reconnecting fails: the subscription pauses 0.2 s on the
+        // manual clock, and listens again once the server is back and the clock has moved.
+        try await server.stop()
+        try await clock.waitForSleep(within: 60)
+        try await server.start()
+        #expect(try await clock.advanceToNextDeadline(within: 60) == start.addingTimeInterval(0.2))
+        try await withDeadline("listening again", timeout: .seconds(60)) { try await listeningAgain.wait() }
+        try await db.execute("SELECT pg_notify('clock_test', 'after')", [])
+        try await withDeadline("the notification", timeout: .seconds(60)) { try await delivered.wait() }
+        await subscription.cancel()
+        await db.close()
     }
 
     @Test("a connection killed mid-statement fails that statement clearly; the next call reconnects")

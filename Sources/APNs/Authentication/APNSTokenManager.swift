@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import HeraldCore
 import Synchronization
 
@@ -71,23 +71,6 @@ public actor APNSTokenManager: APNSTokenProvider {
         self.clock = clock
         self.refreshInterval = refresh
         self.minimumRefreshInterval = min(max(minimumRefreshInterval, .seconds(20 * 60)), refresh)
-    }
-
-    /// A manager timing refreshes on `clock` and stamping `iat` from `wallClock`, for callers that
-    /// hold the two apart; the pair becomes one ``HeraldClock``.
-    public init<C: Clock<Duration>>(
-        signingKey: APNSSigningKey,
-        clock: C,
-        wallClock: @escaping @Sendable () -> Date = { Date() },
-        refreshInterval: Duration = .seconds(50 * 60),
-        minimumRefreshInterval: Duration = .seconds(20 * 60)
-    ) {
-        self.init(
-            signingKey: signingKey,
-            clock: SplitClock(clock: clock, wallClock: wallClock),
-            refreshInterval: refreshInterval,
-            minimumRefreshInterval: minimumRefreshInterval
-        )
     }
 
     /// The current token, signing a new one when none exists, the current one is
@@ -167,27 +150,5 @@ private final class APNSTokenFastPath: Sendable {
         self.authorization = authorization
         self.refreshAfter = refreshAfter
         self.wallRefreshAt = wallRefreshAt
-    }
-}
-
-/// A Swift `Clock` for intervals and sleeps and a closure for the time of day, seen as one
-/// ``HeraldClock``.
-struct SplitClock<C: Clock<Duration>>: HeraldClock {
-    let clock: C
-    let origin: C.Instant
-    let wallClock: @Sendable () -> Date
-
-    init(clock: C, wallClock: @escaping @Sendable () -> Date) {
-        self.clock = clock
-        self.origin = clock.now
-        self.wallClock = wallClock
-    }
-
-    func now() -> Date { wallClock() }
-
-    func uptime() -> Duration { origin.duration(to: clock.now) }
-
-    func sleep(until deadline: Date) async throws {
-        try await clock.sleep(for: Duration(timeInterval: max(0, deadline.timeIntervalSince(wallClock()))))
     }
 }

@@ -1,5 +1,5 @@
 /// Supplies the provider token for each request. ``APNSTokenManager`` is the implementation;
-/// the protocol lets the client take one without knowing its clock type. Providers are shared
+/// the protocol keeps the client apart from how tokens are made and refreshed. Providers are shared
 /// objects (one per signing key), so the client holds a reference rather than an existential
 /// value it would copy on every send.
 public protocol APNSTokenProvider: AnyObject, Sendable {

@@ -86,7 +86,7 @@ extension APNSClient {
                             "kind": .string(label), "attempt": .int(attempt), "delay_ms": .int(delay.milliseconds),
                         ]
                     )
-                    try await shared.sleep(delay)
+                    try await shared.clock.sleep(for: delay)
                     attempt += 1
                     continue
                 case .giveUp:
@@ -115,7 +115,7 @@ extension APNSClient {
                         "delay_ms": .int(delay.milliseconds),
                     ]
                 )
-                try await shared.sleep(delay)
+                try await shared.clock.sleep(for: delay)
                 attempt += 1
             case .giveUp:
                 return .failure(failure, attempts: sent)

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import HeraldCore
 import Synchronization
 
@@ -12,7 +12,7 @@ import Synchronization
 /// ``APNSSendBudget``, the count of pushes waiting for APNs.
 ///
 /// ```swift
-/// let tokens = APNSTokenManager(signingKey: key, clock: ContinuousClock())
+/// let tokens = APNSTokenManager(signingKey: key, clock: SystemClock())
 /// let client = APNSClient(transport: pool, credentials: .token(key), tokenProvider: tokens)
 /// switch try await client.send(request) {
 /// case .delivered: break
@@ -55,7 +55,8 @@ public struct APNSClient: Sendable {
         let retryPolicy: APNSRetryPolicy
         let budget: APNSSendBudget
         let logger: Logger
-        let sleep: @Sendable (Duration) async throws -> Void
+        /// Retry waits sleep on it.
+        let clock: any HeraldClock
         let random: RandomSource
         let followUps: FollowUps
 
@@ -65,7 +66,7 @@ public struct APNSClient: Sendable {
             retryPolicy: APNSRetryPolicy,
             budget: APNSSendBudget,
             logger: Logger,
-            sleep: @escaping @Sendable (Duration) async throws -> Void,
+            clock: any HeraldClock,
             random: RandomSource,
             followUps: FollowUps
         ) {
@@ -74,7 +75,7 @@ public struct APNSClient: Sendable {
             self.retryPolicy = retryPolicy
             self.budget = budget
             self.logger = logger
-            self.sleep = sleep
+            self.clock = clock
             self.random = random
             self.followUps = followUps
         }
@@ -86,7 +87,7 @@ public struct APNSClient: Sendable {
                 retryPolicy: retryPolicy,
                 budget: budget,
                 logger: logger,
-                sleep: sleep,
+                clock: clock,
                 random: random,
                 followUps: followUps
             )
@@ -97,28 +98,27 @@ public struct APNSClient: Sendable {
     ///   - transport: sends to the host this client is for.
     ///   - credentials: token credentials add `authorization`; certificate credentials add nothing.
     ///   - tokenProvider: the shared token manager for token credentials; when `nil`, the client
-    ///     makes its own ``APNSTokenManager`` on `clock` and `wallClock`.
+    ///     makes its own ``APNSTokenManager`` on `clock`.
     ///   - retryPolicy: when to send again.
     ///   - budget: the count of pushes waiting for APNs, shared with other clients or not.
-    ///   - clock: times retry waits (and the token manager the client makes).
-    ///   - wallClock: `iat` for the token manager the client makes.
+    ///   - clock: retry waits sleep on it; the token manager the client makes times refreshes
+    ///     and stamps `iat` with it.
     ///   - random: the jitter source.
     ///   - logger: retries and refreshes at debug and notice; never tokens or payloads.
-    public init<C: Clock<Duration>>(
+    public init(
         transport: any APNSTransport,
         credentials: APNSCredentials,
         tokenProvider: (any APNSTokenProvider)? = nil,
         retryPolicy: APNSRetryPolicy = .default,
         budget: APNSSendBudget = APNSSendBudget(),
-        clock: C = ContinuousClock(),
-        wallClock: @escaping @Sendable () -> Date = { Date() },
+        clock: any HeraldClock = SystemClock(),
         random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
         logger: Logger = Logger(label: "herald.apns")
     ) {
         let provider: (any APNSTokenProvider)?
         switch credentials {
         case .token(let key):
-            provider = tokenProvider ?? APNSTokenManager(signingKey: key, clock: clock, wallClock: wallClock)
+            provider = tokenProvider ?? APNSTokenManager(signingKey: key, clock: clock)
         case .certificate:
             provider = nil
         }
@@ -128,7 +128,7 @@ public struct APNSClient: Sendable {
             retryPolicy: retryPolicy,
             budget: budget,
             logger: logger,
-            sleep: { duration in try await clock.sleep(for: duration) },
+            clock: clock,
             random: RandomSource(random),
             followUps: FollowUps()
         )

@@ -67,15 +67,16 @@ public final class APNSConnectionPool: APNSTransport {
     ///     file or certificate that cannot be loaded makes every connect fail with a clear error.
     ///   - logger: connects, disconnects and connect failures at notice and warning.
     ///   - metrics: where the pool's and its connections' metrics go.
-    ///   - clock: times the reconnect backoff (tests pass a manual clock).
+    ///   - clock: times the reconnect backoff with its ``HeraldCore/HeraldClock/uptime()``, read
+    ///     only while a backoff is on (tests pass a manual clock).
     ///   - random: the backoff jitter.
-    public init<C: Clock<Duration>>(
+    public init(
         endpoint: APNSEndpoint,
         tls: APNSTLSConfiguration,
         configuration: Configuration = .init(),
         logger: Logger,
         metrics: MetricsRegistry = .shared,
-        clock: C = ContinuousClock(),
+        clock: any HeraldClock = SystemClock(),
         random: some RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) {
         self.endpoint = endpoint
@@ -101,7 +102,6 @@ public final class APNSConnectionPool: APNSTransport {
             "herald_apns_requests_total",
             help: "Requests sent to APNs by response status (error: no response)."
         )
-        let origin = clock.now
         let backoff = configuration.reconnectBackoff
         self.state = Mutex(
             PoolState(
@@ -109,7 +109,7 @@ public final class APNSConnectionPool: APNSTransport {
                 maxConnections: configuration.maxConnections,
                 backoff: APNSRetryPolicy(initialBackoff: backoff.initial, maxBackoff: backoff.maximum),
                 random: random,
-                now: { origin.duration(to: clock.now) },
+                now: { clock.uptime() },
                 connections: metrics.gauge("herald_apns_connections", help: "Open connections to APNs by endpoint.")
             )
         )

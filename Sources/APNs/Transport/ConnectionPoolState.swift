@@ -76,7 +76,8 @@ struct ConnectionPoolState<Connection: PooledConnection> {
     private let connections: Gauge
     private let connectionLabels: MetricLabels
     private var random: any RandomNumberGenerator & Sendable
-    /// The pool's monotonic time since its creation; read only where backoff matters.
+    /// The pool clock's monotonic reading (``HeraldCore/HeraldClock/uptime()``); read only where
+    /// backoff matters.
     private let now: @Sendable () -> Duration
 
     private(set) var phase = Phase.running
@@ -84,7 +85,7 @@ struct ConnectionPoolState<Connection: PooledConnection> {
     private var nextID = 1
     private(set) var connecting: ConnectAttempt?
     private(set) var consecutiveFailures = 0
-    /// When the next connect may start (monotonic, from the pool's origin).
+    /// When the next connect may start (a reading of `now`).
     private var retryAt: Duration?
     private var lastFailure: (reason: String, error: (any Error)?)?
     /// The pool's requests on all connections.

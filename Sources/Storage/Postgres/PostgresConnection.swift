@@ -12,6 +12,8 @@ struct PostgresSettings: Sendable {
     var connectTimeoutSeconds = 10
     /// Statement timeout, keepalives and the pool's acquire deadline.
     var options = DatabaseOptions()
+    /// The pause before listening again after a failure sleeps on it.
+    var clock: any HeraldClock = SystemClock()
 
     /// Connection parameters placed before the URL, so that the URL's own values win.
     var connectionParameters: [(String, String)] {

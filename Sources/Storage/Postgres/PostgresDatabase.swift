@@ -24,7 +24,8 @@ final class PostgresDatabase: Database {
         _ url: DatabaseURL.PostgresURL,
         logger: Logger,
         metrics: MetricsRegistry,
-        options: DatabaseOptions = DatabaseOptions()
+        options: DatabaseOptions = DatabaseOptions(),
+        clock: any HeraldClock = SystemClock()
     ) async throws -> PostgresDatabase {
         var settings = PostgresSettings(
             url: url,
@@ -32,6 +33,7 @@ final class PostgresDatabase: Database {
             metrics: DatabaseMetrics(registry: metrics, dialect: .postgres)
         )
         settings.options = options
+        settings.clock = clock
         let connections = (0..<url.poolSize).map { PostgresConnection(id: $0, settings: settings) }
         do {
             try await connections[0].onThread { try $0.connectIfNeeded() }
@@ -113,6 +115,7 @@ final class PostgresDatabase: Database {
         let connection = PostgresConnection(id: -1, settings: settings)
         try await connection.onThread { try $0.connectIfNeeded() }
         let logger = settings.logger
+        let clock = settings.clock
         let task = Task {
             var failures = 0
             while !Task.isCancelled {
@@ -133,7 +136,7 @@ final class PostgresDatabase: Database {
                         "listening for PostgreSQL notifications failed; retrying",
                         metadata: ["driver": "postgres", "channel": .string(channel), "error": .string("\(error)")]
                     )
-                    try? await Task.sleep(for: Self.listenBackoff.delay(afterAttempt: failures))
+                    try? await clock.sleep(for: Self.listenBackoff.delay(afterAttempt: failures))
                 }
             }
         }

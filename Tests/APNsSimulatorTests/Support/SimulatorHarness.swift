@@ -31,10 +31,6 @@ final class TestClock: HeraldClock {
     func advance(by seconds: TimeInterval) {
         current.withLock { $0 = $0.addingTimeInterval(seconds) }
     }
-
-    var wallClock: @Sendable () -> Date {
-        { [self] in now() }
-    }
 }
 
 struct TestFailure: Error, CustomStringConvertible {
@@ -76,11 +72,12 @@ struct SimulatorFixture: Sendable {
         return configuration
     }
 
-    /// A client on its own pool, with a token manager on the simulator's clock, never retrying.
+    /// A client on its own pool, with a token manager on the simulator's clock (or `clock`), never
+    /// retrying.
     func makeClient(
         key: APNSSigningKey? = nil,
         endpoint: APNSEndpoint? = nil,
-        wallClock: (@Sendable () -> Date)? = nil,
+        clock: (any HeraldClock)? = nil,
         poolConfiguration: APNSConnectionPool.Configuration = SimulatorFixture.poolConfiguration()
     ) -> (client: APNSClient, pool: APNSConnectionPool) {
         let key = key ?? self.key
@@ -94,7 +91,7 @@ struct SimulatorFixture: Sendable {
             transport: pool,
             credentials: .token(key),
             retryPolicy: .never,
-            wallClock: wallClock ?? clock.wallClock,
+            clock: clock ?? self.clock,
             logger: Logger(label: "test.client", level: .error)
         )
         return (client, pool)

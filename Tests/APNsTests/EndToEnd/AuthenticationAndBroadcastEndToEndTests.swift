@@ -96,7 +96,7 @@ struct AuthenticationAndBroadcastEndToEndTests {
                     tls: tls,
                     logger: LogCapture().logger,
                     metrics: MetricsRegistry(),
-                    clock: ManualDurationClock()
+                    clock: ManualClock()
                 )
                 do {
                     _ = try await pool.send(APNSRequest.alert().httpRequest(authorization: nil))

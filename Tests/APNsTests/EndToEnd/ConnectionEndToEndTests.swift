@@ -99,7 +99,7 @@ struct ConnectionEndToEndTests {
 
     @Test("server killed and restarted on the same port: fail fast with backoff, then reconnect in the same pool")
     func serverRestart() async throws {
-        let poolClock = ManualDurationClock()
+        let poolClock = ManualClock()
         try await withHarness(
             pool: { $0.reconnectBackoff = (.seconds(1), .seconds(8)) },
             poolClock: poolClock
@@ -160,7 +160,7 @@ struct ConnectionEndToEndTests {
 
     @Test("APNs closing connections before any response (GOAWAY BadCertificateEnvironment) causes backoff")
     func goAwayBeforeAnyResponse() async throws {
-        let poolClock = ManualDurationClock()
+        let poolClock = ManualClock()
         try await withHarness(pool: { $0.reconnectBackoff = (.seconds(1), .seconds(8)) }, poolClock: poolClock) { h in
             h.server.intercept { received in
                 // What APNs does with a certificate for the wrong environment: GOAWAY, then close.

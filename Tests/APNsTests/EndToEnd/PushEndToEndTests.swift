@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import HTTP2
+import HeraldCore
 import HeraldCrypto
 import Testing
 
@@ -202,7 +203,7 @@ struct PushEndToEndTests {
             #expect(decoded.keyID == Fixtures.keyID)
             #expect(decoded.teamID == Fixtures.teamID)
             #expect(
-                decoded.issuedAt == Date(timeIntervalSince1970: h.clock.wallNow.timeIntervalSince1970.rounded(.down))
+                decoded.issuedAt == Date(timeIntervalSince1970: h.clock.now().timeIntervalSince1970.rounded(.down))
             )
             #expect(decoded.signature.count == 64)
             #expect(decoded.isSignatureValid(for: try P256PublicKey(pemRepresentation: Fixtures.p8PublicKey)))

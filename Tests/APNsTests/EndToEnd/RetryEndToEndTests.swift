@@ -2,6 +2,7 @@ import APNs
 import AsyncTestSupport
 import Foundation
 import HTTP2
+import HeraldCore
 import Synchronization
 import Testing
 
@@ -81,10 +82,10 @@ struct RetryEndToEndTests {
 
     @Test("ExpiredProviderToken: exactly one refresh under load, and no new token within 20 minutes")
     func expiredProviderToken() async throws {
-        let clock = ManualDurationClock(epoch: Date())
+        let clock = ManualClock(Date())
         let skew = Mutex<TimeInterval>(0)
-        let fake = try TestAPNsServer.makeFake { clock.wallNow.addingTimeInterval(skew.withLock { $0 }) }
-        let server = try TestAPNsServer(fake: fake) { clock.wallNow.addingTimeInterval(skew.withLock { $0 }) }
+        let fake = try TestAPNsServer.makeFake { clock.now().addingTimeInterval(skew.withLock { $0 }) }
+        let server = try TestAPNsServer(fake: fake) { clock.now().addingTimeInterval(skew.withLock { $0 }) }
         try await withHarness(server: server, retryPolicy: .default, clock: clock) { h in
             #expect(try await h.client.send(.alert()).isDelivered)
             let first = try await h.tokens.token()

@@ -11,7 +11,7 @@ struct EndToEndHarness {
     let pool: APNSConnectionPool
     let client: APNSClient
     let tokens: APNSTokenManager
-    let clock: ManualDurationClock
+    let clock: ManualClock
     let metrics: MetricsRegistry
     let logs: LogCapture
 
@@ -34,8 +34,8 @@ func withHarness<T: Sendable>(
     server: TestAPNsServer? = nil,
     pool configure: (inout APNSConnectionPool.Configuration) -> Void = { _ in },
     retryPolicy: APNSRetryPolicy = .never,
-    clock: ManualDurationClock = ManualDurationClock(epoch: Date()),
-    poolClock: ManualDurationClock? = nil,
+    clock: ManualClock = ManualClock(Date()),
+    poolClock: ManualClock? = nil,
     _ body: (EndToEndHarness) async throws -> T
 ) async throws -> T {
     let server = try server ?? TestAPNsServer(fake: try TestAPNsServer.makeFake())
@@ -53,10 +53,10 @@ func withHarness<T: Sendable>(
         configuration: configuration,
         logger: logs.logger,
         metrics: metrics,
-        clock: poolClock ?? ManualDurationClock(),
+        clock: poolClock ?? ManualClock(),
         random: MaximumRandom()
     )
-    let tokens = APNSTokenManager(signingKey: key, clock: clock, wallClock: clock.wallClock)
+    let tokens = APNSTokenManager(signingKey: key, clock: clock)
     let client = APNSClient(
         transport: pool,
         credentials: .token(key),
@@ -214,13 +214,13 @@ final class Barrier: Sendable {
 
 /// Runs `body` in a task while stepping `clock` past each of `sleeps` retry waits.
 func stepping<T: Sendable>(
-    _ clock: ManualDurationClock,
+    _ clock: ManualClock,
     sleeps: Int,
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     let task = Task { try await body() }
     for _ in 0..<sleeps {
-        clock.advance(to: await clock.nextSleeperDeadline())
+        try await clock.advanceToNextDeadline()
     }
     return try await task.value
 }
