@@ -1,3 +1,4 @@
+public import APNs
 public import HTTP2
 
 extension APNSHTTPRequest {
