@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "Storage", targets: ["Storage"]),
         .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "APNsTransport", targets: ["APNsTransport"]),
         .library(name: "APNsSimulator", targets: ["APNsSimulator"]),
         // For the libFuzzer executables of the package under Fuzz/ (`make fuzz`).
         .library(name: "FuzzHarness", targets: ["FuzzHarness"]),
@@ -84,9 +85,16 @@ let package = Package(
             dependencies: ["HeraldCore", "HeraldIO", "CNGHTTP2"],
             swiftSettings: swiftSettings
         ),
+        // APNs' models, validation, provider tokens and the client, written against APNSTransport.
         .target(
             name: "APNs",
-            dependencies: ["HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2"],
+            dependencies: ["HeraldCore", "HeraldCrypto"],
+            swiftSettings: swiftSettings
+        ),
+        // The client's transport: the HTTP/2 connection pool, its TLS, and the clients it builds.
+        .target(
+            name: "APNsTransport",
+            dependencies: ["APNs", "HeraldCore", "HeraldIO", "HTTP2"],
             swiftSettings: swiftSettings
         ),
         // CloudKit Web Services with a server-to-server key: signing, records, typed errors.
@@ -127,13 +135,15 @@ let package = Package(
         ),
         .target(
             name: "Notifications",
-            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "Devices"],
+            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "APNsTransport", "Devices"],
             swiftSettings: swiftSettings
         ),
         // Live Activities: push-to-start tokens, activities, instances, routing with the silent fallback.
         .target(
             name: "LiveActivities",
-            dependencies: ["HeraldCore", "HeraldCrypto", "Storage", "Jobs", "APNs", "Devices", "Notifications"],
+            dependencies: [
+                "HeraldCore", "HeraldCrypto", "Storage", "Jobs", "APNs", "APNsTransport", "Devices", "Notifications",
+            ],
             swiftSettings: swiftSettings
         ),
         // Outbound events to the app's backend: the webhooks, their outbox and signed delivery.
@@ -148,7 +158,9 @@ let package = Package(
         // Wake pings: recurring silent pushes (APNs) or CloudKit records that keep background apps alive.
         .target(
             name: "Wake",
-            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "Devices", "Notifications", "CloudKit"],
+            dependencies: [
+                "HeraldCore", "Storage", "Jobs", "APNs", "APNsTransport", "Devices", "Notifications", "CloudKit",
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -164,7 +176,8 @@ let package = Package(
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs", "Devices",
+                "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs",
+                "APNsTransport", "Devices",
                 "ClientTokens",
                 "Webhooks",
                 "Wake", "LiveActivities",
@@ -175,7 +188,8 @@ let package = Package(
             name: "herald",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
-                "HeraldAPI", "APNs", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn", "Devices",
+                "HeraldAPI", "APNs", "APNsTransport", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn",
+                "Devices",
                 "ClientTokens",
                 "Webhooks",
                 "Wake", "LiveActivities", "CloudKit",
@@ -257,7 +271,9 @@ let package = Package(
         ),
         .testTarget(
             name: "APNsTests",
-            dependencies: ["APNs", "HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto", "AsyncTestSupport"],
+            dependencies: [
+                "APNs", "APNsTransport", "HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto", "AsyncTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -285,7 +301,8 @@ let package = Package(
         .testTarget(
             name: "NotificationsTests",
             dependencies: [
-                "Notifications", "Jobs", "Storage", "APNs", "APNsSimulator", "HeraldCore", "HeraldCrypto",
+                "Notifications", "Jobs", "Storage", "APNs", "APNsTransport", "APNsSimulator", "HeraldCore",
+                "HeraldCrypto",
                 "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport", "Devices",
             ],
             swiftSettings: swiftSettings
@@ -301,7 +318,8 @@ let package = Package(
         .testTarget(
             name: "APNsSimulatorTests",
             dependencies: [
-                "APNsSimulator", "APNs", "HTTP2", "HTTPRouting", "HTTPServer", "HeraldIO", "HeraldCore", "HeraldCrypto",
+                "APNsSimulator", "APNs", "APNsTransport", "HTTP2", "HTTPRouting", "HTTPServer", "HeraldIO",
+                "HeraldCore", "HeraldCrypto",
                 "AsyncTestSupport", "ProcessTestSupport",
             ],
             swiftSettings: swiftSettings
@@ -309,7 +327,8 @@ let package = Package(
         .testTarget(
             name: "RelayTests",
             dependencies: [
-                "Relay", "APNs", "APNsSimulator", "HTTPRouting", "HTTPServer", "HTTP2", "HeraldIO", "HeraldCore",
+                "Relay", "APNs", "APNsTransport", "APNsSimulator", "HTTPRouting", "HTTPServer", "HTTP2", "HeraldIO",
+                "HeraldCore",
                 "HeraldCrypto", "SocketTestSupport", "AsyncTestSupport",
             ],
             swiftSettings: swiftSettings
@@ -317,7 +336,8 @@ let package = Package(
         .testTarget(
             name: "WebhooksTests",
             dependencies: [
-                "Webhooks", "Notifications", "Devices", "Jobs", "Storage", "APNs", "APNsSimulator", "HTTP2", "HeraldIO",
+                "Webhooks", "Notifications", "Devices", "Jobs", "Storage", "APNs", "APNsTransport", "APNsSimulator",
+                "HTTP2", "HeraldIO",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport",
                 "HTTPRouting",
                 "ProcessTestSupport",
@@ -327,7 +347,8 @@ let package = Package(
         .testTarget(
             name: "WakeTests",
             dependencies: [
-                "Wake", "Notifications", "Devices", "Jobs", "Storage", "APNs", "APNsSimulator", "HeraldCore",
+                "Wake", "Notifications", "Devices", "Jobs", "Storage", "APNs", "APNsTransport", "APNsSimulator",
+                "HeraldCore",
                 "CloudKit",
                 "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport", "HTTPRouting",
             ],
@@ -337,7 +358,8 @@ let package = Package(
         .testTarget(
             name: "LiveActivitiesTests",
             dependencies: [
-                "LiveActivities", "Storage", "APNs", "HeraldCore", "DatabaseTestSupport", "APNsSimulator", "Devices",
+                "LiveActivities", "Storage", "APNs", "APNsTransport", "HeraldCore", "DatabaseTestSupport",
+                "APNsSimulator", "Devices",
                 "HeraldCrypto", "Jobs", "Notifications",
             ],
             swiftSettings: swiftSettings
@@ -359,7 +381,8 @@ let package = Package(
         .testTarget(
             name: "HeraldAPITests",
             dependencies: [
-                "HeraldAPI", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsSimulator",
+                "HeraldAPI", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications", "APNs", "APNsTransport",
+                "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
                 "ProcessTestSupport", "Devices", "ClientTokens", "Webhooks", "Wake", "LiveActivities",
             ],

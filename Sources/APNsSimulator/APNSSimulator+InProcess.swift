@@ -14,7 +14,7 @@ extension APNSSimulator {
         public var url: String { simulator.url }
         /// The certificate to trust (`APNS_CA_FILE`).
         public var caFile: String { simulator.caFile ?? "" }
-        /// The same as ``url``, for an ``APNs/APNSConnectionPool``.
+        /// The same as ``url``, for an ``APNsTransport/APNSConnectionPool``.
         public var endpoint: APNSEndpoint { simulator.endpoint }
         /// The control API, to mount with ``APNSSimulatorControl/register(on:prefix:)``.
         public var control: APNSSimulatorControl { simulator.control }

@@ -177,7 +177,7 @@ public final class APNSSimulator: Service {
     public var url: String { control.info.url }
     /// `http://HOST:PORT` of the cleartext listener, when configured.
     public var cleartextURL: String? { control.info.cleartextURL }
-    /// The endpoint for an ``APNs/APNSConnectionPool``.
+    /// The endpoint for an ``APNsTransport/APNSConnectionPool``.
     public var endpoint: APNSEndpoint {
         APNSEndpoint(host: Self.clientHost(configuration.host), port: port, usesTLS: certificatePEM != nil)
     }

@@ -1,4 +1,5 @@
-public import APNs
+import APNs
+public import APNsTransport
 import Foundation
 public import HTTPRouting
 public import HeraldCore

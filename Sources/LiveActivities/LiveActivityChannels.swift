@@ -1,4 +1,5 @@
 public import APNs
+public import APNsTransport
 
 /// Creates and deletes the broadcast channels of activities, on APNs' channel-management host.
 ///

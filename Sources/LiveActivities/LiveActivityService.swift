@@ -1,4 +1,5 @@
 public import APNs
+import APNsTransport
 public import Foundation
 import HeraldCore
 import HeraldCrypto

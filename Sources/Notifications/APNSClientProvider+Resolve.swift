@@ -1,4 +1,5 @@
 public import APNs
+public import APNsTransport
 
 extension APNSClientProvider {
     /// The app and environment a notification goes to.

@@ -1,4 +1,5 @@
 public import APNs
+import APNsTransport
 public import Devices
 public import Foundation
 public import HeraldCore

@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import APNsTransport
 import ClientTokens
 import CloudKit
 import Devices

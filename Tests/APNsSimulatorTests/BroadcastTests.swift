@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import APNsTransport
 import Foundation
 import HTTP2
 import Testing

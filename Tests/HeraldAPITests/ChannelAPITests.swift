@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import APNsTransport
 import DatabaseTestSupport
 import Foundation
 import HTTPRouting

@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import APNsTransport
 import AsyncTestSupport
 import DatabaseTestSupport
 import Devices

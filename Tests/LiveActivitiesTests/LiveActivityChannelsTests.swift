@@ -1,4 +1,5 @@
 import APNs
+import APNsTransport
 import DatabaseTestSupport
 import Foundation
 import HeraldCore

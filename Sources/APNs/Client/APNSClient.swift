@@ -230,7 +230,7 @@ public struct APNSClient: Sendable {
     /// opens a connection when there is none.
     ///
     /// - Throws: ``APNSCredentialError`` when signing fails; the transport's error when it cannot
-    ///   connect (``APNSConnectionPoolError``); `CancellationError`.
+    ///   connect (``APNsTransport/APNSConnectionPoolError``); `CancellationError`.
     public func prepare() async throws {
         if let tokenProvider, tokenProvider.cachedAuthorization() == nil { _ = try await tokenProvider.token() }
         try await transport.prepare()

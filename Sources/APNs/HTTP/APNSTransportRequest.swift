@@ -6,12 +6,12 @@
 public struct APNSTransportRequest: Sendable {
     /// A push keeps only its request and `authorization` value (two references), so that
     /// passing it along is cheap; the transport derives the header fields where it writes them.
-    enum Fields: Sendable {
+    package enum Fields: Sendable {
         case push(APNSRequest, authorization: String?)
         case http(APNSHTTPRequest)
     }
 
-    let fields: Fields
+    package let fields: Fields
 
     /// A request built as an ``APNSHTTPRequest``.
     public init(_ request: APNSHTTPRequest) {

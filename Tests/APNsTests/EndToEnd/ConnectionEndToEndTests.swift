@@ -1,4 +1,5 @@
 import APNs
+import APNsTransport
 import AsyncTestSupport
 import Foundation
 import HTTP2

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import APNs
+@testable import APNsTransport
 
 /// `ConnectionPoolState` without sockets: events in (connects, acquisitions, answers, failures,
 /// time, shutdown), decisions and effects out.

@@ -1,3 +1,4 @@
+public import APNs
 import Foundation
 
 /// ``APNSConnectionPool`` could not hand the request to APNs: no connection could be opened (and

@@ -1,3 +1,4 @@
+public import APNs
 public import HTTP2
 
 extension APNSHTTPRequest {
@@ -28,22 +29,8 @@ extension APNSHTTPResponse {
     }
 }
 
-extension APNSHTTPResponse {
-    /// The response read from the finished stream.
-    init(_ response: HTTP2ClientResponse) {
-        var headers: [APNSHTTPHeader] = []
-        headers.reserveCapacity(response.headerCount)
-        response.forEachHeader { name, value in
-            headers.append(
-                APNSHTTPHeader(
-                    name: String(decoding: name, as: UTF8.self),
-                    value: String(decoding: value, as: UTF8.self)
-                )
-            )
-        }
-        self.init(status: response.status, headers: headers, body: response.body)
-    }
-}
+/// The pool's finished stream is what its responses are read from in place.
+extension HTTP2ClientResponse: APNSReceivedResponse {}
 
 /// HTTP/2 errors say themselves whether the request was processed: a GOAWAY above the stream's
 /// id, `REFUSED_STREAM`, or a connection that failed before the request was written are safe to

@@ -1,3 +1,4 @@
+public import APNs
 import HTTP2
 import HeraldCore
 

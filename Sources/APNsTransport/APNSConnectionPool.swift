@@ -1,3 +1,4 @@
+public import APNs
 public import HTTP2
 public import HeraldCore
 import HeraldIO

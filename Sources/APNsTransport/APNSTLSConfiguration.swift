@@ -1,3 +1,4 @@
+public import APNs
 public import HeraldIO
 
 /// The TLS side of a connection to APNs: extra trusted roots and, for certificate-based

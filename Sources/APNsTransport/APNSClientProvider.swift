@@ -1,3 +1,4 @@
+public import APNs
 import Foundation
 public import HeraldCore
 import Synchronization
