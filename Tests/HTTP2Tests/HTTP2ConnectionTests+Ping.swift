@@ -54,7 +54,7 @@ extension HTTP2ConnectionTests {
             client.pingTimeout = .milliseconds(300)
             client.eventLoop = loop
             let connection = try await connect(to: server, configuration: client)
-            try await eventually(timeout: .seconds(3)) { connection.status.isClosed }
+            try await eventually(timeout: .seconds(30)) { connection.status.isClosed }
             #expect(connection.status.failure?.code == .pingTimeout)
             let error = await expectError { try await connection.send(HTTP2Request(path: "/dead")) }
             #expect((error as? HTTP2Error)?.code == .pingTimeout)
