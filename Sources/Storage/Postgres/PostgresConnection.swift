@@ -58,8 +58,11 @@ final class PostgresConnection: Sendable {
     private struct State {
         var handle: PostgresHandle?
         var hasConnected = false
-        /// The connection on which `LISTEN` was issued (a new connection must issue it again).
-        var listeningHandle: ObjectIdentifier?
+        /// Counts the connections made: each new one must issue `LISTEN` again. (Not the
+        /// handle's identity: a new handle may be allocated where the old one was.)
+        var generation = 0
+        /// The connection, by ``generation``, on which `LISTEN` was issued.
+        var listeningGeneration: Int?
     }
 
     /// The result of one statement.
@@ -138,12 +141,12 @@ final class PostgresConnection: Sendable {
     ) throws -> (payloads: [String], listening: Bool) {
         try state.withLock { state in
             let handle = try ensureConnected(&state, mayReconnect: true)
-            let fresh = state.listeningHandle != ObjectIdentifier(handle)
+            let fresh = state.listeningGeneration != state.generation
             if fresh {
                 let result = PQexec(handle.pointer, "LISTEN \(channel)")
                 defer { PQclear(result) }
                 _ = try outcome(result, handle: handle, state: &state, sql: "LISTEN \(channel)")
-                state.listeningHandle = ObjectIdentifier(handle)
+                state.listeningGeneration = state.generation
             }
             var descriptor = pollfd(fd: PQsocket(handle.pointer), events: Int16(POLLIN), revents: 0)
             if poll(&descriptor, 1, fresh ? 0 : timeoutMilliseconds) > 0 {
@@ -219,6 +222,7 @@ final class PostgresConnection: Sendable {
         if state.hasConnected { settings.metrics.recordReconnect() }
         state.hasConnected = true
         state.handle = handle
+        state.generation += 1
         return handle
     }
 
