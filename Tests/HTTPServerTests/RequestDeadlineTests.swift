@@ -81,7 +81,7 @@ struct RequestDeadlineTests {
             for connection in connections { closed.append(try await connection.waitForClose()) }
             #expect(closed.filter { $0 }.count == 1)
             for connection in connections { connection.close() }
-            try await eventually("a slot to free up") {
+            try await eventually("a slot to free up", timeout: .seconds(60)) {
                 (try? await RawConnection.request(port: port, "GET", "/healthz").status) == 200
             }
         }
