@@ -35,8 +35,8 @@ extension LiveActivitySender {
 
     /// Accepts a batch in one transaction: locks its activities, stamps each update in order
     /// (several for one activity get increasing timestamps), stores each activity's latest,
-    /// commits one send job per update and counts the routes. An activity that is missing or not
-    /// running fails only its own updates.
+    /// commits one send job for all the batch's updates and counts the routes. An activity that is
+    /// missing or not running fails only its own updates.
     static func accept(
         _ batch: [LiveActivityAcceptance],
         store: LiveActivityStore,
@@ -48,7 +48,7 @@ extension LiveActivitySender {
                 var heads = try await store.heads(Array(Set(batch.map(\.id))), locking: true, on: tx)
                 var latest: [UUID: LiveActivityStamp] = [:]
                 var order: [UUID] = []
-                var jobs: [NewJob] = []
+                var sends: [LiveActivitySend] = []
                 var outcomes: [Result<UUID, any Error>] = []
                 for item in batch {
                     guard var head = heads[item.id] else {
@@ -75,14 +75,12 @@ extension LiveActivitySender {
                         latest: update,
                         ends: update.event == .end || latest[item.id]?.ends == true
                     )
-                    jobs.append(
-                        try job(LiveActivityJobKind.send, LiveActivityJob(id: item.id, update: update), unique: false)
-                    )
+                    sends.append(LiveActivitySend(id: item.id, update: update))
                     outcomes.append(.success(item.id))
                 }
                 guard !order.isEmpty else { return outcomes.map { $0.map { _ in LiveActivityRouteCounts() } } }
                 try await store.store(order.compactMap { latest[$0] }, now: now, on: tx)
-                _ = try await queue.enqueue(contentsOf: jobs, on: tx)
+                _ = try await queue.enqueue(contentsOf: try sendJobs(sends), on: tx)
                 let perDevice = order.filter { heads[$0]?.channelID == nil }
                 let instances = try await store.routeInstances(of: perDevice, on: tx)
                 return outcomes.map { outcome in

@@ -7,99 +7,246 @@ import Notifications
 import Storage
 
 extension LiveActivitySender {
-    /// Sends an accepted update or end: one broadcast on a channel; else, per instance, a
-    /// `liveactivity` push to its update token, or a silent push to its device token. A dead
-    /// update token is dropped and the same update goes by silent push at once; a dead device
-    /// token makes the instance unreachable. Without instances nothing is sent: the update stays
-    /// the latest, and an instance registering later receives it.
-    func route(_ id: UUID, _ update: LiveActivityUpdate, only instanceID: String?) async throws -> JobOutcome {
-        let (found, instances) = try await routeReads.submit(id)
-        guard let head = found, head.state == .started || head.state == .ended else { return .done }
+    /// A push that routing an update sends.
+    struct Outgoing: Sendable {
+        enum Push: Sendable {
+            case device(APNSRequest)
+            case broadcast(APNSBroadcastRequest)
+        }
+
+        var push: Push
+        var client: APNSClient
+        var bundleID: String
+        /// The update's index in the job's sends.
+        var send: Int
+        var route: LiveActivityRoute
+        var token: String
+        var instance: LiveActivityInstance?
+    }
+
+    /// Sends the updates and ends one batch accepted, all at once: for each, one broadcast on a
+    /// channel; else, per instance, a `liveactivity` push to its update token, or a silent push to
+    /// its device token. A dead update token is dropped and the same update goes by silent push at
+    /// once; a dead device token makes the instance unreachable. Without instances nothing is sent:
+    /// the update stays the latest, and an instance registering later receives it.
+    ///
+    /// What it found is written in one transaction. When APNs did not take some pushes (429, 5xx,
+    /// no connection), only their updates are tried again: the whole job when it is all of them,
+    /// else a new job of those updates with the attempts this one has left. Instances that
+    /// received an update are not sent it again.
+    func route(_ sends: [LiveActivitySend], attempt: Int, options: JobKindOptions) async throws -> JobOutcome {
+        let ids = Array(Set(sends.map(\.id)))
+        let (heads, instances) = try await withDatabaseCancellationIgnored {
+            (
+                try await store.heads(ids, locking: false, on: store.database),
+                try await store.routeInstances(of: ids, on: store.database)
+            )
+        }
+        var writes = sends.map { LiveActivityRouteWrite(id: $0.id, timestamp: $0.update.timestamp) }
+        var again = Set<Int>()
+        var outgoing: [Outgoing] = []
+        for (index, send) in sends.enumerated() {
+            guard let head = heads[send.id], head.state == .started || head.state == .ended else { continue }
+            do {
+                outgoing += try plan(send, index: index, head: head, instances: instances[send.id] ?? [])
+            } catch {
+                logger.warning(
+                    "cannot route a Live Activity update yet",
+                    metadata: ["live_activity_id": .string(LiveActivityID.text(send.id)), "error": .string("\(error)")]
+                )
+                again.insert(index)
+            }
+        }
+        let fallbacks = try deliver(
+            outgoing,
+            await Self.sendAll(outgoing) { try await $0.send() },
+            sends: sends,
+            writes: &writes,
+            again: &again
+        )
+        _ = try deliver(
+            fallbacks,
+            await Self.sendAll(fallbacks) { try await $0.send() },
+            sends: sends,
+            writes: &writes,
+            again: &again
+        )
+
+        let retryJobs = try retryJobs(sends, again: again, attempt: attempt, options: options)
+        let written = writes.filter { !$0.deliveries.isEmpty }
+        if !written.isEmpty || !retryJobs.isEmpty {
+            let queue = retryJobs.isEmpty ? nil : try queue
+            try await withDatabaseCancellationIgnored {
+                try await store.database.transaction { tx in
+                    try await self.store.record(written, now: self.clock.now(), on: tx)
+                    if let queue { _ = try await queue.enqueue(contentsOf: retryJobs, on: tx) }
+                }
+            }
+            queue?.wake()
+        }
+        for (index, send) in sends.enumerated()
+        where send.update.event == .end && heads[send.id]?.channelID != nil && !again.contains(index) {
+            try await scheduleChannelDeletion(send.id)
+        }
+        if !again.isEmpty, retryJobs.isEmpty { return .retry(reason: "APNs did not take every push of the update yet") }
+        return .done
+    }
+
+    /// The job that tries again the updates of a batch APNs did not take while it took others:
+    /// due after the kind's backoff, with the attempts this one has left. None when every update
+    /// or none is to be tried again, or on the last attempt: the job itself retries, is done, or
+    /// is dead (and `herald jobs retry` sends only what the instances did not receive).
+    private func retryJobs(
+        _ sends: [LiveActivitySend],
+        again: Set<Int>,
+        attempt: Int,
+        options: JobKindOptions
+    ) throws -> [NewJob] {
+        guard !again.isEmpty, again.count < sends.count, attempt < options.maxAttempts else { return [] }
+        let delay = options.retryDelay(afterAttempt: attempt, jitter: Double.random(in: 0.5...1))
+        var jobs = try Self.sendJobs(again.sorted().map { sends[$0] }, at: clock.now().addingTimeInterval(delay))
+        for index in jobs.indices { jobs[index].maxAttempts = max(1, options.maxAttempts - attempt) }
+        return jobs
+    }
+
+    /// The pushes of one update: the broadcast on its channel, or the update-token pushes of its
+    /// instances, then the silent ones.
+    private func plan(
+        _ send: LiveActivitySend,
+        index: Int,
+        head: LiveActivityHead,
+        instances: [LiveActivityRouteInstance]
+    ) throws -> [Outgoing] {
         let app = try app(head.app)
         let client = try clients.client(for: app, environment: head.environment)
-        let payload = try Self.liveActivityPayload(update)
-        let event = update.event.rawValue
-        var write = LiveActivityRouteWrite(id: id, timestamp: update.timestamp)
+        let update = send.update
+        let priority: APNSPriority = update.priority == 5 ? .consideringDevicePower : .immediately
         if let channel = head.channelID {
-            let result: Result<APNSSendResult, any Error>
-            do {
-                let request = APNSBroadcastRequest(
+            let request = APNSBroadcastRequest(
+                bundleID: app.bundleID,
+                channelID: APNSChannelID(rawValue: channel),
+                storagePolicy: .noMessageStored,
+                payload: try Self.liveActivityPayload(update),
+                expiration: .immediately,
+                priority: priority
+            )
+            return [
+                Outgoing(
+                    push: .broadcast(request),
+                    client: client,
                     bundleID: app.bundleID,
-                    channelID: APNSChannelID(rawValue: channel),
-                    storagePolicy: .noMessageStored,
-                    payload: payload,
-                    expiration: .immediately,
-                    priority: update.priority == 5 ? .consideringDevicePower : .immediately
+                    send: index,
+                    route: .broadcast,
+                    token: channel
                 )
-                result = .success(try await client.send(request))
-            } catch {
-                result = .failure(error)
-            }
-            write.deliveries.append(record(result, event: event, route: .broadcast, token: channel))
-            try await routeWrites.submit(write)
-            if case .retryable = outcome(result) { return .retry(reason: "APNs did not take the broadcast yet") }
-            if update.event == .end { try await scheduleChannelDeletion(id) }
-            return .done
+            ]
         }
         // An instance first reported after this update was accepted has a catch-up job of its own
         // for the activity's latest update: the update's own job leaves it to that job.
         let targets = instances.filter { target in
             guard target.instance.state == .active, target.sentTimestamp < update.timestamp else { return false }
-            if let instanceID { return target.instance.activityID == instanceID }
+            if let only = send.instance { return target.instance.activityID == only }
             return target.registeredAfter < update.timestamp
         }.map(\.instance)
-        var retry = false
-        // The update-token pushes first, all at once; the silent ones after, including the fallbacks.
         let withToken = targets.filter { $0.updateToken != nil }
-        var silent = targets.filter { $0.updateToken == nil && $0.deviceToken != nil && !$0.unreachable }
-        let priority: APNSPriority = update.priority == 5 ? .consideringDevicePower : .immediately
-        let results = await sendAll(
-            withToken.map { instance in
-                APNSRequest(
-                    deviceToken: instance.updateToken ?? "",
+        var outgoing: [Outgoing] = []
+        if !withToken.isEmpty {
+            let payload = try Self.liveActivityPayload(update)
+            for instance in withToken {
+                let token = instance.updateToken ?? ""
+                let request = APNSRequest(
+                    deviceToken: token,
                     pushType: .liveActivity,
                     topic: .bundleID(app.bundleID),
                     payload: payload,
                     priority: priority
                 )
-            },
-            using: client
+                outgoing.append(
+                    Outgoing(
+                        push: .device(request),
+                        client: client,
+                        bundleID: app.bundleID,
+                        send: index,
+                        route: .updateToken,
+                        token: token,
+                        instance: instance
+                    )
+                )
+            }
+        }
+        for instance in targets
+        where instance.updateToken == nil && instance.deviceToken != nil && !instance.unreachable {
+            outgoing.append(try silent(send, index: index, to: instance, bundleID: app.bundleID, client: client))
+        }
+        return outgoing
+    }
+
+    /// The silent push of `send` to the instance's device token.
+    private func silent(
+        _ send: LiveActivitySend,
+        index: Int,
+        to instance: LiveActivityInstance,
+        bundleID: String,
+        client: APNSClient
+    ) throws -> Outgoing {
+        let token = instance.deviceToken ?? ""
+        let request = APNSRequest(
+            deviceToken: token,
+            pushType: .background,
+            topic: .bundleID(bundleID),
+            payload: try Self.silentPayload(send.update, id: send.id, activityID: instance.activityID),
+            priority: .consideringDevicePower
         )
-        for (instance, result) in zip(withToken, results) {
-            let token = instance.updateToken ?? ""
-            write.deliveries.append(record(result, event: event, route: .updateToken, token: token))
+        return Outgoing(
+            push: .device(request),
+            client: client,
+            bundleID: bundleID,
+            send: index,
+            route: .silent,
+            token: token,
+            instance: instance
+        )
+    }
+
+    /// Notes each result in its update's write and the updates to try again; returns the silent
+    /// pushes that replace update-token pushes APNs called dead.
+    private func deliver(
+        _ outgoing: [Outgoing],
+        _ results: [Result<APNSSendResult, any Error>],
+        sends: [LiveActivitySend],
+        writes: inout [LiveActivityRouteWrite],
+        again: inout Set<Int>
+    ) throws -> [Outgoing] {
+        var fallbacks: [Outgoing] = []
+        for (push, result) in zip(outgoing, results) {
+            let event = sends[push.send].update.event.rawValue
+            writes[push.send].deliveries.append(record(result, event: event, route: push.route, token: push.token))
             switch outcome(result) {
-            case .delivered: write.received.append(instance.activityID)
+            case .delivered:
+                if let instance = push.instance { writes[push.send].received.append(instance.activityID) }
             case .refused: break
-            case .retryable: retry = true
+            case .retryable: again.insert(push.send)
             case .tokenInvalid:
-                write.droppedUpdateTokens.append((instance.activityID, token))
-                if instance.deviceToken != nil, !instance.unreachable { silent.append(instance) }
+                guard let instance = push.instance else { break }
+                if push.route == .updateToken {
+                    writes[push.send].droppedUpdateTokens.append((instance.activityID, push.token))
+                    if instance.deviceToken != nil, !instance.unreachable {
+                        fallbacks.append(
+                            try silent(
+                                sends[push.send],
+                                index: push.send,
+                                to: instance,
+                                bundleID: push.bundleID,
+                                client: push.client
+                            )
+                        )
+                    }
+                } else {
+                    writes[push.send].unreachable.append((instance.activityID, push.token))
+                }
             }
         }
-        let silentRequests = try silent.map { instance in
-            APNSRequest(
-                deviceToken: instance.deviceToken ?? "",
-                pushType: .background,
-                topic: .bundleID(app.bundleID),
-                payload: try Self.silentPayload(update, id: id, activityID: instance.activityID),
-                priority: .consideringDevicePower
-            )
-        }
-        let silentResults = await sendAll(silentRequests, using: client)
-        for (instance, result) in zip(silent, silentResults) {
-            let token = instance.deviceToken ?? ""
-            write.deliveries.append(record(result, event: event, route: .silent, token: token))
-            switch outcome(result) {
-            case .delivered: write.received.append(instance.activityID)
-            case .refused: break
-            case .retryable: retry = true
-            case .tokenInvalid: write.unreachable.append((instance.activityID, token))
-            }
-        }
-        if !write.deliveries.isEmpty { try await routeWrites.submit(write) }
-        if retry { return .retry(reason: "APNs did not take every push of the update yet") }
-        return .done
+        return fallbacks
     }
 
     // MARK: Payloads
@@ -192,24 +339,24 @@ extension LiveActivitySender {
         return delivery
     }
 
-    /// Sends the requests, at most 32 at a time; the results in the requests' order.
-    func sendAll(_ requests: [APNSRequest], using client: APNSClient) async -> [Result<APNSSendResult, any Error>] {
+    /// Sends the pushes, at most 256 at a time (the client's budget bounds what waits for APNs
+    /// across senders); the results in the pushes' order.
+    static func sendAll<Push: Sendable>(
+        _ pushes: [Push],
+        _ send: @escaping @Sendable (Push) async throws -> APNSSendResult
+    ) async -> [Result<APNSSendResult, any Error>] {
         // Most updates go to one instance: no task group for them.
-        if requests.isEmpty { return [] }
-        if requests.count == 1 { return [await Self.send(requests[0], using: client)] }
+        if pushes.isEmpty { return [] }
+        if pushes.count == 1 { return [await result { try await send(pushes[0]) }] }
         let results = await withTaskGroup(
             of: (Int, Result<APNSSendResult, any Error>).self,
             returning: [Result<APNSSendResult, any Error>?].self
         ) { group in
-            var results = [Result<APNSSendResult, any Error>?](repeating: nil, count: requests.count)
-            var next = 0
-            while next < requests.count {
-                // At most 32 in flight: wait for one before adding the 33rd.
-                if next >= 32, let (index, result) = await group.next() { results[index] = result }
-                let index = next
-                let request = requests[index]
-                group.addTask { (index, await Self.send(request, using: client)) }
-                next += 1
+            var results = [Result<APNSSendResult, any Error>?](repeating: nil, count: pushes.count)
+            for (index, push) in pushes.enumerated() {
+                // At most 256 in flight: wait for one before adding the 257th.
+                if index >= 256, let (done, result) = await group.next() { results[done] = result }
+                group.addTask { (index, await result { try await send(push) }) }
             }
             while let (index, result) = await group.next() { results[index] = result }
             return results
@@ -217,14 +364,20 @@ extension LiveActivitySender {
         return results.map { $0 ?? .failure(CancellationError()) }
     }
 
-    private static func send(
-        _ request: APNSRequest,
-        using client: APNSClient
-    ) async -> Result<APNSSendResult, any Error> {
+    private static func result(_ body: () async throws -> APNSSendResult) async -> Result<APNSSendResult, any Error> {
         do {
-            return .success(try await client.send(request))
+            return .success(try await body())
         } catch {
             return .failure(error)
+        }
+    }
+}
+
+extension LiveActivitySender.Outgoing {
+    func send() async throws -> APNSSendResult {
+        switch push {
+        case .device(let request): try await client.send(request)
+        case .broadcast(let request): try await client.send(request)
         }
     }
 }

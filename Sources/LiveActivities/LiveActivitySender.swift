@@ -22,12 +22,41 @@ public enum LiveActivityJobKind {
     public static let deleteChannel = "live_activity.delete_channel"
 }
 
-/// The payload of every Live Activities job.
+/// The payload of the Live Activities jobs other than `live_activity.send`.
 struct LiveActivityJob: Codable, Sendable {
     var id: UUID
-    var update: LiveActivityUpdate?
+}
+
+/// One accepted update or end to route.
+struct LiveActivitySend: Codable, Sendable, Hashable {
+    var id: UUID
+    var update: LiveActivityUpdate
     /// Only this instance (the iOS activity id): an instance that registered after the update.
     var instance: String?
+}
+
+/// The payload of `live_activity.send`: `{"sends": [{"id", "update", "instance"?}, …]}`, the
+/// updates one batch accepted, in the order they were stamped. A payload of Herald before
+/// batches, `{"id", "update", "instance"?}`, reads as one send.
+struct LiveActivitySendJob: Codable, Sendable, Hashable {
+    var sends: [LiveActivitySend]
+
+    init(sends: [LiveActivitySend]) {
+        self.sends = sends
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case sends
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        if container.contains(.sends) {
+            sends = try container.decode([LiveActivitySend].self, forKey: .sends)
+        } else {
+            sends = [try LiveActivitySend(from: decoder)]
+        }
+    }
 }
 
 /// Runs the Live Activities jobs: the push-to-start, the routing of updates and ends (in
@@ -46,12 +75,8 @@ public final class LiveActivitySender: Sendable {
     let logger: Logger
     let metrics: LiveActivityMetrics
     private let attached: AttachedQueue
-    /// Updates and ends accepted at the same time: one transaction a batch.
+    /// Updates and ends accepted at the same time: one transaction and one send job a batch.
     let accepts: GroupCommit<LiveActivityAcceptance, LiveActivityRouteCounts>
-    /// What routing an update reads (the activity and its instances): two queries a batch.
-    let routeReads: GroupCommit<UUID, (LiveActivityHead?, [LiveActivityRouteInstance])>
-    /// What routing an update found: one transaction a batch.
-    let routeWrites: GroupCommit<LiveActivityRouteWrite, Void>
 
     public init(
         store: LiveActivityStore,
@@ -76,20 +101,6 @@ public final class LiveActivitySender: Sendable {
         accepts = GroupCommit(maximumBatch: 256) { batch in
             try await Self.accept(batch, store: store, queue: try attached.queue, now: clock.now())
         }
-        routeReads = GroupCommit(maximumBatch: 256) { ids in
-            let unique = Array(Set(ids))
-            let (heads, instances) = try await withDatabaseCancellationIgnored {
-                (
-                    try await store.heads(unique, locking: false, on: store.database),
-                    try await store.routeInstances(of: unique, on: store.database)
-                )
-            }
-            return ids.map { .success((heads[$0], instances[$0] ?? [])) }
-        }
-        routeWrites = GroupCommit(maximumBatch: 256) { writes in
-            try await withDatabaseCancellationIgnored { try await store.record(writes, now: clock.now()) }
-            return writes.map { _ in .success(()) }
-        }
     }
 
     /// The queue follow-up jobs go to (the queue is made after the handlers are registered).
@@ -108,9 +119,8 @@ public final class LiveActivitySender: Sendable {
             try await start(try Self.payload(job).id)
         }
         handlers.register(LiveActivityJobKind.send, options: options) { [self] job in
-            let payload = try Self.payload(job)
-            guard let update = payload.update else { return .failed(reason: "the job carries no update") }
-            return try await route(payload.id, update, only: payload.instance)
+            let payload = try LiveActivityStore.decodeJSON(LiveActivitySendJob.self, job.payload)
+            return try await route(payload.sends, attempt: job.attempts, options: options)
         }
         handlers.register(LiveActivityJobKind.scheduledEnd, options: options) { [self] job in
             try await scheduledEnd(try Self.payload(job).id)
@@ -127,18 +137,25 @@ public final class LiveActivitySender: Sendable {
         try JSONDecoder().decode(LiveActivityJob.self, from: Data(job.payload.utf8))
     }
 
-    static func job(
-        _ kind: String,
-        _ payload: LiveActivityJob,
-        at dueAt: Date? = nil,
-        unique: Bool = true
-    ) throws -> NewJob {
+    /// A job of `kind` for one activity, at most one of that kind per activity.
+    static func job(_ kind: String, _ payload: LiveActivityJob, at dueAt: Date? = nil) throws -> NewJob {
         NewJob(
             kind: kind,
             payload: try LiveActivityStore.json(payload),
             dueAt: dueAt,
-            uniqueKey: unique ? "\(kind):\(LiveActivityID.text(payload.id))" : nil
+            uniqueKey: "\(kind):\(LiveActivityID.text(payload.id))"
         )
+    }
+
+    /// The `live_activity.send` jobs of these sends: one, unless its payload would be over the
+    /// queue's limit (a batch of updates near the 4 KB content limit), then halves until each fits.
+    static func sendJobs(_ sends: [LiveActivitySend], at dueAt: Date? = nil) throws -> [NewJob] {
+        let payload = try LiveActivityStore.json(LiveActivitySendJob(sends: sends))
+        if payload.utf8.count > JobQueue.maximumPayloadBytes, sends.count > 1 {
+            let half = sends.count / 2
+            return try sendJobs(Array(sends[..<half]), at: dueAt) + sendJobs(Array(sends[half...]), at: dueAt)
+        }
+        return [NewJob(kind: LiveActivityJobKind.send, payload: payload, dueAt: dueAt)]
     }
 
     func app(_ activity: LiveActivity) throws -> APNSAppConfiguration {
@@ -194,7 +211,7 @@ public final class LiveActivitySender: Sendable {
             inputPushChannel: activity.channelID
         ).encodedPayload()
         let client = try clients.client(for: app, environment: activity.environment)
-        let results = await sendAll(
+        let results = await Self.sendAll(
             targets.tokens.map { token in
                 APNSRequest(
                     deviceToken: token,
@@ -203,9 +220,8 @@ public final class LiveActivitySender: Sendable {
                     payload: payload,
                     priority: .immediately
                 )
-            },
-            using: client
-        )
+            }
+        ) { try await client.send($0) }
         var accepted = 0
         var retryable = 0
         var deliveries: [LiveActivityDelivery] = []

@@ -267,11 +267,9 @@ public struct LiveActivityService: Sendable {
                 activity.state == .started || activity.state == .ended, activity.channelID == nil
             {
                 _ = try await queue.enqueue(
-                    LiveActivitySender.job(
-                        LiveActivityJobKind.send,
-                        LiveActivityJob(id: id, update: latest, instance: instance.activityID),
-                        unique: false
-                    ),
+                    contentsOf: try LiveActivitySender.sendJobs([
+                        LiveActivitySend(id: id, update: latest, instance: instance.activityID)
+                    ]),
                     on: tx
                 )
             }

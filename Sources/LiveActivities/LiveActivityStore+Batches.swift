@@ -147,11 +147,11 @@ extension LiveActivityStore {
         }
     }
 
-    /// Writes what routing a batch of updates found, in one transaction: the deliveries, the
-    /// timestamps the instances received, the dead update tokens dropped and the instances made
-    /// unreachable.
-    func record(_ writes: [LiveActivityRouteWrite], now: Date) async throws {
-        try await database.transaction { tx in
+    /// Writes what routing a batch of updates found, inside the caller's transaction: the
+    /// deliveries, the timestamps the instances received, the dead update tokens dropped and the
+    /// instances made unreachable.
+    func record(_ writes: [LiveActivityRouteWrite], now: Date, on tx: any DatabaseExecutor) async throws {
+        do {
             try await self.markReceived(writes, on: tx)
             for write in writes {
                 for (activityID, token) in write.droppedUpdateTokens {

@@ -46,6 +46,8 @@ struct LiveActivityHarness {
     let worker: JobWorker
     let service: LiveActivityService
     let clients: APNSClientProvider
+    /// The simulator the clients send to (its faults, deliveries and virtual devices).
+    let simulator: APNSSimulator
     var store: LiveActivityStore { sender.store }
     var app: APNSAppConfiguration { clients.apps[0] }
 
@@ -102,7 +104,8 @@ struct LiveActivityHarness {
                     logger: logger
                 ),
                 service: LiveActivityService(sender: sender),
-                clients: clients
+                clients: clients,
+                simulator: simulator
             )
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await simulator.run() }

@@ -169,8 +169,16 @@ struct LiveActivityStoreTests {
             #expect(stored.contentState == .object(["step": .integer(4)]))
             #expect(stored.lastUpdate?.event == .end)
             let sent = try await db.query("SELECT payload FROM jobs WHERE kind = $1", [.text(LiveActivityJobKind.send)])
-                .map { try LiveActivityStore.decodeJSON(LiveActivityJob.self, try $0.string("payload")) }
-            #expect(sent.compactMap { $0.update?.timestamp }.sorted() == [0, 1, 2, 10, 11, 12, 13].map { base + $0 })
+                .map { try LiveActivityStore.decodeJSON(LiveActivitySendJob.self, try $0.string("payload")) }
+            // One job a batch: the four single updates, then the three accepted of the last batch, in
+            // the order they were stamped.
+            #expect(sent.map(\.sends.count).sorted() == [1, 1, 1, 1, 3])
+            #expect(
+                sent.flatMap(\.sends).map(\.update.timestamp).sorted() == [0, 1, 2, 10, 11, 12, 13].map { base + $0 }
+            )
+            #expect(
+                sent.first { $0.sends.count == 3 }?.sends.map(\.update.timestamp) == [11, 12, 13].map { base + $0 }
+            )
             #expect(try await store.activity(scheduled)?.lastTimestamp == 0)
         }
     }

@@ -1,0 +1,124 @@
+import APNs
+import APNsSimulator
+import DatabaseTestSupport
+import Foundation
+import HeraldCore
+import Jobs
+import Testing
+
+@testable import LiveActivities
+
+/// The updates one batch accepted go out in one `live_activity.send` job: APNs refusing some of
+/// them for now must not send the others twice, nor lose the refused ones.
+@Suite("LiveActivities: one send job a batch")
+struct LiveActivityBatchTests {
+    let t = Date(timeIntervalSince1970: 1_790_000_000)
+
+    @Test(
+        "a batch whose push to one activity APNs refuses for now: the rest is done, only that update is tried again",
+        arguments: Backend.allCases
+    )
+    func partialRetry(backend: Backend) async throws {
+        let clock = ManualClock(t)
+        try await LiveActivityHarness.with(backend, clock: clock) { stack in
+            try await stack.registerPushToStart(String(repeating: "c1", count: 32), at: t)
+            var ids: [UUID] = []
+            for _ in 0..<2 {
+                ids.append(try await stack.service.create(LiveActivityHarness.request(channel: nil)).0.id)
+            }
+            #expect(try await stack.worker.runDueJobs() == 2, "the starts")
+            let devices = [String(repeating: "c2", count: 32), String(repeating: "c3", count: 32)]
+            for (index, id) in ids.enumerated() {
+                _ = try await stack.service.register(
+                    LiveActivityInput.Instance(
+                        activityID: "ios-\(index)",
+                        deviceToken: devices[index],
+                        updateToken: nil,
+                        state: .active
+                    ),
+                    for: id,
+                    userID: "u1",
+                    app: nil
+                )
+            }
+            // More 503s than the client's own three attempts, for the second activity's device only.
+            stack.simulator.addFault(
+                APNSSimulatorFault(.respond(status: 503, reason: .serviceUnavailable), token: devices[1], times: 3)
+            )
+            let batch = ids.map { id in
+                LiveActivityAcceptance(
+                    id: id,
+                    update: LiveActivityUpdate(event: .update, contentState: .object(["step": .integer(2)])),
+                    keepContent: false
+                )
+            }
+            let accepted = try await LiveActivitySender.accept(batch, store: stack.store, queue: stack.queue, now: t)
+            #expect(try accepted.map { try $0.get().silent } == [1, 1])
+            let jobs = try await stack.queue.list(statuses: [.pending], kind: LiveActivityJobKind.send)
+            #expect(jobs.count == 1, "one job for the batch")
+
+            #expect(try await stack.worker.runDueJobs() == 1)
+            let batchJob = try #require(jobs.first)
+            let first = try #require(try await stack.queue.job(id: batchJob.id))
+            #expect(first.status == .done, "the batch job is done: what APNs refused went to a job of its own")
+            let retries = try await stack.queue.list(statuses: [.pending], kind: LiveActivityJobKind.send)
+            #expect(retries.count == 1)
+            let retry = try #require(retries.first)
+            let payload = try LiveActivityStore.decodeJSON(LiveActivitySendJob.self, retry.payload)
+            #expect(payload.sends.map(\.id) == [ids[1]])
+            #expect(retry.maxAttempts == 19, "the attempts the batch job had left")
+            #expect(retry.dueAt > t, "after the kind's backoff")
+            #expect(try await stack.store.deliveries(of: ids[0]).filter { $0.event == "update" }.map(\.status) == [200])
+            #expect(try await stack.store.deliveries(of: ids[1]).filter { $0.event == "update" }.map(\.status) == [503])
+
+            clock.jump(to: retry.dueAt.addingTimeInterval(1))
+            #expect(try await stack.worker.runDueJobs() == 1)
+            #expect(
+                try await stack.store.deliveries(of: ids[0]).filter { $0.event == "update" }.count == 1,
+                "sent once"
+            )
+            #expect(
+                try await stack.store.deliveries(of: ids[1]).filter { $0.event == "update" }.map(\.status) == [
+                    200, 503,
+                ]
+            )
+            let received = stack.simulator.deliveries().filter { $0.token == devices[0] || $0.token == devices[1] }
+            #expect(received.filter { $0.token == devices[0] }.map(\.status) == [200], "the first device got it once")
+            #expect(received.filter { $0.token == devices[1] }.map(\.status) == [200, 503, 503, 503], "newest first")
+        }
+    }
+
+    @Test("a send job written before batches, one update, reads as a batch of one")
+    func earlierPayload() throws {
+        let id = UUID()
+        let text = """
+            {"id": "\(id.uuidString)", "instance": "ios-1",
+             "update": {"event": "end", "contentState": {"step": 3}, "priority": 10, "timestamp": 1790000001}}
+            """
+        let job = try LiveActivityStore.decodeJSON(LiveActivitySendJob.self, text)
+        #expect(job.sends.count == 1)
+        #expect(job.sends.first?.id == id)
+        #expect(job.sends.first?.instance == "ios-1")
+        #expect(job.sends.first?.update.event == .end)
+        #expect(job.sends.first?.update.timestamp == 1_790_000_001)
+        let batch = LiveActivitySendJob(sends: [LiveActivitySend(id: id, update: job.sends[0].update)])
+        let again = try LiveActivityStore.decodeJSON(LiveActivitySendJob.self, try LiveActivityStore.json(batch))
+        #expect(again == batch)
+    }
+
+    @Test("a batch too large for one job payload is split into jobs that each fit")
+    func payloadSplit() throws {
+        let big = APNSJSONValue.string(String(repeating: "x", count: 4_000))
+        let sends = (0..<600).map { _ in
+            LiveActivitySend(
+                id: UUID(),
+                update: LiveActivityUpdate(event: .update, contentState: .object(["note": big]))
+            )
+        }
+        let jobs = try LiveActivitySender.sendJobs(sends)
+        #expect(jobs.count > 1)
+        #expect(jobs.allSatisfy { $0.payload.utf8.count <= JobQueue.maximumPayloadBytes })
+        let decoded = try jobs.flatMap { try LiveActivityStore.decodeJSON(LiveActivitySendJob.self, $0.payload).sends }
+        #expect(decoded == sends, "every send once, in order")
+    }
+}
