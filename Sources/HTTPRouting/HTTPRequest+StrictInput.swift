@@ -40,6 +40,8 @@ extension HTTPRequest {
 
     /// Whether a `Content-Type` value is `application/json`, with at most a UTF-8 `charset`.
     static func isJSON(mediaType value: String) -> Bool {
+        // What nearly every client sends, without splitting and lowercasing.
+        if value == "application/json" || value == "application/json; charset=utf-8" { return true }
         var parts = value.split(separator: ";", omittingEmptySubsequences: false).map {
             $0.trimmingASCIIWhitespace().lowercased()
         }

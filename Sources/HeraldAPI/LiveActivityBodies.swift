@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HTTPRouting
 import LiveActivities
 
 /// An activity as the API shows it.
@@ -145,20 +146,15 @@ struct LiveActivityListBody: Encodable, Sendable {
     }
 }
 
-struct LiveActivityRoutesBody: Encodable, Sendable {
-    var routes: LiveActivityRouteCounts
-    enum CodingKeys: String, CodingKey { case routes }
-    enum RouteKeys: String, CodingKey {
-        case broadcast, silent, pending
-        case updateToken = "update_token"
-    }
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        var nested = container.nestedContainer(keyedBy: RouteKeys.self, forKey: .routes)
-        try nested.encode(routes.broadcast, forKey: .broadcast)
-        try nested.encode(routes.updateToken, forKey: .updateToken)
-        try nested.encode(routes.silent, forKey: .silent)
-        try nested.encode(routes.pending, forKey: .pending)
+extension LiveActivityRouteCounts {
+    /// The answer to an update or end, `{"routes":{"broadcast":…,"pending":…,"silent":…,"update_token":…}}`
+    /// (sorted keys, as ``HTTPResponse/json(_:status:)`` writes them): four counts, written
+    /// directly, since every update answers with it.
+    var response: HTTPResponse {
+        let text =
+            #"{"routes":{"broadcast":\#(broadcast),"pending":\#(pending),"silent":\#(silent),"#
+            + #""update_token":\#(updateToken)}}"#
+        return HTTPResponse(status: 202, headers: ["Content-Type": "application/json"], body: Array(text.utf8))
     }
 }
 

@@ -148,7 +148,7 @@ public struct LiveActivityRoutes: Sendable {
         let routes =
             event == .update
             ? try await service.update(id, update) : try await service.end(id, update, hasContent: hasContent)
-        return .json(LiveActivityRoutesBody(routes: routes), status: 202)
+        return routes.response
     }
 
     func putToken(_ request: HTTPRequest) async throws -> HTTPResponse {
