@@ -63,7 +63,7 @@ extension LiveActivitySender {
                     if item.keepContent {
                         update.contentState =
                             try latest[item.id]?.latest.contentState
-                            ?? LiveActivityStore.decodeJSON(APNSJSONValue.self, head.contentStateJSON)
+                            ?? LiveActivityStore.value(head.contentStateJSON)
                     }
                     update.timestamp = max(EpochTime.seconds(now), head.lastTimestamp + 1)
                     head.lastTimestamp = update.timestamp

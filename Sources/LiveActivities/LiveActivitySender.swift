@@ -28,35 +28,17 @@ struct LiveActivityJob: Codable, Sendable {
 }
 
 /// One accepted update or end to route.
-struct LiveActivitySend: Codable, Sendable, Hashable {
+struct LiveActivitySend: Sendable, Hashable {
     var id: UUID
     var update: LiveActivityUpdate
     /// Only this instance (the iOS activity id): an instance that registered after the update.
     var instance: String?
 }
 
-/// The payload of `live_activity.send`: `{"sends": [{"id", "update", "instance"?}, …]}`, the
-/// updates one batch accepted, in the order they were stamped. A payload of Herald before
-/// batches, `{"id", "update", "instance"?}`, reads as one send.
-struct LiveActivitySendJob: Codable, Sendable, Hashable {
+/// The payload of `live_activity.send` (`json` in LiveActivityJSON.swift): the updates one batch
+/// accepted, in the order they were stamped.
+struct LiveActivitySendJob: Sendable, Hashable {
     var sends: [LiveActivitySend]
-
-    init(sends: [LiveActivitySend]) {
-        self.sends = sends
-    }
-
-    private enum CodingKeys: String, CodingKey {
-        case sends
-    }
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        if container.contains(.sends) {
-            sends = try container.decode([LiveActivitySend].self, forKey: .sends)
-        } else {
-            sends = [try LiveActivitySend(from: decoder)]
-        }
-    }
 }
 
 /// Runs the Live Activities jobs: the push-to-start, the routing of updates and ends (in
@@ -119,7 +101,7 @@ public final class LiveActivitySender: Sendable {
             try await start(try Self.payload(job).id)
         }
         handlers.register(LiveActivityJobKind.send, options: options) { [self] job in
-            let payload = try LiveActivityStore.decodeJSON(LiveActivitySendJob.self, job.payload)
+            let payload = try LiveActivitySendJob(json: try LiveActivityStore.value(job.payload))
             return try await route(payload.sends, attempt: job.attempts, options: options)
         }
         handlers.register(LiveActivityJobKind.scheduledEnd, options: options) { [self] job in
@@ -150,7 +132,7 @@ public final class LiveActivitySender: Sendable {
     /// The `live_activity.send` jobs of these sends: one, unless its payload would be over the
     /// queue's limit (a batch of updates near the 4 KB content limit), then halves until each fits.
     static func sendJobs(_ sends: [LiveActivitySend], at dueAt: Date? = nil) throws -> [NewJob] {
-        let payload = try LiveActivityStore.json(LiveActivitySendJob(sends: sends))
+        let payload = try LiveActivityStore.text(LiveActivitySendJob(sends: sends).json)
         if payload.utf8.count > JobQueue.maximumPayloadBytes, sends.count > 1 {
             let half = sends.count / 2
             return try sendJobs(Array(sends[..<half]), at: dueAt) + sendJobs(Array(sends[half...]), at: dueAt)

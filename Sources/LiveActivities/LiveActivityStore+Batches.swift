@@ -126,7 +126,7 @@ extension LiveActivityStore {
                 let base = binds.count
                 binds += [
                     .text(LiveActivityID.text(stamp.id)), .integer(stamp.latest.timestamp),
-                    .text(try Self.json(stamp.latest)), .text(try Self.json(stamp.latest.contentState)),
+                    .text(try Self.text(stamp.latest.json)), .text(try Self.text(stamp.latest.contentState)),
                     .integer(stamp.ends ? 1 : 0),
                 ]
                 rows.append(

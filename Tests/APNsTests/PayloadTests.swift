@@ -219,9 +219,10 @@ import Testing
         for text in [
             "", "{", "{'a':1}", "[1,]", #"{"a":1,}"#, #"{"a":1} x"#, #"{"a":01}"#, #"{"a":1.}"#, #"{"a":.5}"#,
             #"{"a":+1}"#, #"{"a":tru}"#, #"{"a":"\x"}"#, #"{"a":"\u12G4"}"#, "{\"a\":\"\u{1}\"}", #"{"a" 1}"#,
-            #"{a:1}"#, "{\"a\":1}\u{0}", #"{"a":NaN}"#, nested,
+            #"{a:1}"#, "{\"a\":1}\u{0}", #"{"a":NaN}"#, nested, "tru", "nul", "fals", "1 2", #""\ud800""#,
+            #""\udc00\ud800""#, "1e999",
         ] {
-            #expect((try? APNSJSONValue(parsing: Array(text.utf8))) == nil, "\(text)")
+            #expect((try? APNSJSONValue(parsing: Array(text.utf8))) == Optional.none, "\(text)")
         }
     }
 }

@@ -64,7 +64,7 @@ struct LiveActivityBatchTests {
             let retries = try await stack.queue.list(statuses: [.pending], kind: LiveActivityJobKind.send)
             #expect(retries.count == 1)
             let retry = try #require(retries.first)
-            let payload = try LiveActivityStore.decodeJSON(LiveActivitySendJob.self, retry.payload)
+            let payload = try LiveActivitySendJob(json: try LiveActivityStore.value(retry.payload))
             #expect(payload.sends.map(\.id) == [ids[1]])
             #expect(retry.maxAttempts == 19, "the attempts the batch job had left")
             #expect(retry.dueAt > t, "after the kind's backoff")
@@ -95,14 +95,14 @@ struct LiveActivityBatchTests {
             {"id": "\(id.uuidString)", "instance": "ios-1",
              "update": {"event": "end", "contentState": {"step": 3}, "priority": 10, "timestamp": 1790000001}}
             """
-        let job = try LiveActivityStore.decodeJSON(LiveActivitySendJob.self, text)
+        let job = try LiveActivitySendJob(json: try LiveActivityStore.value(text))
         #expect(job.sends.count == 1)
         #expect(job.sends.first?.id == id)
         #expect(job.sends.first?.instance == "ios-1")
         #expect(job.sends.first?.update.event == .end)
         #expect(job.sends.first?.update.timestamp == 1_790_000_001)
         let batch = LiveActivitySendJob(sends: [LiveActivitySend(id: id, update: job.sends[0].update)])
-        let again = try LiveActivityStore.decodeJSON(LiveActivitySendJob.self, try LiveActivityStore.json(batch))
+        let again = try LiveActivitySendJob(json: try LiveActivityStore.value(try LiveActivityStore.text(batch.json)))
         #expect(again == batch)
     }
 
@@ -118,7 +118,33 @@ struct LiveActivityBatchTests {
         let jobs = try LiveActivitySender.sendJobs(sends)
         #expect(jobs.count > 1)
         #expect(jobs.allSatisfy { $0.payload.utf8.count <= JobQueue.maximumPayloadBytes })
-        let decoded = try jobs.flatMap { try LiveActivityStore.decodeJSON(LiveActivitySendJob.self, $0.payload).sends }
+        let decoded = try jobs.flatMap { try LiveActivitySendJob(json: try LiveActivityStore.value($0.payload)).sends }
         #expect(decoded == sends, "every send once, in order")
+    }
+
+    @Test("an update stored with JSONEncoder (Herald before the direct writer) reads the same, and back")
+    func storedUpdates() throws {
+        let updates = [
+            LiveActivityUpdate(event: .update, contentState: .object(["step": .integer(2)]), timestamp: 1_790_000_000),
+            LiveActivityUpdate(
+                event: .end,
+                contentState: .object(["note": .string("a/b \"c\" é\n"), "ratio": .double(0.25), "list": [1, 2]]),
+                alert: LiveActivityAlert(title: "Done", body: "Signed"),
+                staleDate: 1_790_000_600,
+                dismissalDate: 1_790_000_900,
+                relevanceScore: 50,
+                priority: 5,
+                timestamp: 1_790_000_001
+            ),
+        ]
+        for update in updates {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let before = try LiveActivityUpdate(json: try APNSJSONValue(parsing: Array(try encoder.encode(update))))
+            #expect(before == update)
+            let written = try LiveActivityStore.text(update.json)
+            #expect(try JSONDecoder().decode(LiveActivityUpdate.self, from: Data(written.utf8)) == update)
+            #expect(try LiveActivityUpdate(json: try LiveActivityStore.value(written)) == update)
+        }
     }
 }

@@ -169,7 +169,7 @@ struct LiveActivityStoreTests {
             #expect(stored.contentState == .object(["step": .integer(4)]))
             #expect(stored.lastUpdate?.event == .end)
             let sent = try await db.query("SELECT payload FROM jobs WHERE kind = $1", [.text(LiveActivityJobKind.send)])
-                .map { try LiveActivityStore.decodeJSON(LiveActivitySendJob.self, try $0.string("payload")) }
+                .map { try LiveActivitySendJob(json: try LiveActivityStore.value(try $0.string("payload"))) }
             // One job a batch: the four single updates, then the three accepted of the last batch, in
             // the order they were stamped.
             #expect(sent.map(\.sends.count).sorted() == [1, 1, 1, 1, 3])

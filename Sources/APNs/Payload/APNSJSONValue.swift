@@ -18,61 +18,15 @@ public enum APNSJSONValue: Sendable, Hashable, Codable {
     case array([APNSJSONValue])
     case object([String: APNSJSONValue])
 
-    /// Parses JSON text, strictly (RFC 8259: no trailing commas, no comments, nesting at most 64 deep).
+    /// Parses JSON text, strictly (RFC 8259: no trailing commas, no comments, nesting at most 64 deep),
+    /// in one pass over the bytes (``APNSJSONParser``).
     ///
     /// - Throws: `DecodingError` when `bytes` is not valid JSON.
     public init(parsing bytes: [UInt8]) throws {
-        guard APNSJSONSyntax.isValid(bytes) else {
+        guard let value = APNSJSONParser.parse(bytes) else {
             throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: [], debugDescription: "not valid JSON"))
         }
-        // JSONSerialization builds the values: decoding through Codable is far slower
-        // (docs/PERFORMANCE.md).
-        let object = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
-        guard let value = Self(foundation: object) else {
-            throw DecodingError.dataCorrupted(
-                DecodingError.Context(codingPath: [], debugDescription: "unsupported JSON value")
-            )
-        }
         self = value
-    }
-
-    /// Converts what `JSONSerialization` produced; `nil` for anything it cannot produce.
-    private init?(foundation value: Any) {
-        // Containers first: asking a Swift dictionary whether it is an NSNumber bridges it to an
-        // NSDictionary, which costs more than the parse.
-        switch value {
-        case let dictionary as [String: Any]:
-            var object: [String: APNSJSONValue] = [:]
-            object.reserveCapacity(dictionary.count)
-            for (key, item) in dictionary {
-                guard let converted = APNSJSONValue(foundation: item) else { return nil }
-                object[key] = converted
-            }
-            self = .object(object)
-        case let array as [Any]:
-            var items: [APNSJSONValue] = []
-            items.reserveCapacity(array.count)
-            for item in array {
-                guard let converted = APNSJSONValue(foundation: item) else { return nil }
-                items.append(converted)
-            }
-            self = .array(items)
-        case let string as String:
-            self = .string(string)
-        case let number as NSNumber:
-            switch String(cString: number.objCType) {
-            case "c", "B": self = .bool(number.boolValue)
-            case "d", "f": self = .double(number.doubleValue)
-            case "Q":
-                let unsigned = number.uint64Value
-                self = unsigned <= UInt64(Int64.max) ? .integer(Int64(unsigned)) : .double(number.doubleValue)
-            default: self = .integer(number.int64Value)
-            }
-        case is NSNull:
-            self = .null
-        default:
-            return nil
-        }
     }
 
     public init(from decoder: any Decoder) throws {

@@ -15,7 +15,7 @@ extension APNSPayload where Self: Encodable {
     }
 }
 
-extension APNSJSONValue: APNSPayload {}
+extension APNSJSONValue: APNSPayload {}  // encodedPayload() in APNSJSONValue+Writing.swift
 
 /// A body passed through byte for byte, for callers that build their own JSON. It is still
 /// checked (a JSON object, within the size limit) when the request is validated.
