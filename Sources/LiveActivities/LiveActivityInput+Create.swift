@@ -26,9 +26,9 @@ extension LiveActivityInput {
         }
         let (app, environment) = try scope(object)
         let attributesType = try name(object, "attributes_type", required: true) ?? ""
-        let attributes = try jsonObjectValue(object, "attributes", required: false) ?? .object([:])
+        let attributes = try jsonObjectValue(object, "attributes", of: body, required: false) ?? .object([:])
         let idAttribute = try name(object, "id_attribute", required: false) ?? LiveActivityLimits.defaultIDAttribute
-        let contentState = try jsonObjectValue(object, "content_state", required: true) ?? .object([:])
+        let contentState = try jsonObjectValue(object, "content_state", of: body, required: true) ?? .object([:])
         var request = LiveActivityRequest(
             id: id,
             app: app,

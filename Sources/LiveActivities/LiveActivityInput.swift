@@ -78,7 +78,7 @@ public enum LiveActivityInput {
             ? ["content_state", "alert", "stale_date", "relevance_score", "priority"]
             : ["content_state", "dismissal_date", "alert", "stale_date", "relevance_score", "priority"]
         try known(object, Set(fields), what: event == .update ? "an update" : "an end")
-        let content = try jsonObjectValue(object, "content_state", required: event == .update)
+        let content = try jsonObjectValue(object, "content_state", of: body, required: event == .update)
         if let content, try encodedSize(content) > LiveActivityLimits.maximumActivityDataBytes {
             throw .tooLarge(
                 "content_state_too_large",
@@ -203,18 +203,21 @@ public enum LiveActivityInput {
         }
     }
 
-    /// A JSON object value, as APNs will carry it.
+    /// A JSON object value, as APNs will carry it: the member `key` of `body` (whose fields are
+    /// `object`), read by ``APNs/APNSJSONValue/init(parsing:)`` from the body itself rather than
+    /// converted from Foundation's objects.
     static func jsonObjectValue(
         _ object: [String: Any],
         _ key: String,
+        of body: [UInt8],
         required: Bool
     ) throws(LiveActivityError) -> APNSJSONValue? {
         guard let value = object[key], !(value is NSNull) else {
             if required { throw .invalid("missing_field", "\(key) is missing: send a JSON object", field: key) }
             return nil
         }
-        guard value is [String: Any], let data = try? JSONSerialization.data(withJSONObject: value),
-            let parsed = try? APNSJSONValue(parsing: [UInt8](data))
+        guard value is [String: Any], let parsed = (try? APNSJSONValue(parsing: body))?[key],
+            case .object = parsed
         else {
             throw .invalid("invalid_\(key)", "\(key) must be a JSON object", field: key)
         }
