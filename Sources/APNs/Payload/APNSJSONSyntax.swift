@@ -1,6 +1,7 @@
-/// A strict RFC 8259 syntax check. Foundation's parser on Linux accepts trailing commas
-/// (`{"a":1,}`), which APNs need not; this runs first so that only real JSON passes. It checks the
-/// grammar only (Foundation still does the parsing and the UTF-8 decoding) and limits nesting.
+/// A strict RFC 8259 syntax check that builds nothing: for payloads that are only passed on (the
+/// send path's validation, the simulator). It checks the grammar and limits nesting; it does not
+/// decode strings. ``APNSJSONValue/init(parsing:)`` reads the same grammar, builds the values, and
+/// also refuses invalid UTF-8, lone surrogates and numbers beyond a double.
 ///
 /// Public for the APNs simulator, which checks every payload without decoding it.
 public enum APNSJSONSyntax {
