@@ -183,6 +183,39 @@ struct DatabaseConformanceTests {
 
     struct Abort: Error {}
 
+    @Test(
+        "a transaction that runs no statement, or runs its statements at once, leaves the database usable",
+        arguments: Backend.allCases
+    )
+    func transactionShapes(backend: Backend) async throws {
+        try await withDatabase(backend) { db, _ in
+            try await Self.createItemsTable(db)
+            // No statement: nothing to commit or roll back (SQLite begins with the first one).
+            #expect(try await db.transaction { _ in 7 } == 7)
+            await #expect(throws: Abort.self) {
+                try await db.transaction { _ -> Int in throw Abort() }
+            }
+            // Statements the body starts together still run in one transaction, begun once.
+            let changed = try await db.transaction { tx in
+                async let first = tx.execute("INSERT INTO items (name, qty) VALUES ($1, $2)", ["x", 1])
+                async let second = tx.execute("INSERT INTO items (name, qty) VALUES ($1, $2)", ["y", 2])
+                return try await first + second
+            }
+            #expect(changed == 2)
+            await #expect(throws: Abort.self) {
+                try await db.transaction { tx in
+                    async let first = tx.execute("INSERT INTO items (name, qty) VALUES ($1, $2)", ["lost1", 1])
+                    async let second = tx.execute("INSERT INTO items (name, qty) VALUES ($1, $2)", ["lost2", 2])
+                    _ = try await (first, second)
+                    throw Abort()
+                }
+            }
+            let rows = try await db.query("SELECT name FROM items ORDER BY name", [])
+            #expect(try rows.map { try $0.string("name") } == ["x", "y"])
+        }
+    }
+
+
     @Test("a transaction rolls back when its body throws", arguments: Backend.allCases)
     func transactionRollback(backend: Backend) async throws {
         try await withDatabase(backend) { db, _ in

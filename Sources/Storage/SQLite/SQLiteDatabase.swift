@@ -68,7 +68,8 @@ final class SQLiteDatabase: Database {
     func transaction<T: Sendable>(_ body: @Sendable (any DatabaseExecutor) async throws -> T) async throws -> T {
         try checkNotReentered("transaction")
         return try await lease.withLease { connection in
-            _ = try await onThread { try connection.run("BEGIN IMMEDIATE", []) }
+            // `BEGIN IMMEDIATE` goes with the body's first statement, in its trip to the
+            // database thread: one trip fewer per transaction.
             let transaction = SQLiteTransaction(connection: connection, database: self)
             let result: T
             do {
@@ -79,10 +80,12 @@ final class SQLiteDatabase: Database {
                 }
             } catch {
                 transaction.end()
-                await rollback(connection)
+                if transaction.hasBegun { await rollback(connection) }
                 throw error
             }
             transaction.end()
+            // A body that ran no statement began nothing, and has nothing to commit.
+            guard transaction.hasBegun else { return result }
             do {
                 _ = try await onThread { try connection.run("COMMIT", []) }
             } catch {
@@ -167,12 +170,18 @@ final class SQLiteDatabase: Database {
     }
 }
 
-/// The executor handed to a SQLite transaction body; valid until the body returns.
+/// The executor handed to a SQLite transaction body; valid until the body returns. Its first
+/// statement begins the transaction (`BEGIN IMMEDIATE`, on the database thread just before it).
 final class SQLiteTransaction: DatabaseExecutor {
     let dialect = SQLDialect.sqlite
     private let connection: SQLiteConnection
     private let database: SQLiteDatabase
     private let isActive = Atomic(true)
+    /// Set on the database thread when `BEGIN IMMEDIATE` has run.
+    private let begun = Atomic(false)
+
+    /// Whether a statement ran, and so the transaction began.
+    var hasBegun: Bool { begun.load(ordering: .acquiring) }
 
     init(connection: SQLiteConnection, database: SQLiteDatabase) {
         self.connection = connection
@@ -203,7 +212,15 @@ final class SQLiteTransaction: DatabaseExecutor {
         guard isActive.load(ordering: .acquiring) else { throw TransactionScope.endedError(sql: sql) }
         let connection = connection
         return try await database.measured {
-            try await database.onThread { try body(connection) }
+            try await database.onThread { [self] in
+                // The database thread runs one closure at a time: statements the body runs
+                // concurrently still begin the transaction once.
+                if !begun.load(ordering: .acquiring) {
+                    _ = try connection.run("BEGIN IMMEDIATE", [])
+                    begun.store(true, ordering: .releasing)
+                }
+                return try body(connection)
+            }
         }
     }
 }
