@@ -215,7 +215,6 @@ struct DatabaseConformanceTests {
         }
     }
 
-
     @Test("a transaction rolls back when its body throws", arguments: Backend.allCases)
     func transactionRollback(backend: Backend) async throws {
         try await withDatabase(backend) { db, _ in
