@@ -393,17 +393,18 @@ struct DatabaseConformanceTests {
         }
     }
 
-    @Test("SQLite files use WAL, synchronous=NORMAL, foreign keys and a busy timeout")
+    @Test("SQLite files use WAL, synchronous=NORMAL, foreign keys, a busy timeout and temporary storage in memory")
     func sqliteSettings() async throws {
         try await withDatabase(.sqliteFile) { db, _ in
             var settings: [String: SQLValue] = [:]
-            for pragma in ["journal_mode", "synchronous", "foreign_keys", "busy_timeout"] {
+            for pragma in ["journal_mode", "synchronous", "foreign_keys", "busy_timeout", "temp_store"] {
                 settings[pragma] = try await db.query("PRAGMA \(pragma)", [])[0][0]
             }
             #expect(settings["journal_mode"] == "wal")
             #expect(settings["synchronous"] == 1)  // NORMAL
             #expect(settings["foreign_keys"] == 1)
             #expect(settings["busy_timeout"] == 5000)
+            #expect(settings["temp_store"] == 2)  // MEMORY
         }
     }
 }

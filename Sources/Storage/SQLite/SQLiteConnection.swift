@@ -64,6 +64,10 @@ final class SQLiteConnection: Sendable {
                 }
                 _ = try Self.run(&state, "PRAGMA synchronous=NORMAL", [])
                 _ = try Self.run(&state, "PRAGMA foreign_keys=ON", [])
+                // Statement journals, sorts and `UPDATE … FROM` tables in memory: on files, a
+                // multi-row write beyond 64 KiB of journal created, wrote and unlinked a file in
+                // /var/tmp inside the writer's lock (docs/PERFORMANCE.md).
+                _ = try Self.run(&state, "PRAGMA temp_store=MEMORY", [])
             } catch {
                 state = State()
                 throw error
