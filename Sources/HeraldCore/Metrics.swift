@@ -67,50 +67,94 @@ public final class MetricsRegistry: Sendable {
     }
 
     /// Every family in the Prometheus text exposition format.
+    ///
+    /// Written as bytes: a label value is copied as it is unless it holds a character to escape,
+    /// a sample's labels are written once for all its histogram buckets, and the buckets' bounds
+    /// were formatted when the family was declared.
     public func render() -> String {
         let order = families.withLock { $0.order }
-        var out = ""
+        var out: [UInt8] = []
+        out.reserveCapacity(order.count * 256)
         for family in order {
             let name = family.name
-            out += "# HELP \(name) \(family.help)\n# TYPE \(name) \(family.type)\n"
+            out.append(contentsOf: "# HELP ".utf8)
+            out.append(contentsOf: name.utf8)
+            out.append(UInt8(ascii: " "))
+            out.append(contentsOf: family.help.utf8)
+            out.append(contentsOf: "\n# TYPE ".utf8)
+            out.append(contentsOf: name.utf8)
+            out.append(UInt8(ascii: " "))
+            out.append(contentsOf: family.type.utf8)
+            out.append(UInt8(ascii: "\n"))
             for (labels, sample) in family.recordedSamples() {
+                let pairs = Self.labelPairs(labels)
                 switch sample {
                 case .value(let value):
-                    out += "\(name)\(Self.render(labels)) \(Self.format(value))\n"
+                    Self.line(name, "", pairs, nil, Self.format(value), into: &out)
                 case .histogram(let histogram):
                     var cumulative: UInt64 = 0
-                    for (index, bound) in family.buckets.enumerated() {
+                    for (index, bound) in family.renderedBuckets.enumerated() {
                         cumulative += histogram.bucketCounts[index]
-                        let labels = labels + [("le", Self.format(bound))]
-                        out += "\(name)_bucket\(Self.render(labels)) \(cumulative)\n"
+                        Self.line(name, "_bucket", pairs, bound, String(cumulative), into: &out)
                     }
-                    out += "\(name)_bucket\(Self.render(labels + [("le", "+Inf")])) \(histogram.count)\n"
-                    out += "\(name)_sum\(Self.render(labels)) \(Self.format(histogram.sum))\n"
-                    out += "\(name)_count\(Self.render(labels)) \(histogram.count)\n"
+                    Self.line(name, "_bucket", pairs, "+Inf", String(histogram.count), into: &out)
+                    Self.line(name, "_sum", pairs, nil, Self.format(histogram.sum), into: &out)
+                    Self.line(name, "_count", pairs, nil, String(histogram.count), into: &out)
                 }
             }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `name{pairs,le="bound"} value` and a newline; no braces when there are no labels.
+    private static func line(
+        _ name: String,
+        _ suffix: StaticString,
+        _ pairs: [UInt8],
+        _ bound: String?,
+        _ value: String,
+        into out: inout [UInt8]
+    ) {
+        out.append(contentsOf: name.utf8)
+        suffix.withUTF8Buffer { out.append(contentsOf: $0) }
+        if !pairs.isEmpty || bound != nil {
+            out.append(UInt8(ascii: "{"))
+            out.append(contentsOf: pairs)
+            if let bound {
+                if !pairs.isEmpty { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: #"le=""#.utf8)
+                out.append(contentsOf: bound.utf8)
+                out.append(UInt8(ascii: "\""))
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: " "))
+        out.append(contentsOf: value.utf8)
+        out.append(UInt8(ascii: "\n"))
+    }
+
+    /// `a="x",b="y"`: values with `\`, `"` and newlines escaped (all ASCII, so escaping the
+    /// UTF-8 bytes one by one is exact).
+    private static func labelPairs(_ labels: MetricLabels) -> [UInt8] {
+        var out: [UInt8] = []
+        for (index, (name, value)) in labels.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: name.utf8)
+            out.append(contentsOf: #"=""#.utf8)
+            for byte in value.utf8 {
+                switch byte {
+                case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
+                case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
+                case UInt8(ascii: "\n"): out.append(contentsOf: #"\n"#.utf8)
+                default: out.append(byte)
+                }
+            }
+            out.append(UInt8(ascii: "\""))
         }
         return out
     }
 
-    private static func render(_ labels: MetricLabels) -> String {
-        guard !labels.isEmpty else { return "" }
-        let body = labels.map { name, value in
-            var escaped = ""
-            for character in value {
-                switch character {
-                case "\\": escaped += "\\\\"
-                case "\"": escaped += "\\\""
-                case "\n": escaped += "\\n"
-                default: escaped.append(character)
-                }
-            }
-            return "\(name)=\"\(escaped)\""
-        }
-        return "{" + body.joined(separator: ",") + "}"
-    }
-
-    private static func format(_ value: Double) -> String {
+    static func format(_ value: Double) -> String {
         if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
         return String(value)
     }
@@ -148,6 +192,8 @@ final class MetricFamily: Sendable {
     let help: String
     let type: String
     let buckets: [Double]
+    /// `buckets` as `/metrics` writes them in `le`.
+    let renderedBuckets: [String]
     private let samples = Mutex(Samples())
     /// The sample without labels, kept apart so that the many unlabelled gauges and counters
     /// updated on every request (requests in flight) never take the lock.
@@ -160,6 +206,7 @@ final class MetricFamily: Sendable {
         self.help = help
         self.type = type
         self.buckets = buckets
+        self.renderedBuckets = buckets.map(MetricsRegistry.format)
         self.unlabelled = Self.makeEntry(labels: [], type: type, bucketCount: buckets.count)
         self.unlabelledValue = unlabelled.value
     }
