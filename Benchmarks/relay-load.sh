@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Mastodon relay under load (issue 5): `herald relay` with APNs pointed at the APNs-shaped sink
 # (../shared/bench/apns-sink), loaded by wrk on loopback, next to h2load's rate against the same
-# sink in the same run. Then the fault drill: stop the sink mid-load, time until new requests get
-# 503, check none gets 202 while it is down, start it again, time until 202.
+# sink in the same run, and `herald bench` (Herald's own APNs client) sending to it. Then the fault
+# drill: stop the sink mid-load, time until new requests get 503, check none gets 202 while it is
+# down, start it again, time until 202.
 # The full-speed stage alternates h2load and wrk ROUNDS times (default 5) and reports medians, the
 # median of each round's own ratio (its wrk run over the h2load run just before it, which the
 # machine's drift between rounds disturbs less), and the relay's CPU time per request, steadier
@@ -108,13 +109,24 @@ h2load_rate() {
     | sed -E 's/.* ([0-9.]+) req\/s.*/\1/'
 }
 
+# The second reference: herald bench, Herald's own APNs client, sending 10,000 pushes to the same
+# sink, as Benchmarks/live-activities.sh measures it. The relay takes a request and sends a push with
+# no database at all: its ratio to this is what an API path that also stores each request has above it.
+herald_bench_rate() {
+  APNS_AUTH_KEY_FILE="$work/key.p8" APNS_KEY_ID=BENCHKEY01 APPLE_TEAM_ID=BENCHTEAM1 TOPIC=com.example.bench \
+    APNS_CA_FILE="$work/sink/cert.pem" "${HERALD_BIN:-.build/release/herald}" bench \
+    --url "https://127.0.0.1:$sink_port" --count 10000 --connections 1 --concurrency 1000 2>/dev/null \
+    | tail -n 1 | sed -E 's/.* rate=([0-9.]+)\/s.*/\1/'
+}
+
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "== relay at full speed (wrk -t$wrk_threads -c64 -d$duration), h2load against the sink in the same run, alternating $rounds times"
 # Besides the relay's CPU time per request, the sink's and wrk's: the three share the machine,
 # so the relay's rate is bounded by their sum.
-references=(); rates=(); paired=(); cpus=(); sink_cpus=(); wrk_cpus=()
+references=(); rates=(); paired=(); cpus=(); sink_cpus=(); wrk_cpus=(); bench_paired=()
 for i in $(seq "$rounds"); do
   references+=("$(h2load_rate)")
+  bench_rate=$(herald_bench_rate)
   before=$(cpu_ticks); sink_before=$(cpu_ticks "$sink_pid"); thread_ticks >"$work/threads-before"
   max=$(/usr/bin/time -f 'cpu %U %S' -o "$work/wrk-time" \
     wrk -t"$wrk_threads" -c64 -d"$duration" --latency -s "$work/post.lua" "http://127.0.0.1:$relay_port")
@@ -125,11 +137,12 @@ for i in $(seq "$rounds"); do
   wrk_cpus+=("$(awk -v n="$requests" '/^cpu / {printf "%.1f", ($2 + $3) * 1e6 / n}' "$work/wrk-time")")
   rates+=("$(awk '/Requests\/sec/ {print $2}' <<<"$max")")
   paired+=("$(awk -v a="${rates[-1]}" -v b="${references[-1]}" 'BEGIN {printf "%.3f", a/b}')")
-  echo "round $i: h2load_sink_rate=${references[-1]} relay_rate=${rates[-1]} ratio=${paired[-1]} p50=$(awk '/ 50%/ {print $2}' <<<"$max") p99=$(awk '/ 99%/ {print $2}' <<<"$max") cpu_us_per_request: relay=${cpus[-1]} sink=${sink_cpus[-1]} wrk=${wrk_cpus[-1]} relay_threads_us_per_request: $(thread_split "$work/threads-before" "$work/threads-after" "$requests")$(grep -E '^wrk:' <<<"$max")"
+  bench_paired+=("$(awk -v a="${rates[-1]}" -v b="$bench_rate" 'BEGIN {printf "%.3f", a/b}')")
+  echo "round $i: h2load_sink_rate=${references[-1]} relay_rate=${rates[-1]} ratio=${paired[-1]} herald_bench_rate=$bench_rate ratio_to_herald_bench=${bench_paired[-1]} p50=$(awk '/ 50%/ {print $2}' <<<"$max") p99=$(awk '/ 99%/ {print $2}' <<<"$max") cpu_us_per_request: relay=${cpus[-1]} sink=${sink_cpus[-1]} wrk=${wrk_cpus[-1]} relay_threads_us_per_request: $(thread_split "$work/threads-before" "$work/threads-after" "$requests")$(grep -E '^wrk:' <<<"$max")"
 done
 reference=$(printf '%s\n' "${references[@]}" | median)
 rate=$(printf '%s\n' "${rates[@]}" | median)
-echo "relay-load: log_level=$log_level relay_rate=$rate h2load_sink_rate=$reference ratio=$(awk -v a="$rate" -v b="$reference" 'BEGIN {printf "%.2f", a/b}') paired_ratio=$(printf '%s\n' "${paired[@]}" | median) cpu_us_per_request=$(printf '%s\n' "${cpus[@]}" | median) sink_cpu_us=$(printf '%s\n' "${sink_cpus[@]}" | median) wrk_cpu_us=$(printf '%s\n' "${wrk_cpus[@]}" | median) rss_mb=$(rss) peak_rss_mb=$(hwm) (medians)"
+echo "relay-load: log_level=$log_level relay_rate=$rate h2load_sink_rate=$reference ratio=$(awk -v a="$rate" -v b="$reference" 'BEGIN {printf "%.2f", a/b}') paired_ratio=$(printf '%s\n' "${paired[@]}" | median) ratio_to_herald_bench=$(printf '%s\n' "${bench_paired[@]}" | median) cpu_us_per_request=$(printf '%s\n' "${cpus[@]}" | median) sink_cpu_us=$(printf '%s\n' "${sink_cpus[@]}" | median) wrk_cpu_us=$(printf '%s\n' "${wrk_cpus[@]}" | median) rss_mb=$(rss) peak_rss_mb=$(hwm) (medians)"
 
 # The floor of the HTTP side: libmicrohttpd in C, set up as Herald's server, answering 202
 # without doing anything (Benchmarks/mhd-floor.c). Needs gcc; skipped without it.
