@@ -183,7 +183,7 @@ public struct LiveActivityRoutes: Sendable {
 
     /// The path's activity id (404 when it is not a UUID: no activity can have it).
     static func id(_ request: HTTPRequest) throws(LiveActivityError) -> UUID {
-        guard let id = UUID(uuidString: request.parameters["id"] ?? "") else { throw .notFound }
+        guard let id = RequestIdentifier.uuid(request.parameters["id"] ?? "") else { throw .notFound }
         return id
     }
 }

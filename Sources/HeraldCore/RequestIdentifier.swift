@@ -49,6 +49,50 @@ public enum RequestIdentifier {
         }
     }
 
+    /// `text` as a UUID: 8-4-4-4-12 hex digits of either case, without Foundation's `sscanf`
+    /// (which also reads a sign or spaces inside, so that `UUID(uuidString:)` takes "+f0c2b1e-…"
+    /// for 0f0c2b1e-…); `nil` for anything else.
+    public static func uuid(_ text: some StringProtocol) -> UUID? {
+        if let contiguous = text.utf8.withContiguousStorageIfAvailable({ uuid(bytes: UnsafeRawBufferPointer($0)) }) {
+            return contiguous
+        }
+        return Array(text.utf8).withUnsafeBytes { uuid(bytes: $0) }
+    }
+
+    /// ``uuid(_:)`` from UTF-8 bytes (a header value read in place).
+    public static func uuid(bytes utf8: UnsafeRawBufferPointer) -> UUID? {
+        guard utf8.count == 36 else { return nil }
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let parsed = withUnsafeMutableBytes(of: &uuid) { bytes -> Bool in
+            var out = 0
+            var index = 0
+            while index < 36 {
+                if index == 8 || index == 13 || index == 18 || index == 23 {
+                    guard utf8[index] == UInt8(ascii: "-") else { return false }
+                    index += 1
+                    continue
+                }
+                let high = hexValue(utf8[index])
+                let low = hexValue(utf8[index + 1])
+                guard high | low < 16 else { return false }
+                bytes[out] = high << 4 | low
+                out += 1
+                index += 2
+            }
+            return true
+        }
+        return parsed ? UUID(uuid: uuid) : nil
+    }
+
+    /// The value of a hexadecimal digit, or 0xFF.
+    @inline(__always)
+    private static func hexValue(_ character: UInt8) -> UInt8 {
+        let digit = character &- UInt8(ascii: "0")
+        if digit < 10 { return digit }
+        let letter = (character | 0x20) &- UInt8(ascii: "a")
+        return letter < 6 ? letter + 10 : 0xFF
+    }
+
     /// SplitMix64's finaliser narrowed to 60 bits: adding a constant, multiplying by an odd
     /// number and xor-shifting right are each invertible modulo 2^60, so distinct counters (below
     /// 2^60 apart) give distinct ids.

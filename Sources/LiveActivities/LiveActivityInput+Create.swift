@@ -19,7 +19,7 @@ extension LiveActivityInput {
         try known(object, createFields, what: "a Live Activity")
         var id: UUID?
         if let text = try string(object, "id", limit: 64) {
-            guard let parsed = UUID(uuidString: text) else {
+            guard let parsed = RequestIdentifier.uuid(text) else {
                 throw .invalid("invalid_id", "id must be a UUID such as 6f1c…-…, or left out", field: "id")
             }
             id = parsed

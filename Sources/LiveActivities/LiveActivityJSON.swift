@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HeraldCore
 
 /// The stored JSON of what every update writes and reads (the job payload, the activity's latest
 /// update and content state), built from and read into ``APNSJSONValue`` directly: `JSONEncoder`
@@ -96,13 +97,13 @@ extension LiveActivityUpdate {
 extension LiveActivitySend {
     /// `{"id", "update", "instance"?}`.
     var json: APNSJSONValue {
-        var members: [String: APNSJSONValue] = ["id": .string(id.uuidString), "update": update.json]
+        var members: [String: APNSJSONValue] = ["id": .string(LiveActivityID.text(id)), "update": update.json]
         if let instance { members["instance"] = .string(instance) }
         return .object(members)
     }
 
     init(json: APNSJSONValue) throws {
-        guard let id = UUID(uuidString: try json.string("id")) else {
+        guard let id = RequestIdentifier.uuid(try json.string("id")) else {
             throw LiveActivityStoredJSONError(what: "a send's id is not a UUID")
         }
         var instance: String?

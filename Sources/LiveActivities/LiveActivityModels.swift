@@ -1,5 +1,6 @@
 public import APNs
 public import Foundation
+import HeraldCore
 
 /// Where a Live Activity is in its life.
 ///
@@ -294,7 +295,7 @@ public struct LiveActivityRouteCounts: Sendable, Hashable {
 
 /// Activity ids as text: the lowercase UUID.
 public enum LiveActivityID {
-    public static func text(_ id: UUID) -> String { id.uuidString.lowercased() }
+    public static func text(_ id: UUID) -> String { RequestIdentifier.lowercaseString(id) }
 }
 
 /// The limits on Live Activities input.

@@ -1,4 +1,5 @@
 public import Foundation
+import HeraldCore
 
 /// One result row: column names and values in the order of the select list.
 ///
@@ -136,7 +137,7 @@ public struct SQLRow: Sendable {
 
     public func optionalUUID(_ column: String) throws -> UUID? {
         guard let text = try optionalString(column) else { return nil }
-        guard let uuid = UUID(uuidString: text) else {
+        guard let uuid = RequestIdentifier.uuid(text) else {
             throw DatabaseError(
                 code: .typeMismatch,
                 message: "column '\(column)' holds text that is not a UUID; store ids with SQLValue(UUID)"

@@ -31,7 +31,7 @@ extension SQLValue {
 
     /// The UUID's lowercase string form.
     public init(_ uuid: UUID) {
-        self = .text(uuid.uuidString.lowercased())
+        self = .text(RequestIdentifier.lowercaseString(uuid))
     }
 
     public init(_ value: Int) { self = .integer(Int64(value)) }
