@@ -137,6 +137,39 @@ import Testing
         )
     }
 
+    @Test("a Live Activity payload is written directly: the same bytes JSONEncoder wrote, content as given")
+    func liveActivityWrittenDirectly() throws {
+        var payload = APNSLiveActivityPayload.update(
+            contentState: ["progress": .double(1), "label": "a/b \"c\" é\n", "steps": [1, 2.5]],
+            timestamp: Self.now,
+            alert: APNSLiveActivityAlert(
+                title: .localized(key: "step", arguments: ["2", "3"]),
+                body: .localized(key: "signed"),
+                sound: .critical(name: "bell.caf", volume: 1)
+            ),
+            relevanceScore: 0.75
+        )
+        payload.custom = ["ref": 7]
+        #expect(
+            try json(payload)
+                == #"{"aps":{"alert":{"body":{"loc-key":"signed"},"sound":{"critical":1,"name":"bell.caf","volume":1},"#
+                + #""title":{"loc-args":["2","3"],"loc-key":"step"}},"content-state":{"label":"a/b \"c\" é\n","#
+                + #""progress":1.0,"steps":[1,2.5]},"event":"update","relevance-score":0.75,"timestamp":1700000000},"#
+                + #""ref":7}"#
+        )
+        // Through JSONEncoder (its Encodable conformance) the same value, but for the whole double
+        // in the content, which JSONEncoder writes without its fraction.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let encoded = String(decoding: try encoder.encode(payload), as: UTF8.self)
+        #expect(encoded == (try json(payload)).replacingOccurrences(of: #""progress":1.0"#, with: #""progress":1"#))
+        payload.alert?.sound = .critical(name: "bell.caf", volume: 2)
+        #expect(throws: EncodingError.self) { try payload.encodedPayload() }
+        payload.alert = nil
+        payload.custom = ["aps": 1]
+        #expect(throws: EncodingError.self) { try payload.encodedPayload() }
+    }
+
     @Test func liveActivityRules() {
         func field(_ payload: APNSLiveActivityPayload) -> String? {
             do {

@@ -9,29 +9,30 @@ public enum APNSSound: Sendable, Hashable, Encodable {
     /// The system sound.
     public static let `default` = APNSSound.named("default")
 
-    private enum CodingKeys: String, CodingKey {
-        case critical, name, volume
-    }
-
-    public func encode(to encoder: any Encoder) throws {
+    /// A string, or `{"critical": 1, "name", "volume"}`.
+    ///
+    /// - Throws: `EncodingError` for a critical sound's volume outside 0...1.
+    public func jsonValue() throws -> APNSJSONValue {
         switch self {
         case .named(let name):
-            var container = encoder.singleValueContainer()
-            try container.encode(name)
+            return .string(name)
         case .critical(let name, let volume):
             guard (0...1).contains(volume) else {
                 throw EncodingError.invalidValue(
                     volume,
                     EncodingError.Context(
-                        codingPath: encoder.codingPath,
+                        codingPath: [],
                         debugDescription: "a critical sound's volume must be from 0 to 1"
                     )
                 )
             }
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(1, forKey: .critical)
-            try container.encode(name, forKey: .name)
-            try container.encode(volume, forKey: .volume)
+            return .object([
+                "critical": .integer(1), "name": .string(name), "volume": APNSPayloadEncoding.number(volume),
+            ])
         }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try jsonValue().encode(to: encoder)
     }
 }

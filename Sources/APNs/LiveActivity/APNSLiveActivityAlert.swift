@@ -9,4 +9,17 @@ public struct APNSLiveActivityAlert: Sendable, Hashable, Encodable {
         self.body = body
         self.sound = sound
     }
+
+    /// `{"title", "body", "sound"?}`.
+    ///
+    /// - Throws: `EncodingError` for a critical sound's volume outside 0...1.
+    public func jsonValue() throws -> APNSJSONValue {
+        var members: [String: APNSJSONValue] = ["title": title.jsonValue, "body": body.jsonValue]
+        if let sound { members["sound"] = try sound.jsonValue() }
+        return .object(members)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try jsonValue().encode(to: encoder)
+    }
 }

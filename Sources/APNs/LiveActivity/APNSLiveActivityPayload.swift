@@ -161,44 +161,42 @@ public struct APNSLiveActivityPayload: APNSPayload, Hashable, Encodable {
         APNSValidationError(code: .badPayload, field: "payload.aps.\(key)", message: message)
     }
 
-    private struct APS: Encodable {
-        var payload: APNSLiveActivityPayload
-
-        enum CodingKeys: String, CodingKey {
-            case event, timestamp, alert, attributes
-            case contentState = "content-state"
-            case attributesType = "attributes-type"
-            case staleDate = "stale-date"
-            case dismissalDate = "dismissal-date"
-            case relevanceScore = "relevance-score"
-            case inputPushToken = "input-push-token"
-            case inputPushChannel = "input-push-channel"
+    /// The payload as a JSON value, checked first (``validate()``): what ``encodedPayload()``
+    /// writes, keys sorted. Numbers are written as `JSONEncoder` writes them: a whole
+    /// `relevance-score` without a fraction; `content-state` and `attributes` as given.
+    ///
+    /// - Throws: ``APNSValidationError``; `EncodingError` for a custom key named `aps` or a
+    ///   critical sound's volume outside 0...1.
+    public func jsonValue() throws -> APNSJSONValue {
+        try validate()
+        var aps: [String: APNSJSONValue] = [
+            "event": .string(event.rawValue),
+            "timestamp": .integer(APNSPayloadEncoding.epochSeconds(timestamp)),
+            "content-state": contentState,
+        ]
+        if let attributesType { aps["attributes-type"] = .string(attributesType) }
+        if let attributes { aps["attributes"] = attributes }
+        if let alert { aps["alert"] = try alert.jsonValue() }
+        if let staleDate { aps["stale-date"] = .integer(APNSPayloadEncoding.epochSeconds(staleDate)) }
+        if let dismissalDate { aps["dismissal-date"] = .integer(APNSPayloadEncoding.epochSeconds(dismissalDate)) }
+        if let relevanceScore { aps["relevance-score"] = APNSPayloadEncoding.number(relevanceScore) }
+        if inputPushToken { aps["input-push-token"] = .integer(1) }
+        if let inputPushChannel { aps["input-push-channel"] = .string(inputPushChannel) }
+        var members: [String: APNSJSONValue] = ["aps": .object(aps)]
+        for (key, value) in custom {
+            guard key != "aps" else { throw APNSPayloadEncoding.customKeyNamedAPS(value) }
+            members[key] = value
         }
+        return .object(members)
+    }
 
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(payload.event, forKey: .event)
-            try container.encode(APNSPayloadEncoding.epochSeconds(payload.timestamp), forKey: .timestamp)
-            try container.encode(payload.contentState, forKey: .contentState)
-            try container.encodeIfPresent(payload.attributesType, forKey: .attributesType)
-            try container.encodeIfPresent(payload.attributes, forKey: .attributes)
-            try container.encodeIfPresent(payload.alert, forKey: .alert)
-            if let date = payload.staleDate {
-                try container.encode(APNSPayloadEncoding.epochSeconds(date), forKey: .staleDate)
-            }
-            if let date = payload.dismissalDate {
-                try container.encode(APNSPayloadEncoding.epochSeconds(date), forKey: .dismissalDate)
-            }
-            try container.encodeIfPresent(payload.relevanceScore, forKey: .relevanceScore)
-            if payload.inputPushToken { try container.encode(1, forKey: .inputPushToken) }
-            try container.encodeIfPresent(payload.inputPushChannel, forKey: .inputPushChannel)
-        }
+    /// The body, written directly from ``jsonValue()`` (no `JSONEncoder`: this is every Live
+    /// Activity push's payload).
+    public func encodedPayload() throws -> [UInt8] {
+        try jsonValue().jsonBytes()
     }
 
     public func encode(to encoder: any Encoder) throws {
-        try validate()
-        var container = encoder.container(keyedBy: APNSDynamicKey.self)
-        try container.encode(APS(payload: self), forKey: APNSDynamicKey("aps"))
-        try container.encodeCustomKeys(custom)
+        try jsonValue().encode(to: encoder)
     }
 }

@@ -8,20 +8,18 @@ public enum APNSLocalizableText: Sendable, Hashable, Encodable, ExpressibleByStr
         self = .text(value)
     }
 
-    private enum CodingKeys: String, CodingKey {
-        case key = "loc-key"
-        case arguments = "loc-args"
+    /// A string, or `{"loc-key", "loc-args"?}`.
+    public var jsonValue: APNSJSONValue {
+        switch self {
+        case .text(let text): .string(text)
+        case .localized(let key, let arguments):
+            arguments.isEmpty
+                ? .object(["loc-key": .string(key)])
+                : .object(["loc-key": .string(key), "loc-args": .array(arguments.map(APNSJSONValue.string))])
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
-        switch self {
-        case .text(let text):
-            var container = encoder.singleValueContainer()
-            try container.encode(text)
-        case .localized(let key, let arguments):
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(key, forKey: .key)
-            if !arguments.isEmpty { try container.encode(arguments, forKey: .arguments) }
-        }
+        try jsonValue.encode(to: encoder)
     }
 }

@@ -41,6 +41,22 @@ enum APNSPayloadEncoding {
         return Array(try encoder.encode(value))
     }
 
+    /// A number as `JSONEncoder` writes a `Double`: a whole one without a fraction.
+    static func number(_ value: Double) -> APNSJSONValue {
+        value == value.rounded() && abs(value) < 9.0e15 ? .integer(Int64(value)) : .double(value)
+    }
+
+    /// The error `encodeCustomKeys` throws for a custom key named `aps`.
+    static func customKeyNamedAPS(_ value: APNSJSONValue) -> EncodingError {
+        EncodingError.invalidValue(
+            value,
+            EncodingError.Context(
+                codingPath: [APNSDynamicKey("aps")],
+                debugDescription: "a custom key may not be named aps: Apple's keys go in the typed fields"
+            )
+        )
+    }
+
     /// Seconds since 1970, rounded down: how Apple's payloads carry times.
     static func epochSeconds(_ date: Date) -> Int64 {
         APNSExpiration.epochSeconds(date)
@@ -70,15 +86,7 @@ extension KeyedEncodingContainer where Key == APNSDynamicKey {
     /// the dictionary Apple reads.
     mutating func encodeCustomKeys(_ custom: [String: APNSJSONValue]) throws {
         for (key, value) in custom {
-            guard key != "aps" else {
-                throw EncodingError.invalidValue(
-                    value,
-                    EncodingError.Context(
-                        codingPath: codingPath + [APNSDynamicKey(key)],
-                        debugDescription: "a custom key may not be named aps: Apple's keys go in the typed fields"
-                    )
-                )
-            }
+            guard key != "aps" else { throw APNSPayloadEncoding.customKeyNamedAPS(value) }
             try encode(value, forKey: APNSDynamicKey(key))
         }
     }
