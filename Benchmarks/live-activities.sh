@@ -3,9 +3,14 @@
 # `herald serve` against the APNs sink of ../shared/bench/ (apns-sink, h2o over TLS), each
 # reported by its "app" (half with an update token, half with only a device token), then one
 # `POST /v1/live-activities/{id}/update` each, sent by wrk (one thread, CONNECTIONS connections,
-# default 64, each id once; a connection with no id left waits until wrk is stopped). Reports per backend the time from the first update to APNs having answered all
+# default 64, each id once; a connection with no id left waits until wrk is stopped). Reports per
+# backend the time from the first update to APNs having answered all
 # (herald_live_activity_deliveries_total for update_token and silent), the rate, and next to it
-# `herald bench` sending as many pushes to the same sink in the same run.
+# `herald bench` sending as many pushes to the same sink in the same run. Also per update, during
+# the updates: herald_cpu_us (CPU of herald serve), load_cpu_us (wrk and the sink), and
+# bench_cpu_us (CPU of herald bench per push: the APNs side alone), budget_us, what the target
+# leaves for all of it on this machine's cores (nproc / (0.5 x herald bench's rate)); on SQLite,
+# sqlite_floor_us and sqlite_floor_rate, what SQLite alone costs (sqlite_floor below).
 #   ACTIVITIES=10000 BACKENDS="sqlite postgres" CONNECTIONS=64 SINK_PORT=8443 HERALD=.build/release/herald \
 #     Benchmarks/live-activities.sh
 # Target: a rate of at least 0.5 x herald bench's.
@@ -60,6 +65,60 @@ function done(summary, latency, requests)
     summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
 end
 LUA
+
+# The floor SQLite alone puts under any implementation (printed as sqlite_floor_rate): on a copy of
+# the run's database, the sqlite3 shell replays only the writes an accepted and delivered update
+# cannot do without, as Herald's statements write them: its activity's new latest state and
+# timestamp, its share of a send job (one job per 256 updates) and its delivery row, 256 updates a
+# transaction, with Herald's pragmas, a 64 MiB page cache and no checkpoint. No reads, no
+# instances, no HTTP, no APNs: the rate is updates per CPU second (user + system) of sqlite3, on
+# one core with nothing else to do. Skipped when the sqlite3 shell is not installed.
+sqlite_floor() {
+  command -v sqlite3 >/dev/null || return 0
+  cp "$1" "$work/floor.sqlite"
+  python3 - "$work/floor.sqlite" "$work/floor.sql" <<'PY'
+import json, os, resource, sqlite3, subprocess, sys, time, uuid
+database, script = sys.argv[1], sys.argv[2]
+with sqlite3.connect(database) as connection:
+    ids = [row[0] for row in connection.execute("SELECT id FROM live_activities ORDER BY random()")]
+stamp = int(time.time()) + 60
+quote = lambda text: "'" + text.replace("'", "''") + "'"
+lines = [".output /dev/null", "PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;", "PRAGMA temp_store=MEMORY;",
+         "PRAGMA cache_size=-65536;", "PRAGMA wal_autocheckpoint=0;"]
+for start in range(0, len(ids), 256):
+    batch = ids[start:start + 256]
+    update = {"contentState": {"step": 1}, "event": "update", "priority": 10, "timestamp": stamp}
+    sends = json.dumps({"sends": [{"id": i, "update": update} for i in batch]}, separators=(",", ":"))
+    rows = ", ".join("(%s, %d, %s, '{\"step\":1}')" % (quote(i), stamp, quote(json.dumps(update))) for i in batch)
+    lines += ["BEGIN IMMEDIATE;",
+              "WITH v (id, last_timestamp, last_update, content_state) AS (VALUES %s) UPDATE live_activities SET "
+              "last_timestamp = v.last_timestamp, last_update = v.last_update, content_state = v.content_state, "
+              "updated_at = %d FROM v WHERE live_activities.id = v.id;" % (rows, stamp * 1000),
+              "INSERT INTO jobs (id, kind, payload, status, due_at, attempts, max_attempts, unique_key, schedule, "
+              "missed_runs, created_at, updated_at) VALUES (%s, 'live_activity.send', %s, 'pending', %d, 0, 20, "
+              "NULL, NULL, 'run_once', %d, %d);" % (quote(str(uuid.uuid4())), quote(sends), stamp * 1000, stamp * 1000,
+                                                stamp * 1000),
+              "INSERT INTO live_activity_deliveries (live_activity_id, at, id, event, route, token, status, reason, "
+              "apns_id) VALUES %s;" % ", ".join(
+                  "(%s, %d, '%016x-%s', 'update', 'silent', 'abcdef12', 200, NULL, %s)"
+                  % (quote(i), stamp * 1000, n, uuid.uuid4().hex[:17], quote(str(uuid.uuid4())))
+                  for n, i in enumerate(batch)),
+              "COMMIT;"]
+with open(script, "w") as out: out.write("\n".join(lines) + "\n")
+before = resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(script) as source: subprocess.run(["sqlite3", database], stdin=source, check=True)
+after = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+print("%.0f" % (len(ids) / cpu))
+PY
+}
+
+# CPU time (user + system, in clock ticks) the processes have used so far.
+cpu_ticks() {
+  local pid total=0
+  for pid in "$@"; do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done
+  echo "$total"
+}
 
 run_backend() {
   local backend=$1 url
@@ -155,11 +214,14 @@ PY
     return 1
   fi
 
-  # The updates, timed until APNs answered every one.
-  local began
+  # The updates, timed until APNs answered every one; the CPU time herald serve, and wrk with
+  # the sink, used meanwhile.
+  local began herald_ticks load_ticks
+  herald_ticks=$(cpu_ticks "$serve_pid")
   began=$(date +%s.%N)
   wrk -t1 -c"$connections" -d3600s -s "$work/updates.lua" "http://127.0.0.1:$api_port" >"$work/wrk.out" 2>&1 &
   local wrk_pid=$!
+  load_ticks=$(cpu_ticks "$sink_pid")
   result=$(python3 - "http://127.0.0.1:$api_port" "$activities" "$began" <<'PY'
 import http.client, re, sys, time, urllib.parse
 host, total, began = urllib.parse.urlparse(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
@@ -192,20 +254,36 @@ print("%.3f %.3f %.0f %d %d %d" % (accepted_at, elapsed, total / elapsed, via("u
       int(seen.get(("update_token", "delivered"), 0) + seen.get(("silent", "delivered"), 0))))
 PY
 ) || { echo "live-activities: the run failed: $(cat "$work/wrk.out")" >&2; kill "$wrk_pid"; return 1; }
+  herald_ticks=$(($(cpu_ticks "$serve_pid") - herald_ticks))
+  load_ticks=$(($(cpu_ticks "$sink_pid" "$wrk_pid") - load_ticks))
   kill -INT "$wrk_pid"; wait "$wrk_pid" || true
   grep -q '^updates: failed=0 socket_errors=0' "$work/wrk.out" \
     || { echo "live-activities: some updates failed: $(cat "$work/wrk.out")" >&2; return 1; }
   read -r accept_seconds seconds rate via_token via_silent delivered <<<"$result"
   kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true; serve_pid=
+  local floor=""
+  if [ "$backend" = sqlite ]; then floor=$(sqlite_floor "$work/herald.sqlite"); fi
 
   # Reference: herald bench, same sink, same count, right after.
   local line bench_rate
-  line=$("$herald" bench --url "https://127.0.0.1:$port" --count "$activities" --connections 1 --concurrency 1000 \
-    2>/dev/null | tail -n 1)
+  # `times` adds the CPU the subshell's children used: herald bench's, what its pushes cost it.
+  local bench_cpu
+  line=$({ "$herald" bench --url "https://127.0.0.1:$port" --count "$activities" --connections 1 \
+    --concurrency 1000 2>/dev/null | tail -n 1; times; } | tr '\n' ' ')
+  bench_cpu=$(awk '{u = $(NF - 1); s = $NF; gsub(/s/, "", u); gsub(/s/, "", s); split(u, a, "m"); split(s, b, "m")
+    print a[1] * 60 + a[2] + b[1] * 60 + b[2]}' <<<"$line")
   bench_rate=$(sed -E 's/.* rate=([0-9.]+)\/s.*/\1/' <<<"$line")
   echo "live-activities[$backend]: activities=$activities update_token=$via_token silent=$via_silent" \
     "delivered=$delivered accept_seconds=$accept_seconds seconds=$seconds rate=$rate/s bench_rate=$bench_rate/s" \
-    "ratio=$(awk -v a="$rate" -v b="$bench_rate" 'BEGIN {printf "%.2f", a/b}') load=$(cut -d' ' -f1 /proc/loadavg)"
+    "ratio=$(awk -v a="$rate" -v b="$bench_rate" 'BEGIN {printf "%.2f", a/b}')${floor:+ sqlite_floor_rate=$floor/s}"\
+    "${floor:+floor_ratio=$(awk -v a="$floor" -v b="$bench_rate" 'BEGIN {printf "%.2f", a/b}')}" \
+    "$(awk -v h="$herald_ticks" -v l="$load_ticks" -v n="$activities" -v t="$(getconf CLK_TCK)" -v f="${floor:-0}" \
+      -v b="$bench_rate" -v c="$(nproc)" -v p="$bench_cpu" 'BEGIN {
+        printf "herald_cpu_us=%.0f load_cpu_us=%.0f", h / t / n * 1e6, l / t / n * 1e6
+        if (f > 0) printf " sqlite_floor_us=%.0f", 1e6 / f
+        printf " bench_cpu_us=%.0f", p / n * 1e6
+        printf " budget_us=%.0f", c * 1e6 / (0.5 * b) }')" \
+    "load=$(cut -d' ' -f1 /proc/loadavg)"
   if [ "$backend" = postgres ]; then stop_throwaway_postgres; fi
 }
 
