@@ -3,7 +3,7 @@ import Foundation
 /// An error a handler throws to answer with a given status and the API's JSON error body.
 ///
 /// ```swift
-/// guard let id = UUID(uuidString: request.parameters["id"] ?? "") else {
+/// guard let id = RequestIdentifier.uuid(request.parameters["id"] ?? "") else {
 ///     throw HTTPError(status: 400, code: "invalid_id", message: "The id must be a UUID.", field: "id")
 /// }
 /// ```

@@ -217,7 +217,7 @@ public struct NotificationRoutes: Sendable {
     // MARK: Query parameters
 
     static func id(_ request: HTTPRequest) throws(HTTPError) -> UUID {
-        guard let text = request.parameters["id"], let id = UUID(uuidString: text) else {
+        guard let text = request.parameters["id"], let id = RequestIdentifier.uuid(text) else {
             throw HTTPError(
                 status: 404,
                 code: "not_found",

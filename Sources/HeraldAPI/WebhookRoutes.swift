@@ -85,7 +85,7 @@ public struct WebhookRoutes: Sendable {
     }
 
     static func id(_ request: HTTPRequest) throws(HTTPError) -> UUID {
-        guard let text = request.parameters["id"], let id = UUID(uuidString: text) else {
+        guard let text = request.parameters["id"], let id = RequestIdentifier.uuid(text) else {
             throw HTTPError(
                 status: 404,
                 code: "not_found",

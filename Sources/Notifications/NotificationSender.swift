@@ -131,7 +131,7 @@ public struct NotificationSender: Sendable {
         guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
             let text = object["notification_id"] as? String
         else { return nil }
-        return UUID(uuidString: text)
+        return RequestIdentifier.uuid(text)
     }
 
     /// Sends the notification's unfinished tokens, unless another sender holds it.

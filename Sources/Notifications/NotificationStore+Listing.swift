@@ -45,7 +45,7 @@ public struct NotificationCursor: Sendable, Hashable {
     /// Parses a cursor a previous page returned; `nil` when it is not one.
     public init?(_ text: String) {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, let at = Int64(parts[0]), let id = UUID(uuidString: String(parts[1])) else {
+        guard parts.count == 2, let at = Int64(parts[0]), let id = RequestIdentifier.uuid(parts[1]) else {
             return nil
         }
         createdAt = at

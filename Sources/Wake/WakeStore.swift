@@ -237,7 +237,7 @@ public struct WakeListCursor: Sendable, Hashable {
 
     public init?(text: String) {
         let parts = text.split(separator: ".", maxSplits: 1)
-        guard parts.count == 2, let ms = Int64(parts[0]), let id = UUID(uuidString: String(parts[1])) else {
+        guard parts.count == 2, let ms = Int64(parts[0]), let id = RequestIdentifier.uuid(parts[1]) else {
             return nil
         }
         createdAt = Date(timeIntervalSince1970: TimeInterval(ms) / 1000)

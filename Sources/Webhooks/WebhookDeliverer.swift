@@ -56,7 +56,7 @@ public final class WebhookDeliverer: Sendable {
         guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
             let text = object["webhook_id"] as? String
         else { return nil }
-        return UUID(uuidString: text)
+        return RequestIdentifier.uuid(text)
     }
 
     /// The job's handler.

@@ -158,7 +158,7 @@ enum JobsCommand {
     /// The job whose id is `text` or starts with it (at least 4 hex digits, as git takes a short
     /// commit id); a prefix two jobs share lists them.
     static func resolve(_ text: String, in database: any Database) async throws -> Result<UUID, UsageError> {
-        if let id = UUID(uuidString: text) { return .success(id) }
+        if let id = RequestIdentifier.uuid(text) { return .success(id) }
         let prefix = text.lowercased()
         let hexDigits = prefix.filter(\.isHexDigit).count
         guard prefix.allSatisfy({ $0.isHexDigit || $0 == "-" }), prefix.count <= 36 else {
@@ -177,7 +177,7 @@ enum JobsCommand {
         case 0:
             return .failure(UsageError("no job's id starts with \(prefix); see herald jobs list"))
         case 1:
-            guard let id = UUID(uuidString: ids[0]) else {
+            guard let id = RequestIdentifier.uuid(ids[0]) else {
                 return .failure(UsageError("job id \(ids[0]) in the database is not a UUID"))
             }
             return .success(id)

@@ -73,6 +73,41 @@ struct WebhookAPITests {
         json["error"] as? [String: Any]
     }
 
+    /// Foundation's `UUID(uuidString:)` reads each pair of hex digits with `sscanf`, which also
+    /// takes a sign: "+f" where "0f" is. A path id is read strictly (``RequestIdentifier/uuid(_:)``),
+    /// so such a spelling names nothing, whatever it would have been taken for.
+    @Test("a path id with a sign where a 0 is answers 404, not the webhook it resembles")
+    func signedIdentifier() async throws {
+        try await Self.with(.sqliteMemory) { harness in
+            // A pair of digits starts at these offsets; a new id has a 0 at one of them about
+            // two times in three, so forty webhooks all without one is out of the question.
+            let pairs = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34]
+            var found: (id: String, signed: String)?
+            for index in 0..<40 where found == nil {
+                let created = try await harness.request(
+                    "POST",
+                    "/v1/webhooks",
+                    json: ["url": "https://example.com/\(index)", "events": ["device.invalidated"]]
+                )
+                #expect(created.status == 201)
+                let id = try #require(created.json["id"] as? String)
+                var bytes = Array(id.utf8)
+                if let zero = pairs.first(where: { bytes[$0] == UInt8(ascii: "0") }) {
+                    bytes[zero] = UInt8(ascii: "+")
+                    found = (id, String(decoding: bytes, as: UTF8.self))
+                }
+            }
+            let (id, signed) = try #require(found)
+            #expect(UUID(uuidString: signed) == UUID(uuidString: id), "Foundation reads the sign as a 0")
+            #expect(try await harness.request("GET", "/v1/webhooks/\(id)").status == 200)
+            let read = try await harness.request("GET", "/v1/webhooks/\(signed)")
+            #expect(read.status == 404)
+            #expect(Self.error(read.json)?["code"] as? String == "not_found")
+            #expect(try await harness.request("DELETE", "/v1/webhooks/\(signed)").status == 404)
+            #expect(try await harness.request("GET", "/v1/webhooks/\(id)").status == 200)
+        }
+    }
+
     @Test("create shows the secret once; list and read never do; delete is 204 then 404", arguments: Backend.allCases)
     func lifecycle(backend: Backend) async throws {
         try await Self.with(backend) { harness in
