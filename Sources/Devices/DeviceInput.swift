@@ -1,6 +1,6 @@
 public import APNs
 import Foundation
-import HeraldCore
+public import HeraldCore
 
 /// The limits on device requests.
 public enum DeviceLimits {

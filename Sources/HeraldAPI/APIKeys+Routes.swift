@@ -8,10 +8,6 @@ protocol DomainErrorResponse: Error {
     var response: HTTPResponse { get }
 }
 
-extension NotificationError: DomainErrorResponse {}
-extension DeviceError: DomainErrorResponse {}
-extension WebhookError: DomainErrorResponse {}
-
 extension APIKeys {
     /// Checks the key and the request's form (query parameters in `known`, a JSON body), then runs
     /// `body`; a `Failure` it throws becomes that error's response.

@@ -2,6 +2,7 @@ import APNs
 import Devices
 import Foundation
 import HTTPRouting
+import HeraldCore
 
 /// A device as the API shows it: every field present, `null` when unset.
 struct DeviceBody: Encodable, Sendable {

@@ -1,7 +1,7 @@
 import APNs
 import Devices
 public import Foundation
-import HeraldCore
+public import HeraldCore
 
 extension LiveActivityInput {
     static let createFields: Set<String> = [

@@ -1,7 +1,7 @@
 public import APNs
 import Devices
 import Foundation
-import HeraldCore
+public import HeraldCore
 
 /// Strict parsing of the Live Activities bodies: no duplicate keys, no unknown fields, bounded
 /// depth, sizes and lengths, each refusal naming its field. The create body is in

@@ -1,7 +1,7 @@
 public import APNs
 import APNsTransport
 public import Foundation
-import HeraldCore
+public import HeraldCore
 import HeraldCrypto
 import Jobs
 import Notifications

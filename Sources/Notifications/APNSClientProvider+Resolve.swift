@@ -20,14 +20,3 @@ extension APNSClientProvider {
         }
     }
 }
-
-extension NotificationError {
-    /// The refusal for an app or environment that could not be resolved.
-    public init(_ error: APNSAppResolutionError) {
-        switch error {
-        case .noApps: self.init(.unavailable, code: "apns_not_configured", message: error.message)
-        case .unknownApp: self = .invalid("unknown_app", error.message, field: "app")
-        case .environmentNotServed: self = .invalid("invalid_environment", error.message, field: "environment")
-        }
-    }
-}

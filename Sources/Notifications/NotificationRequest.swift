@@ -1,7 +1,7 @@
 public import APNs
 public import Devices
 public import Foundation
-import HeraldCore
+public import HeraldCore
 
 /// The limits on `POST /v1/notifications`.
 public enum NotificationLimits {

@@ -1,7 +1,7 @@
 public import APNs
 public import Devices
 public import Foundation
-import HeraldCore
+public import HeraldCore
 public import Jobs
 
 /// A validated `POST /v1/wake-schedules` body.

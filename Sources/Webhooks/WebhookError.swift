@@ -1,47 +1,8 @@
-/// Why a webhook request was refused: what kind of refusal, a snake_case code, a sentence that
-/// says what to fix and the JSON path at fault. HeraldAPI maps the kind to an HTTP status and
-/// answers `{"error": {"code", "message", "field"}}`.
-///
-/// Messages never quote a webhook's secret.
-public struct WebhookError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// What kind of refusal this is, whatever the transport that reports it.
-    public struct Kind: Sendable, Hashable, CustomStringConvertible {
-        private enum Value: String, Sendable, Hashable {
-            case invalid, tooLarge = "too_large", notFound = "not_found", limitReached = "limit_reached"
-        }
+public import HeraldCore
 
-        private let value: Value
+/// The webhooks API's refusals (``WebhookError``).
+public enum WebhookDomain: RefusalDomain {}
 
-        /// The input is malformed or breaks a rule.
-        public static let invalid = Kind(value: .invalid)
-        /// The body is over its limit.
-        public static let tooLarge = Kind(value: .tooLarge)
-        /// No webhook has the id.
-        public static let notFound = Kind(value: .notFound)
-        /// As many webhooks exist as are allowed.
-        public static let limitReached = Kind(value: .limitReached)
-
-        public var description: String { value.rawValue }
-    }
-
-    public var kind: Kind
-    public var code: String
-    public var message: String
-    public var field: String?
-
-    public init(_ kind: Kind, code: String, message: String, field: String? = nil) {
-        self.kind = kind
-        self.code = code
-        self.message = message
-        self.field = field
-    }
-
-    /// Invalid input with `code` and `field`.
-    static func invalid(_ code: String, _ message: String, field: String?) -> WebhookError {
-        WebhookError(.invalid, code: code, message: message, field: field)
-    }
-
-    public var description: String {
-        "\(kind) \(code): \(message)" + (field.map { " [\($0)]" } ?? "")
-    }
-}
+/// Why a webhook request was refused: invalid, too large, not found (no webhook has the id), or
+/// limit reached (as many webhooks exist as are allowed). Messages never quote a webhook's secret.
+public typealias WebhookError = Refusal<WebhookDomain>

@@ -1,5 +1,5 @@
 import Foundation
-import HeraldCore
+public import HeraldCore
 
 /// A validated `POST /v1/webhooks` body: `{"url", "events": [...], "secret"?}`.
 public struct WebhookRequest: Sendable, Hashable {

@@ -1,7 +1,12 @@
 import Foundation
+import Devices
 import HTTPRouting
 import HeraldAPI
+import HeraldCore
+import LiveActivities
 import Notifications
+import Wake
+import Webhooks
 import Testing
 
 /// Notifications' errors carry a kind, not an HTTP status: HeraldAPI picks the status and writes
@@ -39,6 +44,25 @@ struct NotificationErrorResponseTests {
             #expect(String(decoding: response.body, as: UTF8.self) == body)
             #expect(response.headers["Content-Type"] == "application/json")
         }
+    }
+
+    @Test("every kind answers one status whatever the domain; a domain's refusals are its own type")
+    func everyDomain() {
+        let statuses: [(RefusalKind, Int)] = [
+            (.invalid, 400), (.tooLarge, 413), (.notFound, 404), (.conflict, 409), (.unprocessable, 422),
+            (.forbidden, 403), (.unavailable, 503), (.limitReached, 409), (.notConfigured, 422),
+        ]
+        for (kind, status) in statuses {
+            #expect(DeviceError(kind, code: "c", message: "m").response.status == status, "\(kind)")
+            #expect(LiveActivityError(kind, code: "c", message: "m").response.status == status, "\(kind)")
+            #expect(NotificationError(kind, code: "c", message: "m").response.status == status, "\(kind)")
+            #expect(WakeError(kind, code: "c", message: "m").response.status == status, "\(kind)")
+            #expect(WebhookError(kind, code: "c", message: "m").response.status == status, "\(kind)")
+        }
+        let thrown: any Error = WakeError.invalid("invalid_every", "every must be a duration", field: "every")
+        #expect(!(thrown is WebhookError))
+        #expect((thrown as? WakeError)?.field == "every")
+        #expect("\(thrown)" == "invalid invalid_every: every must be a duration [every]")
     }
 
     @Test("a parse error keeps its kind on the way to the response: 413 for a body over the limit, 400 for bad JSON")

@@ -1,5 +1,6 @@
 import Devices
 import Foundation
+import HeraldCore
 import Notifications
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Testing
 
 @testable import Webhooks

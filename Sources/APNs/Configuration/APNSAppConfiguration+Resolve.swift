@@ -1,3 +1,5 @@
+public import HeraldCore
+
 /// Why an app and environment named in a request could not be resolved against the configured apps.
 public enum APNSAppResolutionError: Error, Sendable, Hashable {
     /// No app is configured at all.
@@ -49,5 +51,18 @@ extension APNSAppConfiguration {
             return (match, environment)
         }
         return (first, first.defaultEnvironment)
+    }
+}
+
+extension Refusal {
+    /// The refusal for an app or environment that could not be resolved, as every API words it:
+    /// unavailable when no app is configured, invalid for an unknown app or an environment the
+    /// app does not serve.
+    public init(_ error: APNSAppResolutionError) {
+        switch error {
+        case .noApps: self.init(.unavailable, code: "apns_not_configured", message: error.message)
+        case .unknownApp: self = .invalid("unknown_app", error.message, field: "app")
+        case .environmentNotServed: self = .invalid("invalid_environment", error.message, field: "environment")
+        }
     }
 }
