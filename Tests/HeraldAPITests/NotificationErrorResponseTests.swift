@@ -1,13 +1,13 @@
-import Foundation
 import Devices
+import Foundation
 import HTTPRouting
 import HeraldAPI
 import HeraldCore
 import LiveActivities
 import Notifications
+import Testing
 import Wake
 import Webhooks
-import Testing
 
 /// Notifications' errors carry a kind, not an HTTP status: HeraldAPI picks the status and writes
 /// the API's error body, the same bytes for each as when the errors carried their status.
