@@ -25,6 +25,11 @@ public enum LiveActivityJobKind {
 /// The payload of the Live Activities jobs other than `live_activity.send`.
 struct LiveActivityJob: Codable, Sendable {
     var id: UUID
+    /// A `live_activity.start` after the activity started: only these push-to-start tokens, which
+    /// APNs did not take (429, 5xx, no connection) while it took others.
+    var tokens: [String]? = nil
+    /// Which such job of the activity this is (1, 2, …): each names its own unique key.
+    var round: Int? = nil
 }
 
 /// One accepted update or end to route.
@@ -98,7 +103,7 @@ public final class LiveActivitySender: Sendable {
     public func register(on handlers: inout JobHandlers) {
         let options = JobKindOptions(maxAttempts: 20, retryBase: 2, retryMaximum: 300)
         handlers.register(LiveActivityJobKind.start, options: options) { [self] job in
-            try await start(try Self.payload(job).id)
+            try await start(try Self.payload(job), attempt: job.attempts, options: options)
         }
         handlers.register(LiveActivityJobKind.send, options: options) { [self] job in
             let payload = try LiveActivitySendJob(json: try LiveActivityStore.value(job.payload))
@@ -119,13 +124,13 @@ public final class LiveActivitySender: Sendable {
         try JSONDecoder().decode(LiveActivityJob.self, from: Data(job.payload.utf8))
     }
 
-    /// A job of `kind` for one activity, at most one of that kind per activity.
+    /// A job of `kind` for one activity, at most one of that kind (and round) per activity.
     static func job(_ kind: String, _ payload: LiveActivityJob, at dueAt: Date? = nil) throws -> NewJob {
         NewJob(
             kind: kind,
             payload: try LiveActivityStore.json(payload),
             dueAt: dueAt,
-            uniqueKey: "\(kind):\(LiveActivityID.text(payload.id))"
+            uniqueKey: "\(kind):\(LiveActivityID.text(payload.id))" + (payload.round.map { ":\($0)" } ?? "")
         )
     }
 
@@ -158,12 +163,21 @@ public final class LiveActivitySender: Sendable {
     // MARK: Start
 
     /// Sends the push-to-start to every token of the audience; `started` when APNs accepted at
-    /// least one, `failed` when it accepted none and no retry can help.
-    func start(_ id: UUID) async throws -> JobOutcome {
+    /// least one, `failed` when it accepted none and no retry can help. The deliveries, the new
+    /// state and the follow-up jobs are one transaction.
+    ///
+    /// When APNs took some tokens and not others (429, 5xx, no connection), the activity is
+    /// started and a job of the same kind sends to the others again after the kind's backoff, with
+    /// the attempts this one has left (`tokens` in the payload); such a job sends the latest
+    /// content and does nothing once the activity is no longer running. When APNs took none and a
+    /// retry can help, the job itself retries; after its last attempt the activity is `failed`.
+    func start(_ job: LiveActivityJob, attempt: Int, options: JobKindOptions) async throws -> JobOutcome {
+        let id = job.id
         guard let activity = try await store.activity(id) else { return .failed(reason: "no such activity") }
-        guard activity.state == .scheduled else { return .done }
+        guard activity.state == (job.tokens == nil ? .scheduled : .started) else { return .done }
         let app = try app(activity)
-        let targets = try await pushToStartTokens(activity)
+        let targets: (tokens: [String], users: [String])
+        if let tokens = job.tokens { targets = (tokens, []) } else { targets = try await pushToStartTokens(activity) }
         guard !targets.tokens.isEmpty else {
             _ = try await store.database.transaction { tx in
                 try await self.store.transition(
@@ -184,7 +198,7 @@ public final class LiveActivitySender: Sendable {
         let payload = try APNSLiveActivityPayload.start(
             attributesType: activity.attributesType,
             attributes: request.attributesSent(id: id),
-            contentState: request.contentState,
+            contentState: job.tokens == nil ? request.contentState : activity.contentState,
             alert: request.alert.apns,
             timestamp: Date(timeIntervalSince1970: TimeInterval(timestamp)),
             staleDate: request.staleDate.map { Date(timeIntervalSince1970: TimeInterval($0)) },
@@ -205,14 +219,14 @@ public final class LiveActivitySender: Sendable {
             }
         ) { try await client.send($0) }
         var accepted = 0
-        var retryable = 0
+        var again: [String] = []
         var deliveries: [LiveActivityDelivery] = []
         for (token, result) in zip(targets.tokens, results) {
             let delivery = record(result, event: "start", route: .pushToStart, token: token)
             deliveries.append(delivery)
             switch outcome(result) {
             case .delivered: accepted += 1
-            case .retryable: retryable += 1
+            case .retryable: again.append(token)
             case .tokenInvalid(let at):
                 try await store.invalidatePushToStart(
                     app: activity.app,
@@ -226,24 +240,42 @@ public final class LiveActivitySender: Sendable {
             case .refused: break
             }
         }
-        try await store.record(deliveries, of: id)
-        if accepted == 0 {
-            if retryable > 0 { return .retry(reason: "APNs did not accept the push-to-start yet") }
-            _ = try await store.database.transaction { tx in
-                try await self.store.transition(
-                    id,
-                    from: [.scheduled],
-                    to: .failed,
-                    at: self.clock.now(),
-                    reason: "APNs accepted no push-to-start",
-                    on: tx
-                )
-            }
-            return .done
+        if accepted == 0, !again.isEmpty, attempt < options.maxAttempts {
+            try await store.record(deliveries, of: id)
+            return .retry(reason: "APNs did not accept the push-to-start yet")
+        }
+        // The tokens APNs did not take yet, in a job of their own: due after the kind's backoff,
+        // with the attempts this one has left.
+        var rest: NewJob?
+        if !again.isEmpty, attempt < options.maxAttempts {
+            let delay = options.retryDelay(afterAttempt: attempt, jitter: Double.random(in: 0.5...1))
+            var next = try Self.job(
+                LiveActivityJobKind.start,
+                LiveActivityJob(id: id, tokens: again, round: (job.round ?? 0) + 1),
+                at: clock.now().addingTimeInterval(delay)
+            )
+            next.maxAttempts = max(1, options.maxAttempts - attempt)
+            rest = next
         }
         let queue = try queue
         let now = clock.now()
+        let (written, followUp, anyAccepted, gaveUp) = (deliveries, rest, accepted > 0, !again.isEmpty)
         try await store.database.transaction { tx in
+            try await self.store.insert(written.map { (id, $0) }, on: tx)
+            if let followUp { _ = try await queue.enqueue(followUp, on: tx) }
+            guard job.tokens == nil else { return }
+            guard anyAccepted else {
+                _ = try await self.store.transition(
+                    id,
+                    from: [.scheduled],
+                    to: .failed,
+                    at: now,
+                    reason: !gaveUp
+                        ? "APNs accepted no push-to-start" : "APNs accepted no push-to-start in \(attempt) attempts",
+                    on: tx
+                )
+                return
+            }
             guard try await self.store.transition(id, from: [.scheduled], to: .started, at: now, on: tx) else { return }
             try await self.store.addUsers(targets.users, to: id, on: tx)
             _ = try await queue.enqueue(

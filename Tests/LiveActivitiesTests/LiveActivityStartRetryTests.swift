@@ -1,0 +1,91 @@
+import APNs
+import APNsSimulator
+import DatabaseTestSupport
+import Foundation
+import HeraldCore
+import Jobs
+import Testing
+
+@testable import LiveActivities
+
+/// A push-to-start that APNs takes for some of the user's devices and not (yet) for others.
+@Suite("LiveActivities: push-to-start retried for the tokens APNs did not take")
+struct LiveActivityStartRetryTests {
+    let t = Date(timeIntervalSince1970: 1_790_000_000)
+    let first = String(repeating: "a1", count: 32)
+    let second = String(repeating: "b2", count: 32)
+
+    @Test(
+        "the activity starts with the token APNs took; the other gets the latest content later, once, by a job of its own",
+        arguments: Backend.allCases
+    )
+    func partial(backend: Backend) async throws {
+        let clock = ManualClock(t)
+        try await LiveActivityHarness.with(backend, clock: clock) { stack in
+            try await stack.registerPushToStart(first, at: t)
+            try await stack.registerPushToStart(second, at: t)
+            _ = stack.simulator.addFault(
+                APNSSimulatorFault(.respond(status: 503, reason: .serviceUnavailable), token: second)
+            )
+            let (activity, _) = try await stack.service.create(LiveActivityHarness.request(channel: nil))
+            #expect(try await stack.worker.runDueJobs() == 1, "the start")
+            #expect(try await stack.store.activity(activity.id)?.state == .started)
+            let starts = try await stack.store.deliveries(of: activity.id).filter { $0.event == "start" }
+            #expect(starts.map(\.status).sorted { ($0 ?? 0) < ($1 ?? 0) } == [200, 503], "\(starts)")
+
+            // APNs is back; an update is accepted meanwhile (no instance yet: pending).
+            stack.simulator.removeAllFaults()
+            let routes = try await stack.service.update(
+                activity.id,
+                LiveActivityUpdate(event: .update, contentState: .object(["step": .integer(2)]))
+            )
+            #expect(routes.pending == 1)
+            #expect(try await stack.worker.runDueJobs() == 1, "the update's job; the rest waits for its backoff")
+
+            clock.advance(600)
+            #expect(try await stack.worker.runDueJobs() == 1, "the push-to-start for the token APNs did not take")
+            let pushes = stack.simulator.deliveries().filter { $0.pushType == "liveactivity" && $0.isDelivered }
+            #expect(pushes.filter { $0.token == first }.count == 1, "the first token is not sent it again")
+            let late = try #require(pushes.first { $0.token == second })
+            let aps = late.payloadJSON?["aps"]
+            #expect(aps?["event"] == .string("start"))
+            #expect(aps?["content-state"] == .object(["step": .integer(2)]), "the latest content, not the first")
+            let timestamps = pushes.compactMap { $0.payloadJSON?["aps"]?["timestamp"] }
+            #expect(Set(timestamps).count == timestamps.count, "each push-to-start has a timestamp of its own")
+
+            clock.advance(3_600)
+            #expect(try await stack.worker.runDueJobs() == 0, "nothing more to send")
+            let after = try await stack.store.deliveries(of: activity.id).filter { $0.event == "start" }
+            #expect(after.count == 3)
+            #expect(after.filter { $0.status == 200 }.count == 2)
+        }
+    }
+
+    @Test(
+        "a token's push-to-start waiting for APNs is not sent once the activity ended",
+        arguments: [Backend.sqliteMemory]
+    )
+    func endedMeanwhile(backend: Backend) async throws {
+        let clock = ManualClock(t)
+        try await LiveActivityHarness.with(backend, clock: clock) { stack in
+            try await stack.registerPushToStart(first, at: t)
+            try await stack.registerPushToStart(second, at: t)
+            _ = stack.simulator.addFault(
+                APNSSimulatorFault(.respond(status: 503, reason: .serviceUnavailable), token: second)
+            )
+            let (activity, _) = try await stack.service.create(LiveActivityHarness.request(channel: nil))
+            #expect(try await stack.worker.runDueJobs() == 1, "the start")
+            stack.simulator.removeAllFaults()
+            _ = try await stack.service.end(
+                activity.id,
+                LiveActivityUpdate(event: .end, contentState: .object(["step": .integer(9)])),
+                hasContent: true
+            )
+            #expect(try await stack.worker.runDueJobs() == 1, "the end's job")
+            clock.advance(600)
+            #expect(try await stack.worker.runDueJobs() == 1, "the rest's job, which finds the activity ended")
+            let toSecond = stack.simulator.deliveries().filter { $0.token == second && $0.isDelivered }
+            #expect(toSecond.isEmpty, "\(toSecond.map(\.pushType))")
+        }
+    }
+}
