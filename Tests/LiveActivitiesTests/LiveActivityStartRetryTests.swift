@@ -22,13 +22,7 @@ struct LiveActivityStartRetryTests {
     func partial(backend: Backend) async throws {
         let clock = ManualClock(t)
         try await LiveActivityHarness.with(backend, clock: clock) { stack in
-            try await stack.registerPushToStart(first, at: t)
-            try await stack.registerPushToStart(second, at: t)
-            _ = stack.simulator.addFault(
-                APNSSimulatorFault(.respond(status: 503, reason: .serviceUnavailable), token: second)
-            )
-            let (activity, _) = try await stack.service.create(LiveActivityHarness.request(channel: nil))
-            #expect(try await stack.worker.runDueJobs() == 1, "the start")
+            let activity = try await startWithSecondRefused(stack)
             #expect(try await stack.store.activity(activity.id)?.state == .started)
             let starts = try await stack.store.deliveries(of: activity.id).filter { $0.event == "start" }
             #expect(starts.map(\.status).sorted { ($0 ?? 0) < ($1 ?? 0) } == [200, 503], "\(starts)")
@@ -68,13 +62,7 @@ struct LiveActivityStartRetryTests {
     func endedMeanwhile(backend: Backend) async throws {
         let clock = ManualClock(t)
         try await LiveActivityHarness.with(backend, clock: clock) { stack in
-            try await stack.registerPushToStart(first, at: t)
-            try await stack.registerPushToStart(second, at: t)
-            _ = stack.simulator.addFault(
-                APNSSimulatorFault(.respond(status: 503, reason: .serviceUnavailable), token: second)
-            )
-            let (activity, _) = try await stack.service.create(LiveActivityHarness.request(channel: nil))
-            #expect(try await stack.worker.runDueJobs() == 1, "the start")
+            let activity = try await startWithSecondRefused(stack)
             stack.simulator.removeAllFaults()
             _ = try await stack.service.end(
                 activity.id,
@@ -87,5 +75,18 @@ struct LiveActivityStartRetryTests {
             let toSecond = stack.simulator.deliveries().filter { $0.token == second && $0.isDelivered }
             #expect(toSecond.isEmpty, "\(toSecond.map(\.pushType))")
         }
+    }
+
+    /// Starts an activity for `u1`, whose two push-to-start tokens APNs answers with 200 (the
+    /// first) and 503 (the second, until the faults are removed).
+    func startWithSecondRefused(_ stack: LiveActivityHarness) async throws -> LiveActivity {
+        try await stack.registerPushToStart(first, at: t)
+        try await stack.registerPushToStart(second, at: t)
+        _ = stack.simulator.addFault(
+            APNSSimulatorFault(.respond(status: 503, reason: .serviceUnavailable), token: second)
+        )
+        let (activity, _) = try await stack.service.create(LiveActivityHarness.request(channel: nil))
+        #expect(try await stack.worker.runDueJobs() == 1, "the start")
+        return activity
     }
 }
