@@ -4,6 +4,7 @@ import DatabaseTestSupport
 import Foundation
 import HeraldCore
 import Jobs
+import Storage
 import Testing
 
 @testable import LiveActivities
@@ -74,6 +75,25 @@ struct LiveActivityStartRetryTests {
             #expect(try await stack.worker.runDueJobs() == 1, "the rest's job, which finds the activity ended")
             let toSecond = stack.simulator.deliveries().filter { $0.token == second && $0.isDelivered }
             #expect(toSecond.isEmpty, "\(toSecond.map(\.pushType))")
+        }
+    }
+
+    @Test("a start's timestamp comes after an update accepted since the activity was read", arguments: Backend.allCases)
+    func stampAfterUpdate(backend: Backend) async throws {
+        try await LiveActivityHarness.with(backend, clock: ManualClock(t)) { stack in
+            let activity = try await startWithSecondRefused(stack)
+            let stale = try #require(try await stack.store.activity(activity.id))
+            _ = try await stack.service.update(
+                activity.id,
+                LiveActivityUpdate(event: .update, contentState: .object(["step": .integer(2)]))
+            )
+            let latest = try #require(try await stack.store.activity(activity.id)).lastTimestamp
+            #expect(latest > stale.lastTimestamp)
+            let stamped = try await stack.store.database.transaction { tx in
+                try await stack.store.stampStart(stale, now: t, on: tx)
+            }
+            #expect(stamped == latest + 1)
+            #expect(try await stack.store.activity(activity.id)?.lastTimestamp == stamped)
         }
     }
 
