@@ -30,6 +30,9 @@ struct LiveActivityJob: Codable, Sendable {
     var tokens: [String]? = nil
     /// Which such job of the activity this is (1, 2, …): each names its own unique key.
     var round: Int? = nil
+    /// A `live_activity.delete_channel` for a channel the activity does not hold: one made for a
+    /// create that another with the same id and body beat to the insert.
+    var channel: String? = nil
 }
 
 /// One accepted update or end to route.
@@ -116,7 +119,7 @@ public final class LiveActivitySender: Sendable {
             try await expire(try Self.payload(job).id)
         }
         handlers.register(LiveActivityJobKind.deleteChannel, options: options) { [self] job in
-            try await deleteChannel(try Self.payload(job).id)
+            try await deleteChannel(try Self.payload(job))
         }
     }
 
@@ -179,16 +182,22 @@ public final class LiveActivitySender: Sendable {
         let targets: (tokens: [String], users: [String])
         if let tokens = job.tokens { targets = (tokens, []) } else { targets = try await pushToStartTokens(activity) }
         guard !targets.tokens.isEmpty else {
-            _ = try await store.database.transaction { tx in
-                try await self.store.transition(
-                    id,
-                    from: [.scheduled],
-                    to: .failed,
-                    at: self.clock.now(),
-                    reason: "no push-to-start token: the audience has none for \(activity.attributesType)",
-                    on: tx
-                )
+            let queue = try queue
+            let deletion = try Self.channelDeletion(of: activity, at: clock.now())
+            try await store.database.transaction { tx in
+                guard
+                    try await self.store.transition(
+                        id,
+                        from: [.scheduled],
+                        to: .failed,
+                        at: self.clock.now(),
+                        reason: "no push-to-start token: the audience has none for \(activity.attributesType)",
+                        on: tx
+                    )
+                else { return }
+                if let deletion { _ = try await queue.enqueue(deletion, on: tx) }
             }
+            queue.wake()
             return .done
         }
         let timestamp = try await store.database.transaction { tx in
@@ -260,20 +269,25 @@ public final class LiveActivitySender: Sendable {
         let queue = try queue
         let now = clock.now()
         let (written, followUp, anyAccepted, gaveUp) = (deliveries, rest, accepted > 0, !again.isEmpty)
+        let deletion = accepted == 0 && job.tokens == nil ? try Self.channelDeletion(of: activity, at: now) : nil
         try await store.database.transaction { tx in
             try await self.store.insert(written.map { (id, $0) }, on: tx)
             if let followUp { _ = try await queue.enqueue(followUp, on: tx) }
             guard job.tokens == nil else { return }
             guard anyAccepted else {
-                _ = try await self.store.transition(
-                    id,
-                    from: [.scheduled],
-                    to: .failed,
-                    at: now,
-                    reason: !gaveUp
-                        ? "APNs accepted no push-to-start" : "APNs accepted no push-to-start in \(attempt) attempts",
-                    on: tx
-                )
+                guard
+                    try await self.store.transition(
+                        id,
+                        from: [.scheduled],
+                        to: .failed,
+                        at: now,
+                        reason: !gaveUp
+                            ? "APNs accepted no push-to-start"
+                            : "APNs accepted no push-to-start in \(attempt) attempts",
+                        on: tx
+                    )
+                else { return }
+                if let deletion { _ = try await queue.enqueue(deletion, on: tx) }
                 return
             }
             guard try await self.store.transition(id, from: [.scheduled], to: .started, at: now, on: tx) else { return }
@@ -350,10 +364,11 @@ public final class LiveActivitySender: Sendable {
         return .done
     }
 
-    /// Deletes the channel Herald created for an activity that ended.
-    func deleteChannel(_ id: UUID) async throws -> JobOutcome {
-        guard let activity = try await store.activity(id), activity.channelCreated,
-            let channel = activity.channelID
+    /// Deletes the channel Herald created for an activity that ended, was cancelled or failed (or
+    /// the one in the payload, made for a create that lost the race to the insert).
+    func deleteChannel(_ job: LiveActivityJob) async throws -> JobOutcome {
+        guard let activity = try await store.activity(job.id),
+            let channel = job.channel ?? (activity.channelCreated ? activity.channelID : nil)
         else { return .done }
         do {
             try await channels.delete(
@@ -365,6 +380,13 @@ public final class LiveActivitySender: Sendable {
             return .done
         }
         return .done
+    }
+
+    /// The deletion, due at once, of the channel Herald created for an activity that will never
+    /// run (cancelled, or failed: no device ever subscribed to it); `nil` without such a channel.
+    static func channelDeletion(of activity: LiveActivity, at now: Date) throws -> NewJob? {
+        guard activity.channelCreated, activity.channelID != nil else { return nil }
+        return try job(LiveActivityJobKind.deleteChannel, LiveActivityJob(id: activity.id), at: now)
     }
 
     func scheduleChannelDeletion(_ id: UUID) async throws {

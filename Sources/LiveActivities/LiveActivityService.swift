@@ -117,17 +117,47 @@ public struct LiveActivityService: Sendable {
         }
         let queue = try sender.queue
         let created = activity
-        let inserted = try await store.database.transaction { tx in
-            guard try await self.store.insert(created, on: tx) else { return false }
-            _ = try await queue.enqueue(
-                LiveActivitySender.job(LiveActivityJobKind.start, LiveActivityJob(id: id), at: created.startAt),
-                on: tx
-            )
-            return true
+        let inserted: Bool
+        do {
+            inserted = try await store.database.transaction { tx in
+                guard try await self.store.insert(created, on: tx) else { return false }
+                _ = try await queue.enqueue(
+                    LiveActivitySender.job(LiveActivityJobKind.start, LiveActivityJob(id: id), at: created.startAt),
+                    on: tx
+                )
+                return true
+            }
+        } catch {
+            // Nothing stored, so nothing would ever delete the channel made for it: try now.
+            if activity.channelCreated, let channel = activity.channelID {
+                do {
+                    try await sender.channels.delete(
+                        app: app,
+                        environment: environment,
+                        channelID: APNSChannelID(rawValue: channel)
+                    )
+                } catch let deletion {
+                    sender.logger.warning(
+                        "a broadcast channel made for a Live Activity that was not stored could not be deleted",
+                        metadata: ["channel_id": .string(channel), "error": .string("\(deletion)")]
+                    )
+                }
+            }
+            throw error
         }
         if inserted {
             queue.wake()
             return (activity, true)
+        }
+        if activity.channelCreated, let channel = activity.channelID {
+            // The channel made for this call has no activity: the one that won keeps its own.
+            var deletion = try LiveActivitySender.job(
+                LiveActivityJobKind.deleteChannel,
+                LiveActivityJob(id: id, channel: channel)
+            )
+            deletion.uniqueKey = nil
+            _ = try await queue.enqueue(deletion)
+            queue.wake()
         }
         // Another request with the same id won the race.
         guard let existing = try await store.activity(id) else { throw LiveActivityError.notFound }
@@ -170,6 +200,8 @@ public struct LiveActivityService: Sendable {
     /// - Throws: ``LiveActivityError`` not found, or conflict once it started.
     public func cancel(_ id: UUID) async throws -> LiveActivity {
         let now = clock.now()
+        let queue = try sender.queue
+        defer { queue.wake() }
         return try await store.database.transaction { tx in
             guard let activity = try await self.store.lockedActivity(id, on: tx) else {
                 throw LiveActivityError.notFound
@@ -181,6 +213,9 @@ public struct LiveActivityService: Sendable {
                     message: "the activity is \(activity.state.rawValue): only a scheduled one can be cancelled; "
                         + "end a started one with POST /v1/live-activities/{id}/end"
                 )
+            }
+            if let deletion = try LiveActivitySender.channelDeletion(of: activity, at: now) {
+                _ = try await queue.enqueue(deletion, on: tx)
             }
             var cancelled = activity
             cancelled.state = .cancelled

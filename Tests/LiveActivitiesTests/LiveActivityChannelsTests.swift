@@ -1,4 +1,5 @@
 import APNs
+import APNsSimulator
 import APNsTransport
 import DatabaseTestSupport
 import Foundation
@@ -47,6 +48,38 @@ struct LiveActivityChannelsTests {
             try await harness.worker.runDueJobs()
             #expect(try await management.allChannels(bundleID: LiveActivityHarness.topic).isEmpty)
             #expect(harness.clients.pools.count == 2)
+        }
+    }
+
+    @Test(
+        "the channel Herald made for an activity that never runs is deleted at once: cancelled, or failed to start",
+        arguments: Backend.allCases
+    )
+    func neverRuns(backend: Backend) async throws {
+        let clock = ManualClock()
+        try await LiveActivityHarness.with(backend, clock: clock) { harness in
+            let token = String(repeating: "e3", count: 32)
+            try await harness.registerPushToStart(token, at: clock.now())
+            let management = try harness.clients.managementClient(for: harness.app, environment: .production)
+            var request = LiveActivityHarness.request(channel: .create(storagePolicy: 0))
+            request.startAt = EpochTime.seconds(clock.now()) + 3_600
+            let (scheduled, _) = try await harness.service.create(request)
+            #expect(try await management.allChannels(bundleID: LiveActivityHarness.topic).count == 1)
+            _ = try await harness.service.cancel(scheduled.id)
+            #expect(try await harness.worker.runDueJobs() == 1, "the deletion, due at once")
+            #expect(try await management.allChannels(bundleID: LiveActivityHarness.topic).isEmpty)
+
+            // APNs calls the only push-to-start token dead: the activity fails, its channel goes.
+            _ = harness.simulator.addFault(
+                APNSSimulatorFault(.respond(status: 410, reason: .unregistered), token: token)
+            )
+            let (failing, _) = try await harness.service.create(
+                LiveActivityHarness.request(channel: .create(storagePolicy: 0))
+            )
+            #expect(try await management.allChannels(bundleID: LiveActivityHarness.topic).count == 1)
+            #expect(try await harness.worker.runDueJobs() == 2, "the start, then the deletion it made due at once")
+            #expect(try await harness.store.activity(failing.id)?.state == .failed)
+            #expect(try await management.allChannels(bundleID: LiveActivityHarness.topic).isEmpty)
         }
     }
 }
