@@ -100,5 +100,12 @@ public enum LiveActivityMigrations {
             name: "live_activity_instances_registered_after",
             sql: "ALTER TABLE live_activity_instances ADD COLUMN registered_after BIGINT NOT NULL DEFAULT 0;"
         ),
+        // 1 while the start job sends the push-to-starts of a scheduled activity: it can no longer
+        // be cancelled (devices may be showing it already).
+        Migration(
+            version: 17,
+            name: "live_activities_starting",
+            sql: "ALTER TABLE live_activities ADD COLUMN starting BIGINT NOT NULL DEFAULT 0;"
+        ),
     ]
 }

@@ -200,9 +200,13 @@ public final class LiveActivitySender: Sendable {
             queue.wake()
             return .done
         }
-        let timestamp = try await store.database.transaction { tx in
-            try await self.store.stampStart(activity, now: self.clock.now(), on: tx)
+        // From here the activity may show on devices: a cancel would leave it there with no way to
+        // end it, so cancels are refused until the job is done (or finds APNs took none).
+        let timestamp = try await store.database.transaction { tx -> Int64? in
+            if job.tokens == nil, try await !self.store.markStarting(id, true, on: tx) { return nil }
+            return try await self.store.stampStart(activity, now: self.clock.now(), on: tx)
         }
+        guard let timestamp else { return .done }
         let request = activity.request
         let payload = try APNSLiveActivityPayload.start(
             attributesType: activity.attributesType,
@@ -250,7 +254,11 @@ public final class LiveActivitySender: Sendable {
             }
         }
         if accepted == 0, !again.isEmpty, attempt < options.maxAttempts {
-            try await store.record(deliveries, of: id)
+            let written = deliveries
+            try await store.database.transaction { tx in
+                try await self.store.insert(written.map { (id, $0) }, on: tx)
+                if job.tokens == nil { _ = try await self.store.markStarting(id, false, on: tx) }
+            }
             return .retry(reason: "APNs did not accept the push-to-start yet")
         }
         // The tokens APNs did not take yet, in a job of their own: due after the kind's backoff,

@@ -206,7 +206,15 @@ public struct LiveActivityService: Sendable {
             guard let activity = try await self.store.lockedActivity(id, on: tx) else {
                 throw LiveActivityError.notFound
             }
-            guard try await self.store.transition(id, from: [.scheduled], to: .cancelled, at: now, on: tx) else {
+            guard try await self.store.cancel(id, at: now, on: tx) else {
+                if activity.state == .scheduled {
+                    throw LiveActivityError(
+                        .conflict,
+                        code: "starting",
+                        message: "the push-to-start of this activity is being sent: once it is started, end it "
+                            + "with POST /v1/live-activities/{id}/end"
+                    )
+                }
                 throw LiveActivityError(
                     .conflict,
                     code: "not_scheduled",

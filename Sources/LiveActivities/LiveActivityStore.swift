@@ -61,6 +61,27 @@ public struct LiveActivityStore: Sendable {
         }
     }
 
+    /// Marks a scheduled activity as being started (its push-to-starts about to go out), or clears
+    /// the mark (`starting: false`: APNs took none, the job tries again later). While marked it
+    /// cannot be cancelled. `false` when the activity is not scheduled (cancelled meanwhile).
+    func markStarting(_ id: UUID, _ starting: Bool, on executor: any DatabaseExecutor) async throws -> Bool {
+        try await executor.execute(
+            "UPDATE live_activities SET starting = $1 WHERE id = $2 AND state = $3",
+            [.integer(starting ? 1 : 0), .text(LiveActivityID.text(id)), .text(LiveActivityState.scheduled.rawValue)]
+        ) > 0
+    }
+
+    /// Cancels a scheduled activity whose start is not being sent; `false` otherwise.
+    func cancel(_ id: UUID, at now: Date, on executor: any DatabaseExecutor) async throws -> Bool {
+        try await executor.execute(
+            "UPDATE live_activities SET state = $1, updated_at = $2 WHERE id = $3 AND state = $4 AND starting = 0",
+            [
+                .text(LiveActivityState.cancelled.rawValue), SQLValue(now), .text(LiveActivityID.text(id)),
+                .text(LiveActivityState.scheduled.rawValue),
+            ]
+        ) > 0
+    }
+
     /// Moves an activity from one of `from` to `to`, stamping `started_at`/`ended_at` as the state
     /// says; `false` when it was in none of them (another instance or request moved it first).
     func transition(

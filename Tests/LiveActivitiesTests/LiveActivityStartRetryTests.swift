@@ -97,6 +97,51 @@ struct LiveActivityStartRetryTests {
         }
     }
 
+    @Test(
+        "a cancel while the push-to-starts are out is refused (409 starting); once APNs took none it is taken",
+        arguments: Backend.allCases
+    )
+    func cancelWhileStarting(backend: Backend) async throws {
+        let clock = ManualClock(t)
+        try await LiveActivityHarness.with(backend, clock: clock) { stack in
+            try await stack.registerPushToStart(first, at: t)
+            _ = stack.simulator.addFault(APNSSimulatorFault(.delay(.seconds(3)), token: first))
+            let (activity, _) = try await stack.service.create(LiveActivityHarness.request(channel: nil))
+            async let started = stack.worker.runDueJobs()
+            // Wait until the job has marked the activity (the push is then held 3 s by the simulator).
+            for _ in 0..<200 {
+                let row = try await stack.store.database.queryFirst(
+                    "SELECT starting FROM live_activities WHERE id = $1",
+                    [.text(LiveActivityID.text(activity.id))]
+                )
+                if try row?.int("starting") == 1 { break }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            await #expect(throws: LiveActivityError.self) { _ = try await stack.service.cancel(activity.id) }
+            do {
+                _ = try await stack.service.cancel(activity.id)
+            } catch let error as LiveActivityError {
+                #expect(error.code == "starting")
+                #expect(error.kind == .conflict)
+            }
+            #expect(try await started == 1)
+            #expect(try await stack.store.activity(activity.id)?.state == .started)
+
+            // APNs takes none (503): the job retries later, and a cancel in between is taken.
+            stack.simulator.removeAllFaults()
+            _ = stack.simulator.addFault(APNSSimulatorFault(.respond(status: 503, reason: .serviceUnavailable)))
+            let (second, _) = try await stack.service.create(LiveActivityHarness.request(channel: nil))
+            #expect(try await stack.worker.runDueJobs() == 1)
+            #expect(try await stack.service.cancel(second.id).state == .cancelled)
+            stack.simulator.removeAllFaults()
+            clock.advance(600)
+            #expect(try await stack.worker.runDueJobs() == 1, "the start's retry, which finds it cancelled")
+            #expect(try await stack.store.activity(second.id)?.state == .cancelled)
+            let sent = stack.simulator.deliveries().filter { $0.isDelivered && $0.pushType == "liveactivity" }
+            #expect(sent.count == 1, "only the first activity's push-to-start")
+        }
+    }
+
     /// Starts an activity for `u1`, whose two push-to-start tokens APNs answers with 200 (the
     /// first) and 503 (the second, until the faults are removed).
     func startWithSecondRefused(_ stack: LiveActivityHarness) async throws -> LiveActivity {
