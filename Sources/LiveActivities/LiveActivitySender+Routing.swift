@@ -72,23 +72,36 @@ extension LiveActivitySender {
             again: &again
         )
 
-        let retryJobs = try retryJobs(sends, again: again, attempt: attempt, options: options)
+        // The deletions of the channels Herald made for the activities this ended, written with
+        // what the end did, so that a crash in between cannot leave a channel behind.
+        let deletions = try Set(
+            sends.indices.compactMap { index -> UUID? in
+                let send = sends[index]
+                guard send.update.event == .end, heads[send.id]?.channelCreated == true, !again.contains(index)
+                else { return nil }
+                return send.id
+            }
+        ).map { id in
+            try Self.job(
+                LiveActivityJobKind.deleteChannel,
+                LiveActivityJob(id: id),
+                at: clock.now().addingTimeInterval(channelRetention)
+            )
+        }
+        let retries = try retryJobs(sends, again: again, attempt: attempt, options: options)
+        let followUps = retries + deletions
         let written = writes.filter { !$0.deliveries.isEmpty }
-        if !written.isEmpty || !retryJobs.isEmpty {
-            let queue = retryJobs.isEmpty ? nil : try queue
+        if !written.isEmpty || !followUps.isEmpty {
+            let queue = followUps.isEmpty ? nil : try queue
             try await withDatabaseCancellationIgnored {
                 try await store.database.transaction { tx in
                     try await self.store.record(written, now: self.clock.now(), on: tx)
-                    if let queue { _ = try await queue.enqueue(contentsOf: retryJobs, on: tx) }
+                    if let queue { _ = try await queue.enqueue(contentsOf: followUps, on: tx) }
                 }
             }
             queue?.wake()
         }
-        for (index, send) in sends.enumerated()
-        where send.update.event == .end && heads[send.id]?.channelID != nil && !again.contains(index) {
-            try await scheduleChannelDeletion(send.id)
-        }
-        if !again.isEmpty, retryJobs.isEmpty { return .retry(reason: "APNs did not take every push of the update yet") }
+        if !again.isEmpty, retries.isEmpty { return .retry(reason: "APNs did not take every push of the update yet") }
         return .done
     }
 

@@ -365,10 +365,23 @@ public final class LiveActivitySender: Sendable {
 
     /// 8 hours after the start: iOS has ended the activity, so Herald marks it `expired`.
     func expire(_ id: UUID) async throws -> JobOutcome {
-        let ended = try await store.database.transaction { tx in
-            try await self.store.transition(id, from: [.started], to: .expired, at: self.clock.now(), on: tx)
+        let queue = try queue
+        let now = clock.now()
+        let retention = channelRetention
+        try await store.database.transaction { tx in
+            guard try await self.store.transition(id, from: [.started], to: .expired, at: now, on: tx),
+                let activity = try await self.store.activity(id, on: tx), activity.channelCreated
+            else { return }
+            _ = try await queue.enqueue(
+                Self.job(
+                    LiveActivityJobKind.deleteChannel,
+                    LiveActivityJob(id: id),
+                    at: now.addingTimeInterval(retention)
+                ),
+                on: tx
+            )
         }
-        if ended { try await scheduleChannelDeletion(id) }
+        queue.wake()
         return .done
     }
 
@@ -395,17 +408,6 @@ public final class LiveActivitySender: Sendable {
     static func channelDeletion(of activity: LiveActivity, at now: Date) throws -> NewJob? {
         guard activity.channelCreated, activity.channelID != nil else { return nil }
         return try job(LiveActivityJobKind.deleteChannel, LiveActivityJob(id: activity.id), at: now)
-    }
-
-    func scheduleChannelDeletion(_ id: UUID) async throws {
-        guard let activity = try await store.activity(id), activity.channelCreated else { return }
-        try await queue.enqueue(
-            Self.job(
-                LiveActivityJobKind.deleteChannel,
-                LiveActivityJob(id: id),
-                at: clock.now().addingTimeInterval(channelRetention)
-            )
-        )
     }
 }
 

@@ -12,6 +12,8 @@ struct LiveActivityHead: Sendable, Hashable {
     var environment: APNSEnvironment
     var state: LiveActivityState
     var channelID: String?
+    /// Herald created the channel, and deletes it after the end.
+    var channelCreated: Bool
     /// The latest content state, as stored (JSON): an end without content ends with it.
     var contentStateJSON: String
     var lastTimestamp: Int64
@@ -70,7 +72,8 @@ extension LiveActivityStore {
         let lock = locking && executor.dialect == .postgres ? " ORDER BY id FOR UPDATE" : ""
         var heads: [UUID: LiveActivityHead] = [:]
         for row in try await executor.query(
-            "SELECT id, app, environment, state, channel_id, content_state, last_timestamp FROM live_activities "
+            "SELECT id, app, environment, state, channel_id, channel_created, content_state, last_timestamp "
+                + "FROM live_activities "
                 + "WHERE id IN \(list)\(lock)",
             binds
         ) {
@@ -81,6 +84,7 @@ extension LiveActivityStore {
                 environment: APNSEnvironment(rawValue: try row.string("environment")) ?? .production,
                 state: LiveActivityState(rawValue: try row.string("state")) ?? .failed,
                 channelID: try row.optionalString("channel_id"),
+                channelCreated: try row.int("channel_created") != 0,
                 contentStateJSON: try row.string("content_state"),
                 lastTimestamp: try row.int("last_timestamp")
             )
