@@ -52,11 +52,13 @@ struct LiveActivityHarness {
     var app: APNSAppConfiguration { clients.apps[0] }
 
     /// Runs `body` with a harness on `backend` whose jobs read `clock`; its channels are what
-    /// `channels` makes of the APNs clients (the clients themselves, as in `herald serve`, or a fake).
+    /// `channels` makes of the APNs clients (the clients themselves, as in `herald serve`, or a fake);
+    /// the clients retry a push as `retryPolicy` says.
     static func with(
         _ backend: Backend,
         clock: ManualClock,
         channels: (APNSClientProvider) -> any LiveActivityChannels = { $0 },
+        retryPolicy: APNSRetryPolicy = .default,
         _ body: (LiveActivityHarness) async throws -> Void
     ) async throws {
         let key = try APNSSigningKey(keyID: "LIVEKEY001", teamID: "LIVETEAM01", privateKey: P256PrivateKey())
@@ -71,6 +73,7 @@ struct LiveActivityHarness {
         let clients = APNSClientProvider(
             apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(key))],
             endpoints: endpoints,
+            retryPolicy: retryPolicy,
             logger: Logger(label: "test.apns", level: .error),
             metrics: MetricsRegistry()
         )

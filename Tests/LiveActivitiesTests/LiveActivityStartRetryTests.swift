@@ -142,6 +142,27 @@ struct LiveActivityStartRetryTests {
         }
     }
 
+    @Test("a start APNs takes for no token in all 20 attempts fails the activity", arguments: Backend.allCases)
+    func lastAttempt(backend: Backend) async throws {
+        let clock = ManualClock(t)
+        // The client does not retry on its own: each of the job's attempts is one push.
+        try await LiveActivityHarness.with(backend, clock: clock, retryPolicy: .never) { stack in
+            try await stack.registerPushToStart(first, at: t)
+            _ = stack.simulator.addFault(APNSSimulatorFault(.respond(status: 503, reason: .serviceUnavailable)))
+            let (activity, _) = try await stack.service.create(LiveActivityHarness.request(channel: nil))
+            for attempt in 1...20 {
+                #expect(try await stack.worker.runDueJobs() == 1, "attempt \(attempt)")
+                let state = try await stack.store.activity(activity.id)?.state
+                #expect(state == (attempt < 20 ? .scheduled : .failed), "after attempt \(attempt)")
+                clock.advance(400)
+            }
+            let failed = try #require(try await stack.store.activity(activity.id))
+            #expect(failed.failureReason == "APNs accepted no push-to-start in 20 attempts")
+            #expect(try await stack.worker.runDueJobs() == 0, "nothing left to try")
+            #expect(try await stack.store.deliveries(of: activity.id).filter { $0.status == 503 }.count == 20)
+        }
+    }
+
     /// Starts an activity for `u1`, whose two push-to-start tokens APNs answers with 200 (the
     /// first) and 503 (the second, until the faults are removed).
     func startWithSecondRefused(_ stack: LiveActivityHarness) async throws -> LiveActivity {
