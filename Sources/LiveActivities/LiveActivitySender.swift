@@ -204,7 +204,7 @@ public final class LiveActivitySender: Sendable {
         // end it, so cancels are refused until the job is done (or finds APNs took none).
         let timestamp = try await store.database.transaction { tx -> Int64? in
             if job.tokens == nil, try await !self.store.markStarting(id, true, on: tx) { return nil }
-            return try await self.store.stampStart(activity, now: self.clock.now(), on: tx)
+            return try await self.store.stampStart(id, now: self.clock.now(), on: tx)
         }
         guard let timestamp else { return .done }
         let request = activity.request

@@ -113,13 +113,13 @@ public struct LiveActivityStore: Sendable {
     /// Takes the next timestamp for a start push: now, or one after the latest, in one statement,
     /// so that an update accepted meanwhile (a start sent again to a token APNs did not take while
     /// the activity runs) never shares or undercuts it.
-    func stampStart(_ activity: LiveActivity, now: Date, on executor: any DatabaseExecutor) async throws -> Int64 {
+    func stampStart(_ id: UUID, now: Date, on executor: any DatabaseExecutor) async throws -> Int64 {
         let greatest = executor.dialect == .postgres ? "GREATEST" : "MAX"
         guard
             let row = try await executor.queryFirst(
                 "UPDATE live_activities SET last_timestamp = \(greatest)(last_timestamp + 1, CAST($1 AS BIGINT)) "
                     + "WHERE id = $2 RETURNING last_timestamp",
-                [.integer(EpochTime.seconds(now)), .text(LiveActivityID.text(activity.id))]
+                [.integer(EpochTime.seconds(now)), .text(LiveActivityID.text(id))]
             )
         else { throw LiveActivityError.notFound }
         return try row.int("last_timestamp")

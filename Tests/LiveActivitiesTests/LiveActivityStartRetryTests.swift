@@ -90,7 +90,7 @@ struct LiveActivityStartRetryTests {
             let latest = try #require(try await stack.store.activity(activity.id)).lastTimestamp
             #expect(latest > stale.lastTimestamp)
             let stamped = try await stack.store.database.transaction { tx in
-                try await stack.store.stampStart(stale, now: t, on: tx)
+                try await stack.store.stampStart(stale.id, now: t, on: tx)
             }
             #expect(stamped == latest + 1)
             #expect(try await stack.store.activity(activity.id)?.lastTimestamp == stamped)
