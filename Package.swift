@@ -73,7 +73,7 @@ let package = Package(
         .target(name: "ProcessSpawn", dependencies: ["CHeraldShims"], swiftSettings: swiftSettings),
         // The jemalloc binding, linked only into the `herald` executable (its malloc and free).
         .target(name: "HeraldAllocator", dependencies: ["CJemalloc"], swiftSettings: swiftSettings),
-        .target(name: "HeraldCore", swiftSettings: swiftSettings),
+        .target(name: "HeraldCore", dependencies: ["CHeraldShims"], swiftSettings: swiftSettings),
         .target(name: "HeraldCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         .target(
             name: "HeraldIO",

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -141,6 +142,20 @@ uint64_t cherald_monotonic_nanoseconds(void) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+int cherald_getrandom(void *buffer, size_t length) {
+    unsigned char *out = buffer;
+    while (length > 0) {
+        ssize_t got = getrandom(out, length, 0);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        out += got;
+        length -= (size_t)got;
+    }
+    return 0;
 }
 
 int cherald_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }

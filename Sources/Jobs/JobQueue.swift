@@ -128,7 +128,7 @@ public final class JobQueue: Sendable {
     private func insertRow(_ newJob: NewJob, dueAt: Date, now: Date, binds: inout [SQLValue]) -> String {
         let base = binds.count
         binds += [
-            .text(RequestIdentifier.lowercaseString(RequestIdentifier.nextUUID())), .text(newJob.kind),
+            .text(RequestIdentifier.lowercaseString(ResourceIdentifier.next())), .text(newJob.kind),
             .text(newJob.payload), SQLValue(dueAt),
             SQLValue(newJob.maxAttempts ?? handlers.options(for: newJob.kind).maxAttempts),
             SQLValue(newJob.uniqueKey), SQLValue(newJob.schedule?.jsonText), .text(newJob.missedRuns.rawValue),

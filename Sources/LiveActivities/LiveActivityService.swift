@@ -57,7 +57,7 @@ public struct LiveActivityService: Sendable {
         request.environment = environment
         let hash = SHA256.hash(Array(try LiveActivityStore.json(request).utf8)).map { String(format: "%02x", $0) }
             .joined()
-        let id = input.id ?? RequestIdentifier.nextUUID()
+        let id = input.id ?? ResourceIdentifier.next()
         if let existing = try await store.activity(id) { return (try same(existing, hash), false) }
         let now = clock.now()
         var activity = LiveActivity(

@@ -233,13 +233,13 @@ private let deliveriesWritten = Atomic<UInt64>(0)
 
 extension LiveActivityStore {
     /// A delivery row's id: a count in this process, zero-padded so that ids sort as written, then
-    /// the process's own random suffix. Deliveries recorded in the same millisecond (a dead update
+    /// random bits drawn for this id (a resource id's: nothing shared with request ids). Deliveries recorded in the same millisecond (a dead update
     /// token's 410 and the silent push that replaced it) are listed newest first, in the order
     /// they happened.
     static func deliveryID() -> String {
         let count = deliveriesWritten.wrappingAdd(1, ordering: .relaxed).newValue
         let hex = String(count, radix: 16)
         return String(repeating: "0", count: max(0, 16 - hex.utf8.count)) + hex + "-"
-            + RequestIdentifier.next().suffix(17)
+            + RequestIdentifier.lowercaseString(ResourceIdentifier.next()).suffix(17)
     }
 }

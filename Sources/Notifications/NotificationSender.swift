@@ -141,7 +141,7 @@ public struct NotificationSender: Sendable {
     ///     `failed` when any token failed.
     ///   - owner: names this sender in the claim; unique per pass (the default is a new one).
     public func send(_ id: UUID, isLastAttempt: Bool, owner: String? = nil) async throws -> Summary {
-        let owner = owner ?? "send:\(RequestIdentifier.lowercaseString(RequestIdentifier.nextUUID()))"
+        let owner = owner ?? "send:\(RequestIdentifier.lowercaseString(ResourceIdentifier.next()))"
         let now = clock.now()
         guard
             // `failed` too: an operator may retry the dead job of a notification given up on.

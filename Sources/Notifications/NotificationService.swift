@@ -163,7 +163,7 @@ public struct NotificationService: Sendable {
     {
         let (app, environment) = try clients.resolve(app: request.app, environment: request.environment)
         let now = queue.clock.now()
-        let id = RequestIdentifier.nextUUID()
+        let id = ResourceIdentifier.next()
         let sendAt = max(request.sendAt ?? now, now)
         let store = self.store
         let queue = self.queue

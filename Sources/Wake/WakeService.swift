@@ -59,7 +59,7 @@ public struct WakeService: Sendable {
             }
         }
         let schedule = WakeSchedule(
-            id: RequestIdentifier.nextUUID(),
+            id: ResourceIdentifier.next(),
             name: request.name,
             mode: request.mode,
             schedule: request.schedule,

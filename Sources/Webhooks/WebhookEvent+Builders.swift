@@ -31,7 +31,7 @@ public enum WebhookJSONValue: Sendable {
 extension WebhookEvent {
     /// A new event with a fresh id: `{"id", "type", "created_at", "data"}`.
     public init(type: WebhookEventType, data: [(String, WebhookJSONValue)], at createdAt: Date) {
-        let id = RequestIdentifier.nextUUID()
+        let id = ResourceIdentifier.next()
         var json = ""
         WebhookJSONValue.object([
             ("id", .string(RequestIdentifier.lowercaseString(id))), ("type", .string(type.rawValue)),

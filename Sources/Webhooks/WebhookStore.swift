@@ -22,7 +22,7 @@ public struct WebhookStore: Sendable {
     /// - Throws: ``WebhookError`` (limit reached) when ``WebhookLimits/maximumWebhooks`` exist.
     public func create(_ request: WebhookRequest) async throws -> Webhook {
         let webhook = Webhook(
-            id: RequestIdentifier.nextUUID(),
+            id: ResourceIdentifier.next(),
             url: request.url,
             events: request.events,
             secret: request.secret ?? Self.generateSecret(),

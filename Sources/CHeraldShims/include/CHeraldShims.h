@@ -79,6 +79,9 @@ int cherald_address_to_string(const struct sockaddr *address, char *out, size_t 
 int cherald_block_sigpipe_in_thread(void);
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t cherald_monotonic_nanoseconds(void);
+/// Fills `buffer` with `length` bytes from the kernel's CSPRNG (getrandom(2), blocking only until
+/// the pool is first initialised), retrying interrupted and short reads. 0, or -1 and errno.
+int cherald_getrandom(void *buffer, size_t length);
 
 // MARK: child processes (glibc extensions, declared only with _GNU_SOURCE)
 
