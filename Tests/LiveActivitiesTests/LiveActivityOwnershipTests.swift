@@ -333,3 +333,51 @@ struct LiveActivityOwnershipTests {
         }
     }
 }
+
+/// Migration 18 on a database of before: an activity already started gets as users the owners of
+/// the push-to-start tokens its deliveries say it was sent to, and no one else.
+@Suite("LiveActivities: migration 18 backfills the users of activities started before it")
+struct LiveActivityUsersBackfillTests {
+    @Test("users come from the recorded push-to-starts", arguments: Backend.allCases)
+    func backfill(backend: Backend) async throws {
+        try await withDatabase(backend) { db, _ in
+            let logger = LiveActivityStoreTests.logger
+            try await Migrator.migrate(db, LiveActivityMigrations.all.filter { $0.version <= 17 }, logger: logger)
+            let id = "6f1c2d3e-0000-4000-8000-000000000018"
+            try await db.execute(
+                """
+                INSERT INTO live_activities (id, app, environment, attributes_type, request, request_hash, state,
+                    channel_created, content_state, last_timestamp, created_at, updated_at)
+                VALUES ($1, 'com.example.app', 'production', 'T', '{}', 'h', 'started', 0, '{}', 1, 0, 0)
+                """,
+                [.text(id)]
+            )
+            for (token, user) in [("a1", "u1"), ("a2", "u2"), ("a3", "u3")] {
+                try await db.execute(
+                    """
+                    INSERT INTO push_to_start_tokens (app, environment, attributes_type, token, user_id, status,
+                        created_at, updated_at)
+                    VALUES ('com.example.app', 'production', 'T', $1, $2, 'active', 0, 0)
+                    """,
+                    [.text(token), .text(user)]
+                )
+            }
+            // Sent to a1 and a2 (a2 refused by APNs, still sent); a3 never; an update to a3 is no start.
+            for (n, token, route) in [(1, "a1", "push_to_start"), (2, "a2", "push_to_start"), (3, "a3", "silent")] {
+                try await db.execute(
+                    """
+                    INSERT INTO live_activity_deliveries (live_activity_id, at, id, event, route, token)
+                    VALUES ($1, $2, $3, 'start', $4, $5)
+                    """,
+                    [.text(id), .integer(Int64(n)), .text("d\(n)"), .text(route), .text(token)]
+                )
+            }
+            try await Migrator.migrate(db, LiveActivityMigrations.all, logger: logger)
+            let users = try await db.query(
+                "SELECT user_id FROM live_activity_users WHERE live_activity_id = $1 ORDER BY user_id",
+                [.text(id)]
+            ).map { try $0.string("user_id") }
+            #expect(users == ["u1", "u2"])
+        }
+    }
+}
