@@ -46,7 +46,8 @@ extension LiveActivityStore {
     ///
     /// The user then holds at most `maximumPerUser` active push-to-start tokens in the app and
     /// environment (all attributes types together): the least recently registered others become
-    /// `invalid` with `invalid_reason` `evicted`. Registrations of one user are serialised (the
+    /// `invalid` with `invalid_reason` `evicted` (the `maximumPerUser` latest evicted are kept,
+    /// older ones deleted). Registrations of one user are serialised (the
     /// SQLite write lock; on PostgreSQL a transaction advisory lock on the user), so two at once
     /// cannot leave one token too many.
     ///
@@ -108,7 +109,9 @@ extension LiveActivityStore {
     }
 
     /// Marks `evicted` the user's active push-to-start tokens in the app and environment past the
-    /// `limit` most recently registered, the one just registered always kept.
+    /// `limit` most recently registered, the one just registered always kept; then forgets the
+    /// user's evicted tokens past the `limit` most recently evicted, so that no user's rows grow
+    /// without bound however many tokens they register.
     private func evictPushToStart(
         beyond limit: Int,
         keeping registration: PushToStartRegistration,
@@ -129,6 +132,20 @@ extension LiveActivityStore {
                 .text(registration.app), .text(registration.environment.rawValue), .text(registration.userID),
                 .text(registration.attributesType), .text(registration.token), SQLValue(registration.registeredAt),
                 .integer(Int64(max(0, limit - 1))),
+            ]
+        )
+        let evicted =
+            "app = $1 AND environment = $2 AND user_id = $3 AND status = 'invalid' AND invalid_reason = 'evicted'"
+        try await tx.execute(
+            """
+            DELETE FROM push_to_start_tokens WHERE \(evicted) AND (attributes_type, token) NOT IN (
+                SELECT attributes_type, token FROM push_to_start_tokens WHERE \(evicted)
+                ORDER BY invalid_at DESC, attributes_type DESC, token DESC LIMIT $4
+            )
+            """,
+            [
+                .text(registration.app), .text(registration.environment.rawValue), .text(registration.userID),
+                .integer(Int64(limit)),
             ]
         )
     }

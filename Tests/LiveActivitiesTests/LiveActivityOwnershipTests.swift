@@ -329,7 +329,12 @@ struct LiveActivityOwnershipTests {
                 "SELECT token FROM push_to_start_tokens WHERE user_id = 'u9' AND invalid_reason = 'evicted'",
                 []
             )
-            #expect(evicted.count == 7)
+            #expect(evicted.count == 3, "the 3 latest evicted are kept, the 4 before them forgotten")
+            let rows = try await store.database.query(
+                "SELECT token FROM push_to_start_tokens WHERE user_id = 'u9'",
+                []
+            )
+            #expect(rows.count == 6, "no user's rows grow without bound")
         }
     }
 }
