@@ -9,9 +9,13 @@ public import LiveActivities
 /// admission check ``ClientDeviceRoutes`` registers for `/v1/client`); the user is the token's `sub`:
 ///
 /// - `PUT /v1/client/push-to-start-tokens` `{"app"?, "environment"?, "attributes_type", "token"}` →
-///   201 when new, 200 when known.
+///   201 when new to the user (also when it was another user's: no answer tells whether a token is
+///   known), 200 when the user had it; past `HERALD_CLIENT_MAX_DEVICES` the user's least recently
+///   registered one is evicted.
 /// - `POST /v1/client/live-activities/{id}/instances` `{"activity_id", "device_token"?,
-///   "update_token"?, "state"?}` → 201/200; 404 for an unknown id, 403 for another user's activity.
+///   "update_token"?, "state"?}` → 201/200; 404 `not_found` for an unknown id and, with the same
+///   body, for an activity the user is not a user of; 403 `not_your_instance` for an instance
+///   another user reported first; 409 `too_many_instances` past `HERALD_MAX_INSTANCES_PER_USER`.
 public struct ClientLiveActivityRoutes: Sendable {
     public let service: LiveActivityService
     public let authenticator: ClientTokenAuthenticator

@@ -13,6 +13,10 @@ public import LiveActivities
 /// - `POST /v1/live-activities/{id}/update` and `/end` → 202 `{"routes": {…}}`.
 /// - `PUT /v1/users/{user_id}/push-to-start-tokens` → 201/200: a user's push-to-start token,
 ///   for apps that register through their own backend.
+/// - `POST /v1/live-activities/{id}/instances` `{"user_id", "activity_id", "device_token"?,
+///   "update_token"?, "state"?}` → 201/200: an instance reported through the app's backend, with the
+///   rules of the client route (404 unless `user_id` is a user of the activity, 403
+///   `not_your_instance`, 409 `too_many_instances`).
 ///
 /// The app-facing routes are in ``ClientLiveActivityRoutes``.
 public struct LiveActivityRoutes: Sendable {
@@ -48,6 +52,15 @@ public struct LiveActivityRoutes: Sendable {
             let path = "/v1/live-activities/{id}/\(event.rawValue)"
             router.on("POST", path, maxBodySize: LiveActivityLimits.maximumBodyBytes) { request in
                 try await routes.authorized(request, "POST \(path)") { try await routes.send($0, event) }
+            }
+        }
+        router.on(
+            "POST",
+            "/v1/live-activities/{id}/instances",
+            maxBodySize: LiveActivityLimits.maximumBodyBytes
+        ) { request in
+            try await routes.authorized(request, "POST /v1/live-activities/{id}/instances") {
+                try await routes.reportInstance($0)
             }
         }
         router.on(
@@ -149,6 +162,13 @@ public struct LiveActivityRoutes: Sendable {
             event == .update
             ? try await service.update(id, update) : try await service.end(id, update, hasContent: hasContent)
         return routes.response
+    }
+
+    func reportInstance(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = try Self.id(request)
+        let (input, user) = try LiveActivityInput.parseBackendInstance(request.body)
+        let (instance, created) = try await service.register(input, for: id, userID: user, app: nil)
+        return .json(LiveActivityInstanceBody(instance: instance), status: created ? 201 : 200)
     }
 
     func putToken(_ request: HTTPRequest) async throws -> HTTPResponse {

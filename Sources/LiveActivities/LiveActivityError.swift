@@ -29,3 +29,29 @@ extension Refusal where Domain == LiveActivityDomain {
         )
     }
 }
+
+extension Refusal where Domain == LiveActivityDomain {
+    /// An instance (the activity's iOS `activity_id`) another user reported first: only a user of
+    /// the activity ever gets this answer.
+    public static var notYourInstance: LiveActivityError {
+        LiveActivityError(
+            .forbidden,
+            code: "not_your_instance",
+            message: "another user reported this instance of the activity first: an instance belongs to the user "
+                + "who reported it; report the activity.id of an activity running on your own device",
+            field: "activity_id"
+        )
+    }
+
+    /// A user at ``LiveActivityQuotas/maximumInstancesPerUser`` reports one more instance.
+    public static func tooManyInstances(_ limit: Int) -> LiveActivityError {
+        LiveActivityError(
+            .conflict,
+            code: "too_many_instances",
+            message: "this user has reported \(limit) instances of the activity, the most allowed "
+                + "(HERALD_MAX_INSTANCES_PER_USER): report again an instance already known (same activity_id) "
+                + "to update it",
+            field: "activity_id"
+        )
+    }
+}

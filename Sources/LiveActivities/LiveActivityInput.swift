@@ -40,12 +40,35 @@ public enum LiveActivityInput {
     }
 
     public static func parseInstance(_ body: [UInt8]) throws(LiveActivityError) -> Instance {
+        try parseInstance(body, withUser: false).instance
+    }
+
+    /// An instance report a backend sends with the API key: the client body plus `user_id`, the
+    /// user whose device runs the instance (required).
+    public static func parseBackendInstance(
+        _ body: [UInt8]
+    ) throws(LiveActivityError) -> (instance: Instance, userID: String) {
+        let (instance, user) = try parseInstance(body, withUser: true)
+        return (instance, user ?? "")
+    }
+
+    private static func parseInstance(
+        _ body: [UInt8],
+        withUser: Bool
+    ) throws(LiveActivityError) -> (instance: Instance, userID: String?) {
         let object = try jsonObject(
             body,
             limit: LiveActivityLimits.maximumBodyBytes,
-            example: #"{"activity_id": "<iOS activity.id>", "device_token": "<hex>"}"#
+            example: withUser
+                ? #"{"user_id": "user-1", "activity_id": "<iOS activity.id>", "device_token": "<hex>"}"#
+                : #"{"activity_id": "<iOS activity.id>", "device_token": "<hex>"}"#
         )
-        try known(object, ["activity_id", "device_token", "update_token", "state"], what: "an instance")
+        try known(
+            object,
+            Set(["activity_id", "device_token", "update_token", "state"]).union(withUser ? ["user_id"] : []),
+            what: "an instance"
+        )
+        let user = withUser ? try name(object, "user_id", required: true) : nil
         var state = LiveActivityInstance.State.active
         if let text = try string(object, "state", limit: 16) {
             guard let parsed = LiveActivityInstance.State(rawValue: text) else {
@@ -53,12 +76,13 @@ public enum LiveActivityInput {
             }
             state = parsed
         }
-        return Instance(
+        let instance = Instance(
             activityID: try name(object, "activity_id", required: true) ?? "",
             deviceToken: try token(object, "device_token", required: false),
             updateToken: try token(object, "update_token", required: false),
             state: state
         )
+        return (instance, user)
     }
 
     /// An update (`{"content_state", "alert"?, "stale_date"?, "relevance_score"?, "priority"?}`) or

@@ -12,6 +12,13 @@ public import Storage
 /// Version 16: `live_activity_instances.registered_after`, the activity's latest timestamp when the
 /// instance was first reported: an update stamped at or before it reaches the instance by the
 /// catch-up job its report enqueued, not by the update's own job, so it is not sent twice.
+/// Version 18: only a user of an activity may report its instances, and the start job now records
+/// as users the owners of the push-to-start tokens it sends to (for every audience, `tokens`
+/// too). Activities started before it: their users are backfilled the same way from the
+/// push-to-starts they recorded as sent (`live_activity_deliveries`), so a device that received
+/// one can still report its instance; their `users` audiences were recorded at creation already.
+/// Version 19: an index on each user's push-to-start tokens per app and environment, for the
+/// eviction past `HERALD_CLIENT_MAX_DEVICES`.
 public enum LiveActivityMigrations {
     public static let all: [Migration] = [
         Migration(
@@ -106,6 +113,28 @@ public enum LiveActivityMigrations {
             version: 17,
             name: "live_activities_starting",
             sql: "ALTER TABLE live_activities ADD COLUMN starting BIGINT NOT NULL DEFAULT 0;"
+        ),
+        Migration(
+            version: 18,
+            name: "live_activity_users_from_push_to_start",
+            sql: """
+                INSERT INTO live_activity_users (user_id, live_activity_id)
+                SELECT DISTINCT t.user_id, d.live_activity_id
+                FROM live_activity_deliveries d
+                JOIN live_activities a ON a.id = d.live_activity_id
+                JOIN push_to_start_tokens t ON t.app = a.app AND t.environment = a.environment
+                    AND t.attributes_type = a.attributes_type AND t.token = d.token
+                WHERE d.route = 'push_to_start' AND t.user_id IS NOT NULL
+                ON CONFLICT DO NOTHING;
+                """
+        ),
+        Migration(
+            version: 19,
+            name: "push_to_start_tokens_user_registered",
+            sql: """
+                CREATE INDEX push_to_start_tokens_user_registered ON push_to_start_tokens
+                    (app, environment, user_id, status, last_registered_at);
+                """
         ),
     ]
 }

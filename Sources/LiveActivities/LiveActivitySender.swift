@@ -202,8 +202,13 @@ public final class LiveActivitySender: Sendable {
         }
         // From here the activity may show on devices: a cancel would leave it there with no way to
         // end it, so cancels are refused until the job is done (or finds APNs took none).
+        // The users the push-to-starts go to are recorded before any leaves: a device that
+        // received one may report its instance at once.
         let timestamp = try await store.database.transaction { tx -> Int64? in
-            if job.tokens == nil, try await !self.store.markStarting(id, true, on: tx) { return nil }
+            if job.tokens == nil {
+                guard try await self.store.markStarting(id, true, on: tx) else { return nil }
+                try await self.store.addUsers(ofPushToStartTokens: targets.tokens, of: activity, on: tx)
+            }
             return try await self.store.stampStart(id, now: self.clock.now(), on: tx)
         }
         guard let timestamp else { return .done }
@@ -299,7 +304,6 @@ public final class LiveActivitySender: Sendable {
                 return
             }
             guard try await self.store.transition(id, from: [.scheduled], to: .started, at: now, on: tx) else { return }
-            try await self.store.addUsers(targets.users, to: id, on: tx)
             _ = try await queue.enqueue(
                 Self.job(
                     LiveActivityJobKind.expire,

@@ -18,11 +18,14 @@ import Storage
 /// ```
 public struct LiveActivityService: Sendable {
     public let sender: LiveActivitySender
+    /// What one user may hold: instances per activity, push-to-start tokens.
+    public let quotas: LiveActivityQuotas
     public var store: LiveActivityStore { sender.store }
     var clock: any HeraldClock { sender.clock }
 
-    public init(sender: LiveActivitySender) {
+    public init(sender: LiveActivitySender, quotas: LiveActivityQuotas = LiveActivityQuotas()) {
         self.sender = sender
+        self.quotas = quotas
     }
 
     /// The time on the service's clock, the `now` a request is parsed against (it bounds `start_at`).
@@ -246,7 +249,9 @@ public struct LiveActivityService: Sendable {
 
     // MARK: App-facing
 
-    /// Registers a push-to-start token for `userID`, stamped now.
+    /// Registers a push-to-start token for `userID`, stamped now; past the user's quota the least
+    /// recently registered of the user's others is evicted
+    /// (``LiveActivityStore/register(_:maximumPerUser:)``).
     public func register(
         _ input: LiveActivityInput.PushToStart,
         userID: String
@@ -260,16 +265,25 @@ public struct LiveActivityService: Sendable {
                 token: input.token,
                 userID: userID,
                 registeredAt: clock.now()
-            )
+            ),
+            maximumPerUser: quotas.maximumPushToStartTokensPerUser
         )
     }
 
     /// Registers (or updates) where an activity runs. A new instance of an activity that has had
     /// an update or end receives the latest at once (along its own route).
     ///
-    /// - Parameter userID: the client token's `sub`; must be one of the activity's users when it
-    ///   was started for users.
-    /// - Throws: ``LiveActivityError`` not found, or forbidden for another user's activity.
+    /// Only a user of the activity may report one: a user of its `users` audience (known at
+    /// creation), or one whose push-to-start token the start job sent it to (known before the
+    /// push-to-starts leave). To anyone else the activity does not exist. An instance belongs to
+    /// the user who reported it first, and one user may report at most
+    /// ``LiveActivityQuotas/maximumInstancesPerUser`` of one activity.
+    ///
+    /// - Parameters:
+    ///   - userID: the client token's `sub`, or the backend's `user_id`.
+    ///   - permitted: the client token's `app` claim, if any: an activity of another app is unknown.
+    /// - Throws: ``LiveActivityError`` not found (no such activity, or not a user of it),
+    ///   forbidden `not_your_instance` (another user's instance), conflict `too_many_instances`.
     public func register(
         _ input: LiveActivityInput.Instance,
         for id: UUID,
@@ -283,14 +297,7 @@ public struct LiveActivityService: Sendable {
                 throw LiveActivityError.notFound
             }
             if let permitted, permitted != activity.app { throw LiveActivityError.notFound }
-            if !activity.users.isEmpty, !activity.users.contains(userID) {
-                throw LiveActivityError(
-                    .forbidden,
-                    code: "not_your_activity",
-                    message: "this Live Activity was started for other users: report instances with a client token "
-                        + "of one of them"
-                )
-            }
+            guard try await self.store.isUser(userID, of: id, on: tx) else { throw LiveActivityError.notFound }
             let (instance, created) = try await self.store.upsert(
                 LiveActivityInstance(
                     liveActivityID: id,
@@ -304,6 +311,7 @@ public struct LiveActivityService: Sendable {
                     updatedAt: now
                 ),
                 registeredAfter: activity.lastTimestamp,
+                maximumPerUser: self.quotas.maximumInstancesPerUser,
                 on: tx
             )
             if created, instance.state == .active, let latest = activity.lastUpdate,

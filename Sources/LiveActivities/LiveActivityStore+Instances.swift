@@ -6,16 +6,24 @@ extension LiveActivityStore {
     static let instanceColumns =
         "live_activity_id, activity_id, user_id, device_token, update_token, state, unreachable, created_at, updated_at"
 
-    /// Creates or replaces an instance (by its iOS `activity_id`) inside the caller's transaction.
-    /// A field the report leaves out keeps its stored value; a new device token makes the
-    /// instance reachable again.
+    /// Creates or replaces an instance (by its iOS `activity_id`) inside the caller's transaction,
+    /// which holds the activity's lock (``lockedActivity(_:on:)``): the count of the user's
+    /// instances cannot change under it. A field the report leaves out keeps its stored value; a
+    /// new device token makes the instance reachable again. An instance belongs to the user who
+    /// reported it first: the row keeps that user.
     ///
-    /// - Parameter registeredAfter: the activity's latest timestamp now, kept from the first
-    ///   report: updates stamped at or before it are the catch-up job's to send.
+    /// - Parameters:
+    ///   - registeredAfter: the activity's latest timestamp now, kept from the first report:
+    ///     updates stamped at or before it are the catch-up job's to send.
+    ///   - maximumPerUser: the instances one user may have of the activity; a new one past it is
+    ///     refused.
     /// - Returns: the instance as stored and whether it was new.
+    /// - Throws: ``LiveActivityError/notYourInstance`` when another user reported it first,
+    ///   ``LiveActivityError/tooManyInstances(_:)`` past the quota; nothing is written then.
     func upsert(
         _ instance: LiveActivityInstance,
         registeredAfter: Int64,
+        maximumPerUser: Int,
         on executor: any DatabaseExecutor
     ) async throws -> (LiveActivityInstance, created: Bool) {
         let key: [SQLValue] = [.text(LiveActivityID.text(instance.liveActivityID)), .text(instance.activityID)]
@@ -23,6 +31,15 @@ extension LiveActivityStore {
             "SELECT \(Self.instanceColumns) FROM live_activity_instances WHERE live_activity_id = $1 AND activity_id = $2",
             key
         ).map(Self.instance(from:))
+        if let existing, existing.userID != instance.userID { throw LiveActivityError.notYourInstance }
+        if existing == nil {
+            let count =
+                try await executor.queryFirst(
+                    "SELECT COUNT(*) AS n FROM live_activity_instances WHERE live_activity_id = $1 AND user_id = $2",
+                    [key[0], SQLValue(instance.userID)]
+                )?.int("n") ?? 0
+            guard count < Int64(maximumPerUser) else { throw LiveActivityError.tooManyInstances(maximumPerUser) }
+        }
         var merged = instance
         if let existing {
             merged.deviceToken = instance.deviceToken ?? existing.deviceToken
@@ -34,8 +51,7 @@ extension LiveActivityStore {
             """
             INSERT INTO live_activity_instances (\(Self.instanceColumns), registered_after)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-            ON CONFLICT (live_activity_id, activity_id) DO UPDATE SET user_id = excluded.user_id,
-                device_token = excluded.device_token, update_token = excluded.update_token, state = excluded.state,
+            ON CONFLICT (live_activity_id, activity_id) DO UPDATE SET device_token = excluded.device_token, update_token = excluded.update_token, state = excluded.state,
                 unreachable = excluded.unreachable, updated_at = excluded.updated_at
             """,
             key + [

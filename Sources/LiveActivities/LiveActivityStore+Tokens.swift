@@ -42,22 +42,46 @@ public struct PushToStartToken: Sendable, Hashable {
 extension LiveActivityStore {
     /// Registers a push-to-start token (creates or replaces its user). The dead-token rule of
     /// devices: a token APNs called dead at T becomes active again only from a registration
-    /// stamped after T.
+    /// stamped after T (an evicted token, not dead, becomes active again at once).
     ///
-    /// - Returns: the token as stored and whether it was new.
-    public func register(_ registration: PushToStartRegistration) async throws -> (PushToStartToken, created: Bool) {
+    /// The user then holds at most `maximumPerUser` active push-to-start tokens in the app and
+    /// environment (all attributes types together): the least recently registered others become
+    /// `invalid` with `invalid_reason` `evicted` (the `maximumPerUser` latest evicted are kept,
+    /// older ones deleted). Registrations of one user are serialised (the
+    /// SQLite write lock; on PostgreSQL a transaction advisory lock on the user), so two at once
+    /// cannot leave one token too many.
+    ///
+    /// - Returns: the token as stored, and whether it is new to this user (a token that was
+    ///   another user's counts as new: the answer does not tell whether anyone had it).
+    public func register(
+        _ registration: PushToStartRegistration,
+        maximumPerUser: Int = LiveActivityQuotas().maximumPushToStartTokensPerUser
+    ) async throws -> (PushToStartToken, created: Bool) {
         try await database.transaction { tx in
             let key: [SQLValue] = [
                 .text(registration.app), .text(registration.environment.rawValue), .text(registration.attributesType),
                 .text(registration.token),
             ]
-            let existed =
-                try await tx.queryFirst(
-                    "SELECT token FROM push_to_start_tokens WHERE app = $1 AND environment = $2 "
-                        + "AND attributes_type = $3 AND token = $4",
-                    key
-                ) != nil
-            let stale = "push_to_start_tokens.status = 'invalid' AND push_to_start_tokens.invalid_at >= $6"
+            if tx.dialect == .postgres {
+                try await tx.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                    [
+                        .text(
+                            "herald.push_to_start_tokens\n\(registration.app)\n\(registration.environment.rawValue)\n"
+                                + registration.userID
+                        )
+                    ]
+                )
+            }
+            let previous = try await tx.queryFirst(
+                "SELECT user_id FROM push_to_start_tokens WHERE app = $1 AND environment = $2 "
+                    + "AND attributes_type = $3 AND token = $4",
+                key
+            )
+            let existed = try previous.map { try $0.optionalString("user_id") == registration.userID } ?? false
+            let stale =
+                "push_to_start_tokens.status = 'invalid' AND COALESCE(push_to_start_tokens.invalid_reason, '') "
+                + "<> 'evicted' AND push_to_start_tokens.invalid_at >= $6"
             let rows = try await tx.query(
                 """
                 INSERT INTO push_to_start_tokens (app, environment, attributes_type, token, user_id, status,
@@ -79,8 +103,51 @@ extension LiveActivityStore {
                 status: try row.string("status"),
                 invalidReason: try row.optionalString("invalid_reason")
             )
+            try await self.evictPushToStart(beyond: maximumPerUser, keeping: registration, on: tx)
             return (token, !existed)
         }
+    }
+
+    /// Marks `evicted` the user's active push-to-start tokens in the app and environment past the
+    /// `limit` most recently registered, the one just registered always kept; then forgets the
+    /// user's evicted tokens past the `limit` most recently evicted, so that no user's rows grow
+    /// without bound however many tokens they register.
+    private func evictPushToStart(
+        beyond limit: Int,
+        keeping registration: PushToStartRegistration,
+        on tx: any DatabaseExecutor
+    ) async throws {
+        let mine = "app = $1 AND environment = $2 AND user_id = $3 AND status = 'active'"
+        let other = "NOT (attributes_type = $4 AND token = $5)"
+        try await tx.execute(
+            """
+            UPDATE push_to_start_tokens SET status = 'invalid', invalid_reason = 'evicted', invalid_at = $6,
+                updated_at = $6
+            WHERE \(mine) AND \(other) AND (attributes_type, token) NOT IN (
+                SELECT attributes_type, token FROM push_to_start_tokens WHERE \(mine) AND \(other)
+                ORDER BY COALESCE(last_registered_at, 0) DESC, attributes_type DESC, token DESC LIMIT $7
+            )
+            """,
+            [
+                .text(registration.app), .text(registration.environment.rawValue), .text(registration.userID),
+                .text(registration.attributesType), .text(registration.token), SQLValue(registration.registeredAt),
+                .integer(Int64(max(0, limit - 1))),
+            ]
+        )
+        let evicted =
+            "app = $1 AND environment = $2 AND user_id = $3 AND status = 'invalid' AND invalid_reason = 'evicted'"
+        try await tx.execute(
+            """
+            DELETE FROM push_to_start_tokens WHERE \(evicted) AND (attributes_type, token) NOT IN (
+                SELECT attributes_type, token FROM push_to_start_tokens WHERE \(evicted)
+                ORDER BY invalid_at DESC, attributes_type DESC, token DESC LIMIT $4
+            )
+            """,
+            [
+                .text(registration.app), .text(registration.environment.rawValue), .text(registration.userID),
+                .integer(Int64(limit)),
+            ]
+        )
     }
 
     /// The active push-to-start tokens of `users` for the attributes type, with their users.

@@ -51,14 +51,46 @@ public struct LiveActivityStore: Sendable {
         return true
     }
 
-    /// Sets the users of an activity whose audience was resolved when it started (tags, all).
-    func addUsers(_ users: [String], to id: UUID, on executor: any DatabaseExecutor) async throws {
-        for user in Set(users).sorted() {
+    /// Records as users of an activity the users its push-to-start tokens are registered to, in
+    /// the transaction that starts it, before any push-to-start leaves: an instance reported by a
+    /// device that received one finds its user recorded. One insert-select per 500 tokens, so an
+    /// `all` audience costs a few statements, not one per user.
+    func addUsers(
+        ofPushToStartTokens tokens: [String],
+        of activity: LiveActivity,
+        on executor: any DatabaseExecutor
+    ) async throws {
+        var start = 0
+        while start < tokens.count {
+            let chunk = tokens[start..<min(start + 500, tokens.count)]
+            var binds: [SQLValue] = [
+                .text(LiveActivityID.text(activity.id)), .text(activity.app), .text(activity.environment.rawValue),
+                .text(activity.attributesType),
+            ]
+            let list = chunk.map { token -> String in
+                binds.append(.text(token))
+                return "$\(binds.count)"
+            }.joined(separator: ", ")
             try await executor.execute(
-                "INSERT INTO live_activity_users (user_id, live_activity_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                [.text(user), .text(LiveActivityID.text(id))]
+                """
+                INSERT INTO live_activity_users (user_id, live_activity_id)
+                SELECT DISTINCT user_id, CAST($1 AS TEXT) FROM push_to_start_tokens
+                WHERE app = $2 AND environment = $3 AND attributes_type = $4 AND user_id IS NOT NULL
+                    AND token IN (\(list))
+                ON CONFLICT DO NOTHING
+                """,
+                binds
             )
+            start += 500
         }
+    }
+
+    /// Whether `userID` is one of the users of the activity (``addUsers(ofPushToStartTokens:of:on:)``).
+    func isUser(_ userID: String, of id: UUID, on executor: any DatabaseExecutor) async throws -> Bool {
+        try await executor.queryFirst(
+            "SELECT user_id FROM live_activity_users WHERE user_id = $1 AND live_activity_id = $2",
+            [.text(userID), .text(LiveActivityID.text(id))]
+        ) != nil
     }
 
     /// Marks a scheduled activity as being started (its push-to-starts about to go out), or clears

@@ -124,6 +124,9 @@ enum ServeCommand {
         let channelRetention = load(TimeInterval(3_600)) { () throws(ConfigurationError) in
             try LiveActivitySettings.load(environment: environment)
         }
+        let liveActivityQuotas = load(LiveActivityQuotas()) { () throws(ConfigurationError) in
+            try LiveActivitySettings.quotas(environment: environment)
+        }
         var cloudKit = load(CloudKitSettings()) { () throws(ConfigurationError) in
             try CloudKitSettings.load(environment: environment)
         }
@@ -204,6 +207,7 @@ enum ServeCommand {
                 jobs: jobs,
                 deviceRetention: deviceRetention,
                 channelRetention: channelRetention,
+                liveActivityQuotas: liveActivityQuotas,
                 webhooks: webhooks,
                 wakeMinInterval: wakeMinInterval,
                 wakePublisher: CloudKitWakePublisher(settings: cloudKit),
@@ -234,6 +238,7 @@ enum ServeCommand {
         jobs: JobWorkerConfiguration,
         deviceRetention: TimeInterval = DeviceRetention.defaultRetention,
         channelRetention: TimeInterval = 3_600,
+        liveActivityQuotas: LiveActivityQuotas = LiveActivityQuotas(),
         webhooks: WebhookConfiguration,
         wakeMinInterval: TimeInterval = WakeRunner.defaultMinimumInterval,
         wakePublisher: (any WakeRecordPublisher)? = nil,
@@ -291,7 +296,7 @@ enum ServeCommand {
             idempotency.register(on: &handlers)
             webhookDeliverer.register(on: &handlers)
             // Live Activities: push-to-start, updates routed per instance, scheduled start and end.
-            let liveActivities = LiveActivityWiring(database, devices, clients, channelRetention)
+            let liveActivities = LiveActivityWiring(database, devices, clients, channelRetention, liveActivityQuotas)
             liveActivities.sender.register(on: &handlers)
             let wake = WakeWiring(
                 database,

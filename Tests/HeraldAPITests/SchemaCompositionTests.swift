@@ -28,7 +28,8 @@ struct SchemaCompositionTests {
             "9 create_webhooks", "10 create_webhook_outbox",  // Webhooks
             "13 create_wake_schedules", "14 create_wake_runs_and_pings",  // Wake
             "11 create_live_activities", "12 create_live_activity_deliveries",
-            "16 live_activity_instances_registered_after", "17 live_activities_starting",  // LiveActivities
+            "16 live_activity_instances_registered_after", "17 live_activities_starting",
+            "18 live_activity_users_from_push_to_start", "19 push_to_start_tokens_user_registered",  // LiveActivities
         ]
         #expect(HeraldSchema.migrations.map { "\($0.version) \($0.name)" } == expected)
     }
@@ -48,6 +49,7 @@ struct SchemaCompositionTests {
                 "create_webhook_outbox", "create_live_activities", "create_live_activity_deliveries",
                 "create_wake_schedules", "create_wake_runs_and_pings", "notification_pages",
                 "live_activity_instances_registered_after", "live_activities_starting",
+                "live_activity_users_from_push_to_start", "push_to_start_tokens_user_registered",
             ]
         )
     }

@@ -7,7 +7,7 @@ extension Setting {
         logLevel, logFormat,
         databaseURL, databaseStatementTimeout, databaseAcquireTimeout,
         apiKeys,
-        clientTokenSecret, clientTokenKeysFile, clientTokenAudience,
+        clientTokenSecret, clientTokenKeysFile, clientTokenAudience, clientMaxDevices, maxInstancesPerUser,
         apnsAuthKey, apnsAuthKeyFile, apnsKeyID, appleTeamID, topic, apnsEnvironment, appsFile,
         apnsProductionURL, apnsSandboxURL, apnsManagementProductionURL, apnsManagementSandboxURL, apnsCAFile,
         jobConcurrency, jobLeaseSeconds, jobRetentionHours,
@@ -163,6 +163,24 @@ extension Setting {
         default: "herald",
         example: "push.example.com",
         accepted: "1 to 256 printable ASCII characters"
+    )
+    public static let clientMaxDevices = Setting.integer(
+        "HERALD_CLIENT_MAX_DEVICES",
+        group: .clientTokens,
+        meaning: "Active devices, and push-to-start tokens, at most per user per app and environment; one more "
+            + "evicts the least recently registered.",
+        default: 20,
+        example: 5,
+        range: 1...1_000
+    )
+    public static let maxInstancesPerUser = Setting.integer(
+        "HERALD_MAX_INSTANCES_PER_USER",
+        group: .clientTokens,
+        meaning: "Instances of one Live Activity one user may report; one more is refused (409 "
+            + "too_many_instances).",
+        default: 10,
+        example: 4,
+        range: 1...1_000
     )
 
     // MARK: APNs
