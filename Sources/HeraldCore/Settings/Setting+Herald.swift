@@ -7,7 +7,8 @@ extension Setting {
         logLevel, logFormat,
         databaseURL, databaseStatementTimeout, databaseAcquireTimeout,
         apiKeys,
-        clientTokenSecret, clientTokenKeysFile, clientTokenAudience,
+        clientTokenSecret, clientTokenKeysFile, clientTokenAudience, clientMaxDevices,
+        clientTags,
         apnsAuthKey, apnsAuthKeyFile, apnsKeyID, appleTeamID, topic, apnsEnvironment, appsFile,
         apnsProductionURL, apnsSandboxURL, apnsManagementProductionURL, apnsManagementSandboxURL, apnsCAFile,
         jobConcurrency, jobLeaseSeconds, jobRetentionHours,
@@ -163,6 +164,24 @@ extension Setting {
         default: "herald",
         example: "push.example.com",
         accepted: "1 to 256 printable ASCII characters"
+    )
+    public static let clientMaxDevices = Setting.integer(
+        "HERALD_CLIENT_MAX_DEVICES",
+        group: .clientTokens,
+        meaning: "Active devices, and push-to-start tokens, at most per user per app and environment; one more "
+            + "evicts the least recently registered.",
+        default: 20,
+        example: 5,
+        range: 1...1_000
+    )
+    public static let clientTags = Setting(
+        "HERALD_CLIENT_TAGS",
+        group: .clientTokens,
+        meaning: "The tags a client token may set on its user's devices, comma-separated; a trailing * matches "
+            + "every tag that starts with what precedes it. The API key may set any tag.",
+        whenUnset: "client tokens may set no tag",
+        example: "news,lang-*",
+        accepted: "comma-separated tags of 1 to 64 characters, each may end in * (at most 1,000)"
     )
 
     // MARK: APNs
