@@ -152,7 +152,9 @@ struct ServeClientDevicesHostileTests {
         try await server.stop()
     }
 
-    @Test("herald serve refuses a HERALD_CLIENT_TAGS or HERALD_CLIENT_MAX_DEVICES it cannot use, with exit 2")
+    @Test(
+        "herald serve and herald config refuse a HERALD_CLIENT_TAGS or HERALD_CLIENT_MAX_DEVICES they cannot use, exit 2"
+    )
     func invalidSettings() async throws {
         let result = try await JobsCommandTests.herald(
             ["serve", "--host", "127.0.0.1", "--port", "0"],
@@ -164,5 +166,12 @@ struct ServeClientDevicesHostileTests {
         #expect(result.status == 2, "\(result.error)")
         #expect(result.error.contains("HERALD_CLIENT_TAGS is not valid: entry 2 is empty"), "\(result.error)")
         #expect(result.error.contains("HERALD_CLIENT_MAX_DEVICES=0 is not valid"), "\(result.error)")
+        let config = try await JobsCommandTests.herald(
+            ["config"],
+            environment: ["HERALD_CLIENT_TAGS": "staff*x", "HERALD_CLIENT_MAX_DEVICES": "1001"]
+        )
+        #expect(config.status == 2, "\(config.error)")
+        #expect(config.error.contains("HERALD_CLIENT_TAGS is not valid: entry 1"), "\(config.error)")
+        #expect(config.error.contains("HERALD_CLIENT_MAX_DEVICES=1001 is not valid"), "\(config.error)")
     }
 }
