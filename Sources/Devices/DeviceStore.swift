@@ -66,11 +66,20 @@ public struct DeviceStore: Sendable {
     public func register(_ registrations: [DeviceRegistration]) async throws -> [RegisteredDevice] {
         guard !registrations.isEmpty else { return [] }
         let store = self
-        let (results, reported) = try await database.transaction { tx in
-            try await store.registerReporting(registrations, on: tx)
+        var attempt = 1
+        while true {
+            do {
+                let (results, reported) = try await database.transaction { tx in
+                    try await store.registerReporting(registrations, on: tx)
+                }
+                if reported { events?.invalidationsCommitted() }
+                return results
+            } catch let error as DatabaseError where error.code == .serializationFailure && attempt < 3 {
+                // Two users swapping tokens at once, both past the quota, can each wait for a row the
+                // other moves (PostgreSQL then aborts one): the aborted one runs again.
+                attempt += 1
+            }
         }
-        if reported { events?.invalidationsCommitted() }
-        return results
     }
 
     /// ``register(_:)`` inside the caller's transaction; the caller calls
@@ -136,10 +145,12 @@ public struct DeviceStore: Sendable {
         return (results, (!reassigned.isEmpty || evicted) && events != nil)
     }
 
-    /// A device invalid at a time at or after the registration's stays invalid (the registration is stale).
+    /// A device APNs called dead at a time at or after the registration's stays invalid (the
+    /// registration is stale). A device the quota evicted is not dead: any registration revives it,
+    /// even one stamped before the eviction but committed after it.
     private static let stale =
-        "devices.status = 'invalid' AND COALESCE(devices.invalid_at, devices.invalid_recorded_at) "
-        + ">= excluded.last_registered_at"
+        "devices.status = 'invalid' AND devices.invalid_reason IS DISTINCT FROM '\(evictedReason)' "
+        + "AND COALESCE(devices.invalid_at, devices.invalid_recorded_at) >= excluded.last_registered_at"
 
     private func upsert(
         _ members: [DeviceRegistration],
