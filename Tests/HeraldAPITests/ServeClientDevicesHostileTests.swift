@@ -29,7 +29,7 @@ struct ServeClientDevicesHostileTests {
     func outboxEvents(_ database: TestDatabase, type: String) async throws -> [[String: Any]] {
         let db = try await database.open()
         let rows = try await db.query(
-            "SELECT event FROM webhook_outbox WHERE event_type = $1 ORDER BY created_at",
+            "SELECT event FROM webhook_outbox WHERE event_type = $1 ORDER BY created_at, event_id",
             [.text(type)]
         )
         await db.close()
@@ -129,6 +129,12 @@ struct ServeClientDevicesHostileTests {
         #expect(try await Self.hostile.send("PUT", client + Self.device(100), token: u3, body: "{}").status == 200)
         let next = try await server.call("GET", "/v1/devices/\(Self.device(101))")
         #expect(next.body["invalid_reason"] as? String == "evicted")
+        // The API key registering a device for u3 counts toward the same quota.
+        #expect(try await server.call("PUT", "/v1/devices/\(Self.device(121))", ["user_id": "u3"]).status == 201)
+        let third = try await server.call("GET", "/v1/devices/\(Self.device(102))")
+        #expect(third.body["invalid_reason"] as? String == "evicted")
+        let stillActive = try await server.call("GET", "/v1/devices?user_id=u3&status=active&limit=100")
+        #expect((stillActive.body["devices"] as? [[String: Any]])?.count == 20)
 
         // Reassignment: u2 signs in on u1's phone. Counted, reported, and new to u2 (201, as unknown).
         let before = try await reassignments(server)
@@ -146,7 +152,7 @@ struct ServeClientDevicesHostileTests {
         #expect(reassigned.first?["from_user_id"] as? String == "u1")
         #expect(reassigned.first?["to_user_id"] as? String == "u2")
         let evicted = try await outboxEvents(database, type: "device.invalidated")
-        #expect(evicted.compactMap { $0["token"] as? String } == [Self.device(100), Self.device(101)])
+        #expect(Set(evicted.compactMap { $0["token"] as? String }) == Set([100, 101, 102].map(Self.device)))
         #expect(evicted.allSatisfy { $0["reason"] as? String == "evicted" })
 
         try await server.stop()
