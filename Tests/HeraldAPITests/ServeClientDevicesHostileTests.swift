@@ -152,6 +152,7 @@ struct ServeClientDevicesHostileTests {
         #expect(reassigned.first?["from_user_id"] as? String == "u1")
         #expect(reassigned.first?["to_user_id"] as? String == "u2")
         let evicted = try await outboxEvents(database, type: "device.invalidated")
+        #expect(evicted.count == 3)
         #expect(Set(evicted.compactMap { $0["token"] as? String }) == Set([100, 101, 102].map(Self.device)))
         #expect(evicted.allSatisfy { $0["reason"] as? String == "evicted" })
 
