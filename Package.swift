@@ -202,7 +202,7 @@ let package = Package(
             name: "FuzzHarness",
             dependencies: [
                 "HTTPRouting", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto",
-                "Storage", "ClientTokens", "CloudKit",
+                "Storage", "ClientTokens", "CloudKit", "Devices",
             ],
             swiftSettings: swiftSettings
         ),

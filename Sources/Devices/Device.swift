@@ -6,7 +6,8 @@ public enum DeviceStatus: String, Sendable, Hashable, CaseIterable {
     /// Registered and not known dead: included in audiences.
     case active
     /// APNs called the token dead (410 `Unregistered`, `BadDeviceToken`, `DeviceTokenNotForTopic`,
-    /// `ExpiredToken`) after its last registration: left out of every audience.
+    /// `ExpiredToken`) after its last registration, or its user registered more devices than the
+    /// quota allows (reason `evicted`): left out of every audience.
     case invalid
 }
 
@@ -42,6 +43,8 @@ public struct Device: Sendable, Hashable {
     public var invalidRecordedAt: Date?
     /// The notification whose send found it dead.
     public var invalidNotificationID: UUID?
+    /// When the device was first registered to its current user (a token that moves to another
+    /// user is new to that user).
     public var createdAt: Date
     public var updatedAt: Date
     /// The request time of the latest registration; `nil` for a token known only from APNs' answer.
@@ -134,10 +137,13 @@ public struct RegisteredDevice: Sendable, Hashable {
     public var device: Device
     /// No device with this (app, environment, token) existed before.
     public var created: Bool
+    /// The user the device was registered to before; `nil` when it was new or had no user.
+    public var previousUserID: String?
 
-    public init(device: Device, created: Bool) {
+    public init(device: Device, created: Bool, previousUserID: String? = nil) {
         self.device = device
         self.created = created
+        self.previousUserID = previousUserID
     }
 }
 
@@ -177,5 +183,23 @@ public struct DeviceInvalidatedEvent: Sendable, Hashable {
         self.environment = environment
         self.reason = reason
         self.invalidAt = invalidAt
+    }
+}
+
+/// A device token registered to one user and now to another (a new sign-in on the same phone):
+/// what the `device.reassigned` webhook event carries.
+public struct DeviceReassignedEvent: Sendable, Hashable {
+    public var token: String
+    public var app: String
+    public var environment: APNSEnvironment
+    public var fromUserID: String
+    public var toUserID: String
+
+    public init(token: String, app: String, environment: APNSEnvironment, fromUserID: String, toUserID: String) {
+        self.token = token
+        self.app = app
+        self.environment = environment
+        self.fromUserID = fromUserID
+        self.toUserID = toUserID
     }
 }

@@ -19,4 +19,16 @@ extension Refusal where Domain == DeviceDomain {
             field: "token"
         )
     }
+
+    /// A client token set a tag that `HERALD_CLIENT_TAGS` does not allow (403): tags mark the
+    /// segments a backend pushes to, so only the backend (with the API key) sets the others.
+    public static func tagNotAllowed(_ tag: String, field: String) -> DeviceError {
+        DeviceError(
+            .forbidden,
+            code: "tag_not_allowed",
+            message: "\(field) \"\(tag)\" is not a tag a client may set (HERALD_CLIENT_TAGS lists those): "
+                + "leave it out, or have the app's backend set it with the API key",
+            field: field
+        )
+    }
 }

@@ -19,6 +19,9 @@ public enum DeviceLimits {
     public static let maximumShortBytes = 64
     /// Nesting of arrays and objects in a body.
     public static let maximumDepth = 8
+    /// Active devices per user per app and environment unless `HERALD_CLIENT_MAX_DEVICES` says
+    /// otherwise (``DeviceStore/maximumDevicesPerUser``).
+    public static let defaultMaximumDevicesPerUser = 20
 }
 
 /// A validated device body (`PUT /v1/devices/{token}`, or one entry of a batch), its app and
@@ -67,9 +70,16 @@ public struct DeviceInput: Sendable, Hashable {
 
     /// Parses a `PUT` body (an empty body is an empty object).
     ///
-    /// - Parameter allowUserID: `false` for app-facing routes, where the user comes from the
-    ///   credential: `user_id` is then an unknown field.
-    public static func parse(_ body: [UInt8], allowUserID: Bool = true) throws(DeviceError) -> DeviceInput {
+    /// - Parameters:
+    ///   - allowUserID: `false` for app-facing routes, where the user comes from the credential:
+    ///     `user_id` is then an unknown field.
+    ///   - tagPolicy: for app-facing routes, the tags a client may set; a tag it does not allow is
+    ///     403 `tag_not_allowed` naming it (`tags[2]`). `nil`: any tag (the API key).
+    public static func parse(
+        _ body: [UInt8],
+        allowUserID: Bool = true,
+        tagPolicy: ClientTagPolicy? = nil
+    ) throws(DeviceError) -> DeviceInput {
         guard body.count <= DeviceLimits.maximumBodyBytes else {
             throw DeviceError(
                 .tooLarge,
@@ -79,7 +89,7 @@ public struct DeviceInput: Sendable, Hashable {
         }
         if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return DeviceInput() }
         let object = try jsonObject(body, example: "{\"user_id\": \"u1\", \"tags\": [\"news\"]}")
-        return try parse(object: object, allowUserID: allowUserID, path: "")
+        return try parse(object: object, allowUserID: allowUserID, tagPolicy: tagPolicy, path: "")
     }
 
     /// Checks `body` strictly (no duplicate keys or trailing commas, bounded depth) and parses it
@@ -120,6 +130,7 @@ public struct DeviceInput: Sendable, Hashable {
     public static func parse(
         object: [String: Any],
         allowUserID: Bool = true,
+        tagPolicy: ClientTagPolicy? = nil,
         extraFields: Set<String> = [],
         path: String
     ) throws(DeviceError) -> DeviceInput {
@@ -156,7 +167,7 @@ public struct DeviceInput: Sendable, Hashable {
                 )
             }
         }
-        input.tags = try tags(object["tags"], path: path)
+        input.tags = try tags(object["tags"], policy: tagPolicy, path: path)
         input.locale = try string(object, "locale", path: path, maximumBytes: DeviceLimits.maximumShortBytes)
         input.timezone = try string(object, "timezone", path: path, maximumBytes: DeviceLimits.maximumShortBytes)
         if let timezone = input.timezone, !TimeZoneNames.isIANA(timezone) {
@@ -216,7 +227,7 @@ public struct DeviceInput: Sendable, Hashable {
         return text
     }
 
-    private static func tags(_ value: Any?, path: String) throws(DeviceError) -> [String] {
+    private static func tags(_ value: Any?, policy: ClientTagPolicy?, path: String) throws(DeviceError) -> [String] {
         guard let value, !(value is NSNull) else { return [] }
         guard let array = value as? [Any] else {
             throw .invalid("invalid_tags", "tags must be an array of strings", field: path + "tags")
@@ -239,6 +250,9 @@ public struct DeviceInput: Sendable, Hashable {
                     "tags[\(index)] must be a string of 1 to \(DeviceLimits.maximumTagCharacters) characters",
                     field: path + "tags[\(index)]"
                 )
+            }
+            if let policy, !policy.allows(tag) {
+                throw .tagNotAllowed(tag, field: path + "tags[\(index)]")
             }
             // A tag listed twice is one tag.
             if seen.insert(tag).inserted { tags.append(tag) }

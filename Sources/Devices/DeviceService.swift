@@ -102,12 +102,17 @@ public struct DeviceService: Sendable {
         return device
     }
 
-    /// Deletes the device and its tags.
+    /// Deletes the device and its tags; with `owner`, only a device registered to that user.
     ///
-    /// - Throws: ``DeviceError`` not found.
-    public func delete(token: String, app: String?, environment: APNSEnvironment?) async throws {
+    /// - Throws: ``DeviceError`` not found, the same for an unknown device and another user's.
+    public func delete(
+        token: String,
+        app: String?,
+        environment: APNSEnvironment?,
+        ownedBy owner: String? = nil
+    ) async throws {
         let (app, environment) = try resolve(app: app, environment: environment)
-        guard try await store.delete(app: app, environment: environment, token: token) else {
+        guard try await store.delete(app: app, environment: environment, token: token, ownedBy: owner) else {
             throw DeviceError.notFound(app: app, environment: environment)
         }
     }

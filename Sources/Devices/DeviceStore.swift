@@ -31,10 +31,20 @@ public struct DeviceStore: Sendable {
         dialect == .sqlite ? 64 : 500
     }
 
-    public init(database: any Database, events: (any DeviceEvents)? = nil, metrics: MetricsRegistry = .shared) {
+    /// Active devices at most per user per app and environment (`HERALD_CLIENT_MAX_DEVICES`): a
+    /// registration past it evicts the user's least recently registered devices.
+    public let maximumDevicesPerUser: Int
+
+    public init(
+        database: any Database,
+        events: (any DeviceEvents)? = nil,
+        metrics: MetricsRegistry = .shared,
+        maximumDevicesPerUser: Int = DeviceLimits.defaultMaximumDevicesPerUser
+    ) {
         self.database = database
         self.events = events
         self.metrics = DeviceMetrics(registry: metrics)
+        self.maximumDevicesPerUser = max(1, maximumDevicesPerUser)
     }
 
     static let columns = """
@@ -46,19 +56,49 @@ public struct DeviceStore: Sendable {
 
     /// Registers (creates or replaces) devices in one transaction, in batched statements.
     ///
+    /// A device registered to another user than before is a reassignment (counted, and reported to
+    /// ``events``); a user left with more than ``maximumDevicesPerUser`` active devices in an app
+    /// and environment has the least recently registered ones evicted (invalid, reason
+    /// `evicted`, reported as invalidations), in the same transaction.
+    ///
     /// - Returns: one result per registration, in order. A device registered twice in the list
     ///   is stored once, as its last registration says.
     public func register(_ registrations: [DeviceRegistration]) async throws -> [RegisteredDevice] {
         guard !registrations.isEmpty else { return [] }
         let store = self
-        return try await database.transaction { tx in try await store.register(registrations, on: tx) }
+        var attempt = 1
+        while true {
+            do {
+                let (results, reported) = try await database.transaction { tx in
+                    try await store.registerReporting(registrations, on: tx)
+                }
+                if reported { events?.invalidationsCommitted() }
+                return results
+            } catch let error as DatabaseError where error.code == .serializationFailure && attempt < 3 {
+                // Two users swapping tokens at once, both past the quota, can each wait for a row the
+                // other moves (PostgreSQL then aborts one): the aborted one runs again.
+                attempt += 1
+            }
+        }
     }
 
-    /// ``register(_:)`` inside the caller's transaction.
+    /// ``register(_:)`` inside the caller's transaction; the caller calls
+    /// ``DeviceEvents/invalidationsCommitted()`` on ``events`` after its commit.
     public func register(
         _ registrations: [DeviceRegistration],
         on executor: any DatabaseExecutor
     ) async throws -> [RegisteredDevice] {
+        try await registerReporting(registrations, on: executor).results
+    }
+
+    /// ``register(_:on:)``, and whether anything was reported to ``events``.
+    private func registerReporting(
+        _ registrations: [DeviceRegistration],
+        on executor: any DatabaseExecutor
+    ) async throws -> (results: [RegisteredDevice], reported: Bool) {
+        // Registrations of one user are serialised (PostgreSQL) before any device row is locked,
+        // so that two at once cannot both find room under the quota.
+        try await lockUsers(of: registrations, on: executor)
         // The last registration of a device wins; a statement must not touch one row twice.
         var latest: [DeviceKey: Int] = [:]
         for (index, registration) in registrations.enumerated() { latest[DeviceKey(registration)] = index }
@@ -82,17 +122,35 @@ public struct DeviceStore: Sendable {
                 start = end
             }
         }
+        var reassigned: [DeviceReassignedEvent] = []
+        for result in stored.values.sorted(by: { $0.device.token < $1.device.token }) {
+            guard let from = result.previousUserID, let to = result.device.userID, from != to else { continue }
+            reassigned.append(
+                DeviceReassignedEvent(
+                    token: result.device.token,
+                    app: result.device.app,
+                    environment: result.device.environment,
+                    fromUserID: from,
+                    toUserID: to
+                )
+            )
+        }
+        if !reassigned.isEmpty, let sink = events { try await sink.devicesReassigned(reassigned, on: executor) }
+        let evicted = try await enforceQuota(registrations, stored: &stored, on: executor)
         let results = registrations.map { stored[DeviceKey($0)] }.compactMap { $0 }
         for result in results {
             metrics.registrations.increment(labels: [("result", result.created ? "created" : "updated")])
         }
-        return results
+        if !reassigned.isEmpty { metrics.reassignments.increment(by: Double(reassigned.count)) }
+        return (results, (!reassigned.isEmpty || evicted) && events != nil)
     }
 
-    /// A device invalid at a time at or after the registration's stays invalid (the registration is stale).
+    /// A device APNs called dead at a time at or after the registration's stays invalid (the
+    /// registration is stale). A device the quota evicted is not dead: any registration revives it,
+    /// even one stamped before the eviction but committed after it.
     private static let stale =
-        "devices.status = 'invalid' AND COALESCE(devices.invalid_at, devices.invalid_recorded_at) "
-        + ">= excluded.last_registered_at"
+        "devices.status = 'invalid' AND devices.invalid_reason IS DISTINCT FROM '\(evictedReason)' "
+        + "AND COALESCE(devices.invalid_at, devices.invalid_recorded_at) >= excluded.last_registered_at"
 
     private func upsert(
         _ members: [DeviceRegistration],
@@ -104,13 +162,15 @@ public struct DeviceStore: Sendable {
         let environment = binds.add(.text(group.environment.rawValue))
         let list = members.map { binds.add(.text($0.token)) }.joined(separator: ", ")
         let lock = executor.dialect == .postgres ? " FOR UPDATE" : ""
-        let existing = Set(
-            try await executor.query(
-                "SELECT token FROM devices WHERE app = \(app) AND environment = \(environment) AND token IN (\(list))"
-                    + lock,
-                binds.values
-            ).map { try $0.string("token") }
-        )
+        var owners: [String: String?] = [:]
+        for row in try await executor.query(
+            "SELECT token, user_id FROM devices WHERE app = \(app) AND environment = \(environment) "
+                + "AND token IN (\(list))" + lock,
+            binds.values
+        ) {
+            owners[try row.string("token")] = .some(try row.optionalString("user_id"))
+        }
+        let existing = Set(owners.keys)
 
         binds = SQLBinds()
         _ = binds.add(.text(group.app))
@@ -140,6 +200,8 @@ public struct DeviceStore: Sendable {
             ON CONFLICT (app, environment, token) DO UPDATE SET user_id = excluded.user_id, tags = excluded.tags,
                 locale = excluded.locale, timezone = excluded.timezone, app_version = excluded.app_version,
                 platform = excluded.platform,
+                created_at = CASE WHEN excluded.user_id IS NOT NULL AND devices.user_id IS DISTINCT FROM excluded.user_id
+                    THEN excluded.created_at ELSE devices.created_at END,
                 status = CASE WHEN \(stale) THEN 'invalid' ELSE 'active' END,
                 invalid_reason = CASE WHEN \(stale) THEN devices.invalid_reason ELSE NULL END,
                 invalid_at = CASE WHEN \(stale) THEN devices.invalid_at ELSE NULL END,
@@ -155,7 +217,11 @@ public struct DeviceStore: Sendable {
         )
         let results = try upserted.map { row in
             let device = try Self.device(from: row)
-            return RegisteredDevice(device: device, created: !existing.contains(device.token))
+            return RegisteredDevice(
+                device: device,
+                created: !existing.contains(device.token),
+                previousUserID: owners[device.token] ?? nil
+            )
         }
         try await replaceTags(of: results.map(\.device), existing: existing, group: group, on: executor)
         return results
@@ -210,14 +276,29 @@ public struct DeviceStore: Sendable {
         ).map(Self.device(from:))
     }
 
-    /// Deletes the device and its tags; `false` when none had this key.
+    /// Deletes the device and its tags; `false` when none had this key (or, with `owner`, when
+    /// the device is not registered to that user: the same answer, so a client learns nothing of
+    /// other users' devices).
     @discardableResult
-    public func delete(app: String, environment: APNSEnvironment, token: String) async throws -> Bool {
+    public func delete(
+        app: String,
+        environment: APNSEnvironment,
+        token: String,
+        ownedBy owner: String? = nil
+    ) async throws -> Bool {
         try await database.transaction { tx in
-            let binds: [SQLValue] = [.text(app), .text(environment.rawValue), .text(token)]
-            try await tx.execute("DELETE FROM device_tags WHERE app = $1 AND environment = $2 AND token = $3", binds)
-            return try await tx.execute("DELETE FROM devices WHERE app = $1 AND environment = $2 AND token = $3", binds)
-                > 0
+            var binds: [SQLValue] = [.text(app), .text(environment.rawValue), .text(token)]
+            var condition = "app = $1 AND environment = $2 AND token = $3"
+            if let owner {
+                binds.append(.text(owner))
+                condition += " AND user_id = $4"
+            }
+            guard try await tx.execute("DELETE FROM devices WHERE \(condition)", binds) > 0 else { return false }
+            try await tx.execute(
+                "DELETE FROM device_tags WHERE app = $1 AND environment = $2 AND token = $3",
+                Array(binds.prefix(3))
+            )
+            return true
         }
     }
 
@@ -258,6 +339,12 @@ struct DeviceKey: Hashable {
     var app: String
     var environment: APNSEnvironment
     var token: String
+
+    init(app: String, environment: APNSEnvironment, token: String) {
+        self.app = app
+        self.environment = environment
+        self.token = token
+    }
 
     init(_ registration: DeviceRegistration) {
         app = registration.app

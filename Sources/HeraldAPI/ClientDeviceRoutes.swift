@@ -8,22 +8,28 @@ import HeraldCore
 /// The app-facing device routes under `/v1/client`, behind a client token
 /// (``ClientTokenAuthenticator``) instead of an API key: the user is the token's `sub`.
 ///
-/// - `PUT /v1/client/devices/{token}` → 201 when created, 200 when updated: the body of
-///   `PUT /v1/devices/{token}` without `user_id`; the device is registered for the token's user.
-///   A token with an `app` claim registers only devices of that app (the default `app` then),
-///   and 403 `wrong_app` otherwise.
+/// - `PUT /v1/client/devices/{token}` → 201 when the device is new to the user (unknown, or
+///   registered to another user or to none: it moves to this one), 200 when it was already the
+///   user's: the body of `PUT /v1/devices/{token}` without `user_id`; the device is registered for
+///   the token's user. A token with an `app` claim registers only devices of that app (the default
+///   `app` then), and 403 `wrong_app` otherwise. Tags outside ``tags`` (`HERALD_CLIENT_TAGS`) are
+///   403 `tag_not_allowed`. One device past the user's quota evicts the least recently registered
+///   (``DeviceStore/maximumDevicesPerUser``).
 /// - `GET /v1/client/devices?app=&environment=&limit=&cursor=` → the user's own devices.
-/// - `DELETE /v1/client/devices/{token}?app=&environment=` → 204; 403 `not_your_device` when the
-///   device belongs to another user, 404 when there is none.
+/// - `DELETE /v1/client/devices/{token}?app=&environment=` → 204; 404 `not_found` when the user
+///   has no such device, the same answer whether another user has it or nobody does.
 ///
 /// Bodies, validation and the device's JSON are those of ``DeviceRoutes``.
 public struct ClientDeviceRoutes: Sendable {
     public let service: DeviceService
     public let authenticator: ClientTokenAuthenticator
+    /// The tags a client may set.
+    public let tags: ClientTagPolicy
 
-    public init(service: DeviceService, authenticator: ClientTokenAuthenticator) {
+    public init(service: DeviceService, authenticator: ClientTokenAuthenticator, tags: ClientTagPolicy = .noTags) {
         self.service = service
         self.authenticator = authenticator
+        self.tags = tags
     }
 
     public func register(on router: inout Router) {
@@ -80,13 +86,15 @@ public struct ClientDeviceRoutes: Sendable {
 
     func put(_ request: HTTPRequest, _ claims: ClientTokenClaims) async throws -> HTTPResponse {
         let token = try DeviceRoutes.token(request)
-        var input = try DeviceInput.parse(request.body, allowUserID: false)
+        var input = try DeviceInput.parse(request.body, allowUserID: false, tagPolicy: tags)
         input.app = input.app ?? claims.app
         let (app, _) = try service.resolve(app: input.app, environment: input.environment)
         try claims.permits(app: app)
         input.userID = claims.subject
         let result = try await service.register(token: token, input)
-        return .json(DeviceBody(result.device), status: result.created ? 201 : 200)
+        // New to this user whether nobody had it or someone else did: 200 would tell them apart.
+        let isNew = result.created || result.previousUserID != claims.subject
+        return .json(DeviceBody(result.device), status: isNew ? 201 : 200)
     }
 
     func list(_ request: HTTPRequest, _ claims: ClientTokenClaims) async throws -> HTTPResponse {
@@ -109,15 +117,8 @@ public struct ClientDeviceRoutes: Sendable {
         let (requestedApp, requestedEnvironment) = try DeviceRoutes.scope(request)
         let (app, environment) = try service.resolve(app: requestedApp ?? claims.app, environment: requestedEnvironment)
         try claims.permits(app: app)
-        let device = try await service.device(token: token, app: app, environment: environment)
-        guard device.userID == claims.subject else {
-            throw HTTPError(
-                status: 403,
-                code: "not_your_device",
-                message: "this device is registered to another user: a client token removes only its own user's devices"
-            )
-        }
-        try await service.delete(token: token, app: app, environment: environment)
+        // One statement conditioned on the user: another user's device answers as an unknown one.
+        try await service.delete(token: token, app: app, environment: environment, ownedBy: claims.subject)
         return HTTPResponse(status: 204)
     }
 }

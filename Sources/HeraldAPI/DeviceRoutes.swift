@@ -14,7 +14,10 @@ import HeraldCore
 /// - `POST /v1/devices/batch` `{"devices": [{"token", …}]}` (1 to 1,000) → 200 with one answer
 ///   per device, stored in one transaction.
 ///
-/// `app` and `environment` default as in `/v1/notifications`. Input is strict, as there.
+/// `app` and `environment` default as in `/v1/notifications`. Input is strict, as there. The API
+/// key sets any tag; a registration with a `user_id` counts toward that user's quota (one active
+/// device past ``DeviceStore/maximumDevicesPerUser`` evicts the least recently registered), and
+/// one that moves a token to another user is a `device.reassigned` event, as on `/v1/client`.
 public struct DeviceRoutes: Sendable {
     public let service: DeviceService
     public let keys: APIKeys

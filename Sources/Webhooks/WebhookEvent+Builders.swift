@@ -60,6 +60,25 @@ extension WebhookEvent {
         )
     }
 
+    /// `device.reassigned`: the token, registered to `fromUserID`, is now registered to `toUserID`.
+    public static func deviceReassigned(
+        token: String,
+        app: String,
+        environment: String,
+        fromUserID: String,
+        toUserID: String,
+        at now: Date
+    ) -> WebhookEvent {
+        WebhookEvent(
+            type: .deviceReassigned,
+            data: [
+                ("token", .string(token)), ("app", .string(app)), ("environment", .string(environment)),
+                ("from_user_id", .string(fromUserID)), ("to_user_id", .string(toUserID)),
+            ],
+            at: now
+        )
+    }
+
     /// `notification.finished`: the notification's id, final status and tokens by result.
     public static func notificationFinished(
         id: UUID,

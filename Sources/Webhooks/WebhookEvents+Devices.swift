@@ -23,6 +23,24 @@ extension WebhookEvents: DeviceEvents {
         )
     }
 
+    // `device.reassigned`: written in the registering transaction, once per token that moved.
+    public func devicesReassigned(_ events: [DeviceReassignedEvent], on executor: any DatabaseExecutor) async throws {
+        let now = store.clock.now()
+        try await record(
+            events.map { event in
+                .deviceReassigned(
+                    token: event.token,
+                    app: event.app,
+                    environment: event.environment == .production ? "production" : "sandbox",
+                    fromUserID: event.fromUserID,
+                    toUserID: event.toUserID,
+                    at: now
+                )
+            },
+            on: executor
+        )
+    }
+
     public func invalidationsCommitted() {
         committed()
     }

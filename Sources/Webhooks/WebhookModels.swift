@@ -4,10 +4,12 @@ public import Foundation
 public enum WebhookEventType: String, Sendable, Hashable, CaseIterable, Codable {
     /// APNs said a device token is no longer valid (410, `BadDeviceToken`, `DeviceTokenNotForTopic`).
     case deviceInvalidated = "device.invalidated"
+    /// A device token registered to one user was registered to another (a new sign-in on the phone).
+    case deviceReassigned = "device.reassigned"
     /// A notification reached its final status (done, failed or cancelled).
     case notificationFinished = "notification.finished"
 
-    /// The accepted names, for messages: `device.invalidated, notification.finished`.
+    /// The accepted names, for messages: `device.invalidated, device.reassigned, notification.finished`.
     public static var names: String { allCases.map(\.rawValue).joined(separator: ", ") }
 }
 

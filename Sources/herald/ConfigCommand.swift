@@ -90,6 +90,11 @@ enum ConfigCommand {
             problems += error.problems
         }
         do {
+            _ = try ClientDeviceSettings.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
+        do {
             _ = try ClientTokenConfiguration.load(environment: environment)
         } catch {
             problems += error.problems

@@ -133,6 +133,9 @@ enum ServeCommand {
         let clientTokens = load(ClientTokenConfiguration()) { () throws(ConfigurationError) in
             try ClientTokenConfiguration.load(environment: environment)
         }
+        let clientDevices = load(ClientDeviceSettings()) { () throws(ConfigurationError) in
+            try ClientDeviceSettings.load(environment: environment)
+        }
         let useSimulator = parsed.flag("simulator")
         if parsed.value("env-file") != nil, !useSimulator {
             problems.append("--env-file goes with --simulator: add --simulator, or drop --env-file")
@@ -204,6 +207,7 @@ enum ServeCommand {
                 apns: apns,
                 apiKeys: apiKeys,
                 clientTokens: clientTokens,
+                clientDevices: clientDevices,
                 jobs: jobs,
                 deviceRetention: deviceRetention,
                 channelRetention: channelRetention,
@@ -235,6 +239,7 @@ enum ServeCommand {
         apns: APNsSettings?,
         apiKeys: APIKeys,
         clientTokens: ClientTokenConfiguration = ClientTokenConfiguration(),
+        clientDevices: ClientDeviceSettings = ClientDeviceSettings(),
         jobs: JobWorkerConfiguration,
         deviceRetention: TimeInterval = DeviceRetention.defaultRetention,
         channelRetention: TimeInterval = 3_600,
@@ -277,7 +282,13 @@ enum ServeCommand {
             // Durable notifications: the store, the notification.send handler, the queue and its worker.
             // The device registry: the sender marks the devices of tokens APNs calls dead, and each
             // device that becomes invalid is a device.invalidated webhook event.
-            let devices = DeviceStore(database: database, events: webhookEvents)
+            // Each user has at most HERALD_CLIENT_MAX_DEVICES active devices per app and environment;
+            // a token that moves to another user is a device.reassigned event.
+            let devices = DeviceStore(
+                database: database,
+                events: webhookEvents,
+                maximumDevicesPerUser: clientDevices.maximumDevicesPerUser
+            )
             let sender = NotificationSender(
                 store: NotificationStore(database: database, devices: devices, finishObserver: webhookEvents),
                 clients: clients,
@@ -336,7 +347,8 @@ enum ServeCommand {
             // App-facing: /v1/client takes client tokens, not API keys.
             ClientDeviceRoutes(
                 service: DeviceService(store: devices, apps: clients.apps),
-                authenticator: ClientTokenAuthenticator(clientTokens)
+                authenticator: ClientTokenAuthenticator(clientTokens),
+                tags: clientDevices.tags
             ).register(on: &router)
             liveActivities.register(on: &router, keys: apiKeys, clientTokens: clientTokens)
             WebhookRoutes(store: webhookStore, keys: apiKeys, idempotency: idempotency, allowHTTP: webhooks.allowHTTP)

@@ -170,7 +170,7 @@ struct WebhookAPITests {
             #expect(Self.error(unknown.json)?["code"] as? String == "unknown_event")
             #expect(
                 (Self.error(unknown.json)?["message"] as? String)?
-                    .contains("device.invalidated, notification.finished") == true
+                    .contains("device.invalidated, device.reassigned, notification.finished") == true
             )
             let http = try await harness.request(
                 "POST",

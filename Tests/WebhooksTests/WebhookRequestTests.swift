@@ -39,7 +39,7 @@ struct WebhookRequestTests {
         } catch {
             #expect(error.code == "unknown_event")
             #expect(error.field == "events[0]")
-            #expect(error.message.contains("device.invalidated, notification.finished"))
+            #expect(error.message.contains("device.invalidated, device.reassigned, notification.finished"))
         }
     }
 

@@ -8,6 +8,7 @@ extension Setting {
         databaseURL, databaseStatementTimeout, databaseAcquireTimeout,
         apiKeys,
         clientTokenSecret, clientTokenKeysFile, clientTokenAudience, clientMaxDevices, maxInstancesPerUser,
+        clientTags,
         apnsAuthKey, apnsAuthKeyFile, apnsKeyID, appleTeamID, topic, apnsEnvironment, appsFile,
         apnsProductionURL, apnsSandboxURL, apnsManagementProductionURL, apnsManagementSandboxURL, apnsCAFile,
         jobConcurrency, jobLeaseSeconds, jobRetentionHours,
@@ -181,6 +182,15 @@ extension Setting {
         default: 10,
         example: 4,
         range: 1...1_000
+    )
+    public static let clientTags = Setting(
+        "HERALD_CLIENT_TAGS",
+        group: .clientTokens,
+        meaning: "The tags a client token may set on its user's devices, comma-separated; a trailing * matches "
+            + "every tag that starts with what precedes it. The API key may set any tag.",
+        whenUnset: "client tokens may set no tag",
+        example: "news,lang-*",
+        accepted: "comma-separated tags of 1 to 64 characters, each may end in * (at most 1,000)"
     )
 
     // MARK: APNs
