@@ -99,6 +99,16 @@ enum ConfigCommand {
         } catch {
             problems += error.problems
         }
+        do {
+            _ = try ClientRateLimiter.Limits.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
+        do {
+            _ = try RelaySettings.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
         var apps: [APNSAppConfiguration] = []
         if ServeCommand.configuresAPNs(environment) {
             do {
