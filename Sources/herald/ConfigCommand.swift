@@ -133,6 +133,9 @@ enum ConfigCommand {
             )
             problems += reader.problems
         }
+        if !apps.isEmpty, let tokens = try? ClientTokenConfiguration.load(environment: environment) {
+            problems += tokens.unknownBoundApps(configured: apps.map(\.bundleID))
+        }
         return (problems, apps)
     }
 
