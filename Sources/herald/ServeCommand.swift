@@ -158,6 +158,12 @@ enum ServeCommand {
                 problems += error.problems
             }
         }
+        if relaySettings.enabled, apns == nil, !useSimulator, problems.isEmpty {
+            problems.append(
+                "HERALD_RELAY=1 needs APNs credentials to relay with: set APNS_AUTH_KEY, APNS_KEY_ID, APPLE_TEAM_ID "
+                    + "and TOPIC (or HERALD_APPS_FILE), use --simulator, or unset HERALD_RELAY"
+            )
+        }
         if let apps = apns?.apps {
             problems += clientTokens.unknownBoundApps(configured: apps.map(\.bundleID))
             // A token minted for one app must not act in another.

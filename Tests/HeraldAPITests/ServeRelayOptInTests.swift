@@ -50,6 +50,32 @@ struct ServeRelayOptInTests {
         #expect(try await herald.waitForExit(timeout: .seconds(10)) == 0, "log:\n\(herald.log)")
     }
 
+    @Test func badLimitsAndARelayWithoutCredentialsStopTheStartSayingWhatToWrite() async throws {
+        let bad = try HeraldProcess(
+            arguments: ["serve"],
+            environment: [
+                "HERALD_RELAY": "yes", "HERALD_RELAY_MAX_IN_FLIGHT": "0", "HERALD_RELAY_IP_RATE_LIMIT": "fast",
+                "HERALD_CLIENT_RATE_LIMIT": "10/d,5", "HERALD_CLIENT_IP_RATE_LIMIT": "50/s,0",
+            ]
+        )
+        #expect(try await bad.waitForExit(timeout: .seconds(10)) == 2)
+        for name in [
+            "HERALD_RELAY=yes", "HERALD_RELAY_MAX_IN_FLIGHT=0", "HERALD_RELAY_IP_RATE_LIMIT=fast",
+            "HERALD_CLIENT_RATE_LIMIT=10/d,5", "HERALD_CLIENT_IP_RATE_LIMIT=50/s,0",
+        ] {
+            #expect(bad.log.contains(name + " is not valid"), "\(name): \(bad.log)")
+        }
+        #expect(bad.log.contains("N/s,B"))
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let uncredentialed = try HeraldProcess(
+            arguments: ["serve"],
+            environment: ["HERALD_RELAY": "1", "DATABASE_URL": "sqlite:\(directory.path)/herald.sqlite"]
+        )
+        #expect(try await uncredentialed.waitForExit(timeout: .seconds(10)) == 2)
+        #expect(uncredentialed.log.contains("HERALD_RELAY=1 needs APNs credentials"), "\(uncredentialed.log)")
+    }
+
     @Test func relayTrafficBeyondItsBudgetIsRefusedAndLeavesV1ItsRoomAndOneAddressIsBounded() async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
