@@ -416,7 +416,7 @@ enum ServeCommand {
                     if let apns, relay != nil { metadata["relay_topic"] = .string(apns.relayApp.bundleID) }
                     metadata["api_keys"] = .int(apiKeys.count)
                     logger.notice("herald listening", metadata: metadata)
-                    if let simulator { simulator.announce(port: port, host: configuration.host) }
+                    if let simulator { simulator.announce(port: port, host: configuration.host, relay: relay != nil) }
                 }
                 try await tasks.waitForAll()
             }
