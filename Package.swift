@@ -203,6 +203,7 @@ let package = Package(
             dependencies: [
                 "HTTPRouting", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto",
                 "Storage", "ClientTokens", "CloudKit", "Devices",
+                "HeraldCore",
             ],
             swiftSettings: swiftSettings
         ),

@@ -4,7 +4,10 @@ import PackageDescription
 /// The libFuzzer executables, one per harness in the root package's FuzzHarness library. Built
 /// by `scripts/fuzz.sh` (`make fuzz`) with `-sanitize=fuzzer,address`; kept out of the root
 /// package so that its `swift build` and `swift test` are unaffected.
-let targets = ["http", "relay-headers", "simulator", "payload", "client-token", "cloudkit-response", "client-tags"]
+let targets = [
+    "http", "relay-headers", "simulator", "payload", "client-token", "cloudkit-response",
+    "client-token-keys", "rate-limit", "client-tags",
+]
 
 let package = Package(
     name: "HeraldFuzz",

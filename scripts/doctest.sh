@@ -53,6 +53,7 @@ await_line() {
 unset HOST PORT LOG_LEVEL LOG_FORMAT HERALD_API_KEYS HERALD_APPS_FILE TOPIC APNS_AUTH_KEY APNS_AUTH_KEY_FILE \
     APNS_KEY_ID APPLE_TEAM_ID APNS_CA_FILE APNS_PRODUCTION_URL APNS_SANDBOX_URL \
     APNS_MANAGEMENT_PRODUCTION_URL APNS_MANAGEMENT_SANDBOX_URL APNS_ENVIRONMENT
+unset HERALD_CLIENT_RATE_LIMIT HERALD_CLIENT_IP_RATE_LIMIT HERALD_RELAY_MAX_IN_FLIGHT HERALD_RELAY_IP_RATE_LIMIT
 export KEY DATABASE_URL=sqlite:$work/serve/doctest.sqlite
 KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 # The client-token secret of the server, which the examples' `herald client-token` reads too.
@@ -60,7 +61,8 @@ export HERALD_CLIENT_TOKEN_SECRET
 HERALD_CLIENT_TOKEN_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 unset HERALD_CLIENT_TOKEN_KEYS_FILE HERALD_CLIENT_TOKEN_AUDIENCE
 mkdir "$work/serve" "$work/sim" "$work/run"
-(cd "$work/serve" && exec env HERALD_API_KEYS="$KEY" TMPDIR="$work/serve" \
+# The relay examples (README.md, docs/RELAY.md) need the relay mounted.
+(cd "$work/serve" && exec env HERALD_API_KEYS="$KEY" TMPDIR="$work/serve" HERALD_RELAY=1 \
     "$herald" serve --simulator --host 127.0.0.1 --port 0 --database-url "$DATABASE_URL" \
     >"$work/serve.log" 2>&1) &
 pids+=($!)

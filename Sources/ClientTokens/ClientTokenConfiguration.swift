@@ -11,6 +11,12 @@ public struct ClientTokenConfiguration: Sendable, CustomStringConvertible {
     public var publicKeys: [String: P256PublicKey]
     /// The `aud` every token must name.
     public var audience: String
+    /// The apps each `kid` may sign for (the keys file's `{"kid": {"pem": …, "apps": […]}}` form);
+    /// a kid not listed here may sign for any app.
+    public var keyApps: [String: [String]] = [:]
+    /// Whether every token must carry an `app` claim: set when Herald serves more than one app,
+    /// so that a token minted for one app cannot act in another.
+    public var requiresAppClaim = false
 
     /// The audience when HERALD_CLIENT_TOKEN_AUDIENCE is unset.
     public static let defaultAudience = "herald"
@@ -49,7 +55,9 @@ public struct ClientTokenConfiguration: Sendable, CustomStringConvertible {
         }
         if let path = reader.string(.clientTokenKeysFile) {
             do throws(ConfigurationError) {
-                configuration.publicKeys = try readKeysFile(path)
+                let file = try readKeysFile(path)
+                configuration.publicKeys = file.keys
+                configuration.keyApps = file.apps
             } catch {
                 for problem in error.problems { reader.report(problem) }
             }
@@ -67,7 +75,7 @@ public struct ClientTokenConfiguration: Sendable, CustomStringConvertible {
     }
 
     /// Reads HERALD_CLIENT_TOKEN_KEYS_FILE at `path`.
-    static func readKeysFile(_ path: String) throws(ConfigurationError) -> [String: P256PublicKey] {
+    static func readKeysFile(_ path: String) throws(ConfigurationError) -> ClientTokenKeysFile {
         let data: Data
         do {
             let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
@@ -83,50 +91,17 @@ public struct ClientTokenConfiguration: Sendable, CustomStringConvertible {
                 "HERALD_CLIENT_TOKEN_KEYS_FILE \(path) is larger than 1 MiB: it should hold only public keys"
             ])
         }
-        return try parseKeys([UInt8](data), source: "HERALD_CLIENT_TOKEN_KEYS_FILE \(path)")
+        return try ClientTokenKeysFile.parse([UInt8](data), source: "HERALD_CLIENT_TOKEN_KEYS_FILE \(path)")
     }
 
-    /// Parses `{"kid": "-----BEGIN PUBLIC KEY-----…", …}`: every key a P-256 public key in PEM.
+    /// Parses a keys file (``ClientTokenKeysFile/parse(_:source:)``) and returns its keys only.
     public static func parseKeys(_ bytes: [UInt8], source: String) throws(ConfigurationError) -> [String: P256PublicKey]
     {
-        if let fault = JSONSyntax.check(bytes, maximumDepth: 2) {
-            throw ConfigurationError(problems: ["\(source) is not valid JSON: \(fault)"])
-        }
-        guard let object = try? JSONDecoder().decode([String: String].self, from: Data(bytes)) else {
-            throw ConfigurationError(problems: [
-                "\(source) must be one JSON object mapping each kid to a PEM public key: {\"kid\": \"-----BEGIN PUBLIC KEY-----\\n…\"}"
-            ])
-        }
-        guard !object.isEmpty, object.count <= maximumKeys else {
-            throw ConfigurationError(problems: [
-                "\(source) must hold 1 to \(maximumKeys) keys; it holds \(object.count)"
-            ])
-        }
-        var keys: [String: P256PublicKey] = [:]
-        var problems: [String] = []
-        for (kid, pem) in object.sorted(by: { $0.key < $1.key }) {
-            guard ClientTokenVerifier.isAcceptableKeyID(kid) else {
-                problems.append(
-                    "\(source): the kid \"\(kid.prefix(40))\" is not usable: use 1 to "
-                        + "\(ClientTokenLimits.maximumKeyIDBytes) printable ASCII characters"
-                )
-                continue
-            }
-            do {
-                keys[kid] = try P256PublicKey(pemRepresentation: pem)
-            } catch {
-                problems.append(
-                    "\(source): the key of kid \"\(kid)\" is not a P-256 public key in PEM "
-                        + "(-----BEGIN PUBLIC KEY-----): \(error)"
-                )
-            }
-        }
-        if !problems.isEmpty { throw ConfigurationError(problems: problems) }
-        return keys
+        try ClientTokenKeysFile.parse(bytes, source: source).keys
     }
 
     public var description: String {
         "ClientTokenConfiguration(secret: \(secret == nil ? "unset" : "set"), keys: \(publicKeys.keys.sorted()), "
-            + "audience: \(audience))"
+            + "audience: \(audience), bound kids: \(keyApps.keys.sorted()), app claim required: \(requiresAppClaim))"
     }
 }

@@ -37,11 +37,17 @@ public struct ClientTokenError: Error, Sendable, Hashable, CustomStringConvertib
         public static let invalidClaim = Reason(rawValue: "invalid_claim")
         /// The token's `app` claim limits it to another app than the request names.
         public static let wrongApp = Reason(rawValue: "wrong_app")
+        /// The token has no `app` claim where one is needed: the server serves several apps, or
+        /// its kid is bound to several.
+        public static let appClaimRequired = Reason(rawValue: "app_claim_required")
+        /// The token's `app` claim names an app its kid is not bound to (HERALD_CLIENT_TOKEN_KEYS_FILE).
+        public static let appNotAllowedForKey = Reason(rawValue: "app_not_allowed_for_key")
 
         /// Every reason this version names, for metric labels and documentation.
         public static let all: [Reason] = [
             .notConfigured, .missing, .malformed, .unsupportedAlgorithm, .unknownKey, .badSignature, .expired,
             .notYetValid, .wrongAudience, .lifetimeTooLong, .missingClaim, .invalidClaim, .wrongApp,
+            .appClaimRequired, .appNotAllowedForKey,
         ]
 
         public var description: String { rawValue }

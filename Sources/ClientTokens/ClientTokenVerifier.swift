@@ -54,17 +54,54 @@ public struct ClientTokenVerifier: Sendable, CustomStringConvertible {
         let signatureText = bytes[(dots[1] + 1)...]
         let header: Header = try Self.decodeJSON(Self.decodePart(headerText, "header"), "header")
         let signature = try Self.decodePart(signatureText, "signature")
-        try checkSignature(signature, of: Array(bytes[..<dots[1]]), header: header)
-        return try Self.claims(
+        let kid = try checkSignature(signature, of: Array(bytes[..<dots[1]]), header: header)
+        var claims = try Self.claims(
             from: Self.decodePart(payloadText, "payload"),
             audience: configuration.audience,
             now: now
         )
+        try checkApp(&claims, signedWith: kid)
+        return claims
+    }
+
+    /// Holds the `app` claim to the apps the signing kid is bound to, and requires one when the
+    /// server serves several apps. A token of a kid bound to one app, without an `app` claim, is
+    /// limited to that app; bound to several, it must name one.
+    private func checkApp(_ claims: inout ClientTokenClaims, signedWith kid: String?) throws(ClientTokenError) {
+        if let kid, let bound = configuration.keyApps[kid] {
+            if let app = claims.app {
+                guard bound.contains(app) else {
+                    throw ClientTokenError(
+                        .appNotAllowedForKey,
+                        "the key \(Self.quoted(kid)) may not sign tokens for the app \(app): HERALD_CLIENT_TOKEN_KEYS_FILE "
+                            + "binds it to \(bound.joined(separator: ", ")); sign with a key bound to \(app)"
+                    )
+                }
+            } else if bound.count == 1 {
+                claims.app = bound[0]
+            } else {
+                throw ClientTokenError(
+                    .appClaimRequired,
+                    "the token has no app claim and its key \(Self.quoted(kid)) signs for several apps: add an app "
+                        + "claim naming one of \(bound.joined(separator: ", "))"
+                )
+            }
+        }
+        if configuration.requiresAppClaim, claims.app == nil {
+            throw ClientTokenError(
+                .appClaimRequired,
+                "this server serves several apps: add an app claim (the bundle id) to the client token"
+            )
+        }
     }
 
     /// Selects the key by `alg` (and `kid`) and checks the signature over `signingInput`.
-    private func checkSignature(_ signature: [UInt8], of signingInput: [UInt8], header: Header) throws(ClientTokenError)
-    {
+    /// - Returns: the kid of the ES256 key that verified it; `nil` for HS256.
+    private func checkSignature(
+        _ signature: [UInt8],
+        of signingInput: [UInt8],
+        header: Header
+    ) throws(ClientTokenError) -> String? {
         if header.crit != nil {
             throw Self.malformed("the header's crit names extensions this server does not implement: remove crit")
         }
@@ -81,6 +118,7 @@ public struct ClientTokenVerifier: Sendable, CustomStringConvertible {
             guard HMAC256.isValidAuthenticationCode(signature, for: signingInput, key: secret) else {
                 throw Self.badSignature("HS256", "HERALD_CLIENT_TOKEN_SECRET")
             }
+            return nil
         case "ES256":
             guard !configuration.publicKeys.isEmpty else {
                 throw ClientTokenError(
@@ -107,6 +145,7 @@ public struct ClientTokenVerifier: Sendable, CustomStringConvertible {
             else {
                 throw Self.badSignature("ES256", "the public key of kid \(Self.quoted(kid))")
             }
+            return kid
         default:
             throw ClientTokenError(
                 .unsupportedAlgorithm,

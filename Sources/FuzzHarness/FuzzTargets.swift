@@ -9,6 +9,8 @@ public enum FuzzTargets {
         ("payload", PayloadFuzz.run),
         ("client-token", ClientTokenFuzz.run),
         ("cloudkit-response", CloudKitResponseFuzz.run),
+        ("client-token-keys", ClientTokenKeysFileFuzz.run),
+        ("rate-limit", RateLimitFuzz.run),
         ("client-tags", ClientTagsFuzz.run),
     ]
 }

@@ -12,6 +12,10 @@ public struct HTTPRequest: Sendable {
     public var parameters: PathParameters
     /// A correlation id for logs; ``RequestIDMiddleware`` adopts a sane incoming `X-Request-Id`.
     public var requestID: String
+    /// Set by the server on a request whose headers passed ``HTTPResponder/admit(_:)`` already:
+    /// the router does not run its admission checks a second time (a check may count the
+    /// request, as a rate limit does). Requests built in memory have it unset.
+    public var isAdmitted = false
 
     /// The method in upper case, e.g. `GET`.
     public var method: String {

@@ -257,7 +257,8 @@ public struct Router: HTTPResponder {
     /// headers before its body is read. When `check` answers, the server sends that answer at
     /// once and closes the connection without reading the body: an API key check belongs here,
     /// so that a client without the key cannot make the server read megabytes. The route's
-    /// handler runs only for admitted requests; ``respond(to:)`` runs the checks too.
+    /// handler runs only for admitted requests; ``respond(to:)`` runs the checks too, unless the
+    /// server admitted the request already (``HTTPRequest/isAdmitted``): each check runs once.
     public mutating func admit(under prefix: String, _ check: @escaping AdmissionCheck) {
         var prefix = prefix
         while prefix.count > 1, prefix.hasSuffix("/") { prefix.removeLast() }
@@ -288,7 +289,7 @@ public struct Router: HTTPResponder {
             return response
         case .route(let route, let routed, let headFallback):
             RouteRecorder.current?.record(route.pattern, loggedPath: route.loggedPath)
-            for check in route.admission {
+            for check in route.admission where !routed.isAdmitted {
                 if let refusal = check(routed) { return Self.finish(refusal, route: route, headFallback: headFallback) }
             }
             return Self.finish(try await route.handler(routed), route: route, headFallback: headFallback)
@@ -303,7 +304,7 @@ public struct Router: HTTPResponder {
             return response
         case .route(let route, let routed, let headFallback):
             guard let immediate = route.immediate else { return nil }
-            for check in route.admission {
+            for check in route.admission where !routed.isAdmitted {
                 if let refusal = check(routed) { return Self.finish(refusal, route: route, headFallback: headFallback) }
             }
             guard let response = immediate(routed) else { return nil }

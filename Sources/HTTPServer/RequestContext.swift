@@ -45,8 +45,9 @@ final class RequestContext: Sendable {
         var remoteAddress: String
 
         /// The request these headers start, with `body` (consuming: the fields move into it).
+        /// Only admitted requests get a head (``HTTPResponder/admit(_:)``): the request says so.
         consuming func request(body: consuming [UInt8]) -> HTTPRequest {
-            HTTPRequest(
+            var request = HTTPRequest(
                 method: method,
                 rawPath: target.rawPath,
                 path: path,
@@ -55,6 +56,8 @@ final class RequestContext: Sendable {
                 body: body,
                 remoteAddress: remoteAddress
             )
+            request.isAdmitted = true
+            return request
         }
     }
 

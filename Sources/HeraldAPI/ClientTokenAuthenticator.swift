@@ -12,6 +12,8 @@ public import HeraldCore
 /// token never reaches a log or an error message.
 public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
     public let verifier: ClientTokenVerifier
+    /// The rate limits its ``admission`` applies; `nil`: none.
+    public let limiter: ClientRateLimiter?
     private let clock: any HeraldClock
     private let rejections: Counter
 
@@ -21,12 +23,15 @@ public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - clock: `exp`, `nbf` and `iat` are compared with its time of day; tests inject one.
     ///   - metrics: where rejections are counted.
+    ///   - limiter: the per-address and per-user rate limits of ``admission``.
     public init(
         _ configuration: ClientTokenConfiguration,
         clock: any HeraldClock = SystemClock(),
-        metrics: MetricsRegistry = .shared
+        metrics: MetricsRegistry = .shared,
+        limiter: ClientRateLimiter? = nil
     ) {
         self.verifier = ClientTokenVerifier(configuration)
+        self.limiter = limiter
         self.clock = clock
         self.rejections = metrics.counter(
             "herald_client_token_rejections_total",
@@ -56,12 +61,15 @@ public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
     }
 
     /// ``authenticate(_:)`` as a router admission check: a request without a valid token is
-    /// refused on its headers, before the server reads its body.
+    /// refused on its headers, before the server reads its body. With a ``limiter``, the client's
+    /// address is counted first (a flood is refused before any signature is checked) and the
+    /// token's user after; each request is counted once, when the server admits it.
     public var admission: Router.AdmissionCheck {
         { request in
+            if let refusal = limiter?.checkAddress(request) { return refusal }
             do throws(HTTPError) {
-                _ = try authenticate(request)
-                return nil
+                let claims = try authenticate(request)
+                return limiter?.checkUser(claims)
             } catch {
                 return error.response
             }

@@ -19,6 +19,9 @@ public final class RelayService: Service {
         public var topic: String
         /// `Retry-After` seconds on 503.
         public var retryAfterSeconds = 10
+        /// Requests per client address (HERALD_RELAY_IP_RATE_LIMIT), counted on the headers before
+        /// anything else; beyond it 429 `rate_limited` with `Retry-After`. `nil`: no limit.
+        public var addressRateLimit: RateLimit?
 
         public init(topic: String) {
             self.topic = topic
@@ -46,6 +49,9 @@ public final class RelayService: Service {
     /// `apnsResponses` for a push APNs accepted.
     let apnsSuccesses: LabelledCounter
     let oversize: Counter
+    /// Per-address buckets of ``Configuration/addressRateLimit``.
+    let addressLimiter: RateLimiter<String>?
+    let rateLimited: Counter
     /// One warning per cause (an APNs refusal reason, `transport_error`, `oversize`,
     /// `apns_unreachable`) per second: anyone who can reach the relay can cause them (a bad token,
     /// a long body), and each one still counts in the metrics.
@@ -90,6 +96,11 @@ public final class RelayService: Service {
             "herald_relay_oversize_total",
             help: "Relayed bodies accepted with 202 but not sent: the APNs payload would exceed 4096 bytes."
         )
+        addressLimiter = configuration.addressRateLimit.map { RateLimiter($0, clock: clock) }
+        rateLimited = metrics.counter(
+            "herald_relay_rate_limited_total",
+            help: "Relay requests refused with 429: their address went past HERALD_RELAY_IP_RATE_LIMIT."
+        )
         // Read from the budgets when scraped: no second shared counter to update per push.
         metrics.gauge("herald_relay_in_flight", help: "Relayed pushes waiting for APNs' answer.") {
             [budgets] in Double(budgets.reduce(0) { $0 + $1.waiting })
@@ -115,6 +126,20 @@ public final class RelayService: Service {
         for method in ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"] {
             router.on(method, "/push/{token}/{id}") { _ in
                 .error(status: 404, code: "not_found", message: "the relay accepts only POST /push/{device_token}/{id}")
+            }
+        }
+        if let addressLimiter {
+            // On the headers, before the body is read; each request counted once.
+            router.admit(under: "/push") { [rateLimited] request in
+                guard
+                    case .refused(let seconds) = addressLimiter.take(ClientAddress.rateLimitKey(request.remoteAddress))
+                else { return nil }
+                rateLimited.increment()
+                return .rateLimited(
+                    retryAfter: seconds,
+                    message: "too many relay requests from this address (HERALD_RELAY_IP_RATE_LIMIT "
+                        + "\(addressLimiter.limit)): retry after \(seconds) s"
+                )
             }
         }
         // The access log shows the device token shortened, as the relay's own log lines do

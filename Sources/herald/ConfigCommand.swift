@@ -104,6 +104,16 @@ enum ConfigCommand {
         } catch {
             problems += error.problems
         }
+        do {
+            _ = try ClientRateLimiter.Limits.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
+        do {
+            _ = try RelaySettings.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
         var apps: [APNSAppConfiguration] = []
         if ServeCommand.configuresAPNs(environment) {
             do {
@@ -127,6 +137,9 @@ enum ConfigCommand {
                 allowed: "production, sandbox"
             )
             problems += reader.problems
+        }
+        if !apps.isEmpty, let tokens = try? ClientTokenConfiguration.load(environment: environment) {
+            problems += tokens.unknownBoundApps(configured: apps.map(\.bundleID))
         }
         return (problems, apps)
     }

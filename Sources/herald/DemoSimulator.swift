@@ -110,7 +110,8 @@ struct DemoSimulator {
 
     /// Tells a newcomer what runs where: the API key, the variables for the other commands, a first
     /// request. Written to the terminal (standard output), never to the log: it holds secrets.
-    func announce(port: Int, host: String) {
+    /// - Parameter relay: whether `/push/…` is mounted (HERALD_RELAY=1): the log's example uses it then.
+    func announce(port: Int, host: String, relay: Bool = false) {
         let base = "http://\(host == "0.0.0.0" ? "localhost" : host):\(port)"
         var text: String
         let key: String
@@ -149,7 +150,9 @@ struct DemoSimulator {
                 "topic": .string(settings.relayApp.bundleID),
                 "deliveries": .string("\(base)/simulator/deliveries (Authorization: Bearer <API key>)"),
                 "try": .string(
-                    "curl -X POST -H 'Content-Encoding: aes128gcm' --data-binary x \(base)/push/\(String(repeating: "ab", count: 32))/1"
+                    relay
+                        ? "curl -X POST -H 'Content-Encoding: aes128gcm' --data-binary x \(base)/push/\(String(repeating: "ab", count: 32))/1"
+                        : "curl \(base)/simulator/deliveries -H 'Authorization: Bearer <API key>'"
                 ),
             ]
         )

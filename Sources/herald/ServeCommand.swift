@@ -18,8 +18,8 @@ import Storage
 import Wake
 import Webhooks
 
-/// `herald serve` (the HTTP API, plus the relay when APNs credentials are configured) and
-/// `herald relay` (the same server, refusing to start without the relay's credentials).
+/// `herald serve` (the HTTP API, plus the relay with HERALD_RELAY=1) and `herald relay` (the same
+/// server with the relay mounted, refusing to start without the relay's credentials).
 enum ServeCommand {
     static let spec = CommandSpec(
         name: "herald serve",
@@ -130,12 +130,20 @@ enum ServeCommand {
         var cloudKit = load(CloudKitSettings()) { () throws(ConfigurationError) in
             try CloudKitSettings.load(environment: environment)
         }
-        let clientTokens = load(ClientTokenConfiguration()) { () throws(ConfigurationError) in
+        var clientTokens = load(ClientTokenConfiguration()) { () throws(ConfigurationError) in
             try ClientTokenConfiguration.load(environment: environment)
         }
         let clientDevices = load(ClientDeviceSettings()) { () throws(ConfigurationError) in
             try ClientDeviceSettings.load(environment: environment)
         }
+        let clientLimits = load(ClientRateLimiter.Limits()) { () throws(ConfigurationError) in
+            try ClientRateLimiter.Limits.load(environment: environment)
+        }
+        var relaySettings = load(RelaySettings()) { () throws(ConfigurationError) in
+            try RelaySettings.load(environment: environment)
+        }
+        // `herald relay` serves the relay without being asked.
+        if relayRequired { relaySettings.enabled = true }
         let useSimulator = parsed.flag("simulator")
         if parsed.value("env-file") != nil, !useSimulator {
             problems.append("--env-file goes with --simulator: add --simulator, or drop --env-file")
@@ -155,6 +163,17 @@ enum ServeCommand {
             } catch {
                 problems += error.problems
             }
+        }
+        if relaySettings.enabled, apns == nil, !useSimulator, problems.isEmpty {
+            problems.append(
+                "HERALD_RELAY=1 needs APNs credentials to relay with: set APNS_AUTH_KEY, APNS_KEY_ID, APPLE_TEAM_ID "
+                    + "and TOPIC (or HERALD_APPS_FILE), use --simulator, or unset HERALD_RELAY"
+            )
+        }
+        if let apps = apns?.apps {
+            problems += clientTokens.unknownBoundApps(configured: apps.map(\.bundleID))
+            // A token minted for one app must not act in another.
+            clientTokens.requiresAppClaim = apps.count > 1
         }
         guard problems.isEmpty else {
             for problem in problems { printError("\(name): \(problem)") }
@@ -208,6 +227,8 @@ enum ServeCommand {
                 apiKeys: apiKeys,
                 clientTokens: clientTokens,
                 clientDevices: clientDevices,
+                clientLimits: clientLimits,
+                relaySettings: relaySettings,
                 jobs: jobs,
                 deviceRetention: deviceRetention,
                 channelRetention: channelRetention,
@@ -240,6 +261,8 @@ enum ServeCommand {
         apiKeys: APIKeys,
         clientTokens: ClientTokenConfiguration = ClientTokenConfiguration(),
         clientDevices: ClientDeviceSettings = ClientDeviceSettings(),
+        clientLimits: ClientRateLimiter.Limits = ClientRateLimiter.Limits(),
+        relaySettings: RelaySettings = RelaySettings(),
         jobs: JobWorkerConfiguration,
         deviceRetention: TimeInterval = DeviceRetention.defaultRetention,
         channelRetention: TimeInterval = 3_600,
@@ -270,7 +293,9 @@ enum ServeCommand {
             logger: Logger(label: "herald.apns")
         )
         do {
-            let relay = try apns.map { try RelayWiring(settings: $0, clients: clients) }
+            let relay = try apns.flatMap { apns in
+                try relaySettings.enabled ? RelayWiring(settings: apns, relay: relaySettings, clients: clients) : nil
+            }
             try await Migrator.migrate(database, HeraldSchema.migrations, logger: logger)
 
             // Webhooks: events are recorded in the transactions that cause them (a notification
@@ -347,7 +372,7 @@ enum ServeCommand {
             // App-facing: /v1/client takes client tokens, not API keys.
             ClientDeviceRoutes(
                 service: DeviceService(store: devices, apps: clients.apps),
-                authenticator: ClientTokenAuthenticator(clientTokens),
+                authenticator: ClientTokenAuthenticator(clientTokens, limiter: ClientRateLimiter(clientLimits)),
                 tags: clientDevices.tags
             ).register(on: &router)
             liveActivities.register(on: &router, keys: apiKeys, clientTokens: clientTokens)
@@ -405,10 +430,10 @@ enum ServeCommand {
                         "version": .string(Herald.version),
                         "allocator": .string(Allocator.description),
                     ]
-                    if let apns { metadata["relay_topic"] = .string(apns.relayApp.bundleID) }
+                    if let apns, relay != nil { metadata["relay_topic"] = .string(apns.relayApp.bundleID) }
                     metadata["api_keys"] = .int(apiKeys.count)
                     logger.notice("herald listening", metadata: metadata)
-                    if let simulator { simulator.announce(port: port, host: configuration.host) }
+                    if let simulator { simulator.announce(port: port, host: configuration.host, relay: relay != nil) }
                 }
                 try await tasks.waitForAll()
             }
@@ -494,19 +519,30 @@ struct APNsSettings {
     }
 }
 
-/// The relay's APNs side: for each environment its app serves, the shared client of
-/// ``APNSClientProvider`` (the same ones notifications use), opened lazily.
+/// The relay's APNs side: for each environment its app serves, the connections and provider token
+/// of ``APNSClientProvider``'s client (the same ones notifications use, opened lazily), with a
+/// send budget of its own (HERALD_RELAY_MAX_IN_FLIGHT): relayed pushes never take room from
+/// `/v1`'s, and beyond their budget a relay request is answered 503 at once (RELAY.md).
 struct RelayWiring {
     let service: RelayService
 
-    init(settings: APNsSettings, clients: APNSClientProvider) throws {
+    init(settings: APNsSettings, relay: RelaySettings, clients: APNSClientProvider) throws {
         let app = settings.relayApp
+        var limits = APNSSendBudget.Configuration()
+        limits.limit = relay.maximumInFlight
+        // Never waits for room: a request beyond the budget is refused at once rather than held.
+        limits.waitAbove = relay.maximumInFlight + 1
+        let budget = APNSSendBudget(configuration: limits)
         var routes: [APNSEnvironment: APNSClient] = [:]
         for environment in APNSEnvironment.allCases where app.serves(environment) {
-            routes[environment] = try clients.client(for: app, environment: environment)
+            routes[environment] = try clients.client(for: app, environment: environment).sharingConnections(
+                budget: budget
+            )
         }
+        var configuration = RelayService.Configuration(topic: app.bundleID)
+        configuration.addressRateLimit = relay.addressRateLimit
         self.service = RelayService(
-            configuration: RelayService.Configuration(topic: app.bundleID),
+            configuration: configuration,
             clients: routes,
             logger: Logger(label: "herald.relay")
         )

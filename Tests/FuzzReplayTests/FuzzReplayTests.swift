@@ -45,4 +45,19 @@ struct FuzzReplayTests {
             #expect(ClientTokenFuzz.subject(Array(token)) == "u1", "client-token/\(seed)")
         }
     }
+
+    /// The keys-file and rate-limit seeds are accepted (the last keys-file seed is not), so that
+    /// mutations start from values that reach every branch.
+    @Test func keysFileAndRateLimitSeedsAreAccepted() throws {
+        let seeds = Self.fuzzDirectory.appendingPathComponent("seeds")
+        let keys = (0..<3).map { seeds.appendingPathComponent("client-token-keys/seed-0\($0)") }
+        let kids = try keys.map { ClientTokenKeysFileFuzz.kids(Array(try Data(contentsOf: $0))) }
+        #expect(kids == [["backend-1"], ["backend-a"], ["backend-1", "backend-ab"]])
+        let refused = try Data(contentsOf: seeds.appendingPathComponent("client-token-keys/seed-03"))
+        #expect(ClientTokenKeysFileFuzz.kids(Array(refused)) == nil)
+        let limits = try (0..<7).map {
+            RateLimitFuzz.limit(Array(try Data(contentsOf: seeds.appendingPathComponent("rate-limit/seed-0\($0)"))))
+        }
+        #expect(limits == ["10/s,60", "50/s,300", "5/m,10", "100/h,1", "7/s,7", "off", "1/s,1000000"])
+    }
 }

@@ -20,6 +20,7 @@ struct APNsReadinessTests {
             environment: [
                 "DATABASE_URL": "sqlite:\(directory.path)/herald.sqlite", "APNS_AUTH_KEY_FILE": keyFile,
                 "APNS_KEY_ID": "READYKEY01", "APPLE_TEAM_ID": "READYTEAM1", "TOPIC": "org.example.ready",
+                "HERALD_RELAY": "1",
                 // Port 1 on loopback: nothing listens, every connect is refused.
                 "APNS_PRODUCTION_URL": "https://127.0.0.1:1", "APNS_SANDBOX_URL": "https://127.0.0.1:1",
             ]

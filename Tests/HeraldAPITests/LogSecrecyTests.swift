@@ -29,7 +29,7 @@ import Testing
         let herald = try HeraldProcess(
             arguments: ["serve", "--simulator", "--host", "127.0.0.1", "--port", "0"],
             environment: [
-                "DATABASE_URL": "sqlite:\(directory.path)/herald.sqlite", "TOPIC": Self.topic,
+                "DATABASE_URL": "sqlite:\(directory.path)/herald.sqlite", "TOPIC": Self.topic, "HERALD_RELAY": "1",
                 "HERALD_API_KEYS": apiKey, "LOG_LEVEL": "trace",
             ]
         )

@@ -152,7 +152,10 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let herald = try HeraldProcess(
             arguments: ["serve", "--simulator", "--host", "127.0.0.1", "--port", "0"],
-            environment: ["DATABASE_URL": "sqlite:\(directory.path)/herald.sqlite", "TOPIC": "org.example.demo"],
+            environment: [
+                "DATABASE_URL": "sqlite:\(directory.path)/herald.sqlite", "TOPIC": "org.example.demo",
+                "HERALD_RELAY": "1",
+            ],
             capturingStandardOutput: true
         )
         let port = try await herald.listeningPort()

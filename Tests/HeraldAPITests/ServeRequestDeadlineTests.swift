@@ -4,7 +4,7 @@ import ProcessTestSupport
 import SocketTestSupport
 import Testing
 
-/// `HERALD_REQUEST_TIMEOUT` on a real `herald serve --simulator` (which mounts the relay): clients
+/// `HERALD_REQUEST_TIMEOUT` on a real `herald serve --simulator` with the relay mounted: clients
 /// that keep a connection busy by trickling headers, or a relay body, are cut off at the
 /// deadline, the process's memory stays bounded, and the server answers again.
 @Suite("herald serve: request deadline")
@@ -19,7 +19,7 @@ struct ServeRequestDeadlineTests {
             arguments: ["serve", "--simulator", "--host", "127.0.0.1", "--port", "0"],
             environment: [
                 "DATABASE_URL": "sqlite:\(directory.path)/herald.sqlite",
-                "HERALD_REQUEST_TIMEOUT": "2",
+                "HERALD_REQUEST_TIMEOUT": "2", "HERALD_RELAY": "1",
             ]
         )
         let port = try await herald.listeningPort()

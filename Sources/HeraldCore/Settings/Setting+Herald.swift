@@ -8,7 +8,8 @@ extension Setting {
         databaseURL, databaseStatementTimeout, databaseAcquireTimeout,
         apiKeys,
         clientTokenSecret, clientTokenKeysFile, clientTokenAudience, clientMaxDevices, maxInstancesPerUser,
-        clientTags,
+        clientTags, clientRateLimit, clientIPRateLimit,
+        relay, relayMaxInFlight, relayIPRateLimit,
         apnsAuthKey, apnsAuthKeyFile, apnsKeyID, appleTeamID, topic, apnsEnvironment, appsFile,
         apnsProductionURL, apnsSandboxURL, apnsManagementProductionURL, apnsManagementSandboxURL, apnsCAFile,
         jobConcurrency, jobLeaseSeconds, jobRetentionHours,
@@ -155,7 +156,8 @@ extension Setting {
             + "kid header: the backend keeps the private key.",
         whenUnset: "ES256 client tokens are refused; with no secret either, /v1/client answers 401",
         example: "/etc/herald/client-token-keys.json",
-        accepted: "the path of a JSON file like `{\"backend-1\": \"-----BEGIN PUBLIC KEY-----\\n…\"}` (P-256 keys)"
+        accepted: "the path of a JSON file like `{\"backend-1\": \"-----BEGIN PUBLIC KEY-----\\n…\"}` (P-256 keys); "
+            + "`{\"backend-a\": {\"pem\": \"…\", \"apps\": [\"com.example.a\"]}}` binds a kid to the apps it may sign for"
     )
     public static let clientTokenAudience = Setting(
         "HERALD_CLIENT_TOKEN_AUDIENCE",
@@ -191,6 +193,54 @@ extension Setting {
         whenUnset: "client tokens may set no tag",
         example: "news,lang-*",
         accepted: "comma-separated tags of 1 to 64 characters, each may end in * (at most 1,000)"
+    )
+
+    public static let clientRateLimit = Setting(
+        "HERALD_CLIENT_RATE_LIMIT",
+        group: .clientTokens,
+        meaning: "Requests to /v1/client per user (the client token's sub, per app), a token bucket kept in this "
+            + "instance's memory; beyond it 429 rate_limited with Retry-After.",
+        default: "10/s,60",
+        example: "5/s,30",
+        accepted: "N/s,B (N a second, bursts of B; /m, /h per minute, hour) or off"
+    )
+    public static let clientIPRateLimit = Setting(
+        "HERALD_CLIENT_IP_RATE_LIMIT",
+        group: .clientTokens,
+        meaning: "Requests to /v1/client per client address (the TCP peer; IPv6 by /64), checked before the token; "
+            + "kept in this instance's memory; beyond it 429 rate_limited with Retry-After.",
+        default: "50/s,300",
+        example: "20/s,100",
+        accepted: "N/s,B (N a second, bursts of B; /m, /h per minute, hour) or off"
+    )
+
+    // MARK: Relay
+
+    public static let relay = Setting(
+        "HERALD_RELAY",
+        group: .relay,
+        meaning: "1 mounts the Mastodon WebPush relay (/push/…) in herald serve; herald relay always serves it.",
+        default: "0",
+        example: "1",
+        accepted: "1 or 0"
+    )
+    public static let relayMaxInFlight = Setting.integer(
+        "HERALD_RELAY_MAX_IN_FLIGHT",
+        group: .relay,
+        meaning: "Relayed pushes waiting for APNs' answer at most, counted apart from /v1's sends; a relay request "
+            + "beyond it is answered 503 with Retry-After.",
+        default: 1_024,
+        example: 256,
+        range: 1...100_000
+    )
+    public static let relayIPRateLimit = Setting(
+        "HERALD_RELAY_IP_RATE_LIMIT",
+        group: .relay,
+        meaning: "Relay requests per client address (the TCP peer; IPv6 by /64), kept in this instance's memory; "
+            + "beyond it 429 rate_limited with Retry-After (Mastodon retries).",
+        default: "off",
+        example: "20/s,200",
+        accepted: "N/s,B (N a second, bursts of B; /m, /h per minute, hour) or off"
     )
 
     // MARK: APNs

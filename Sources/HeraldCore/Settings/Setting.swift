@@ -13,6 +13,7 @@ public struct Setting: Sendable, Hashable, CustomStringConvertible {
         case apiKeys = "API keys"
         case clientTokens = "Client tokens"
         case apns = "APNs (Apple's push service)"
+        case relay = "Relay (Mastodon WebPush)"
         case jobs = "Jobs (durable work)"
         case webhooks = "Webhooks"
         case cloudKit = "CloudKit (wake pings through records)"
