@@ -392,7 +392,7 @@ let package = Package(
                 "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
                 "ProcessTestSupport", "Devices", "ClientTokens", "Webhooks", "Wake", "LiveActivities",
-                "HTTP2TestSupport",
+                "HTTP2TestSupport", "HeraldIO",
             ],
             swiftSettings: swiftSettings
         ),
