@@ -51,13 +51,16 @@ public enum PrivateFile {
         case tightened(from: UInt32)
         /// The file existed without group or other permissions, or is not a regular file.
         case unchanged
+        /// The file has group or other permissions (`mode`) and they could not be removed (it
+        /// belongs to another account): `reason` says why. The file is still usable.
+        case notTightened(mode: UInt32, reason: String)
     }
 
     /// Makes sure `path` exists and is private before a library (SQLite) opens it: creates it
     /// empty with mode 0600 when missing; removes group and other permissions from an existing
     /// regular file that has any (an owner who wants another account to read the database gives
     /// it a copy, not the live file).
-    /// - Throws: ``PrivateFileError`` when the file cannot be created or its mode not changed.
+    /// - Throws: ``PrivateFileError`` when the file cannot be created or examined.
     public static func prepare(_ path: String) throws(PrivateFileError) -> Preparation {
         let fd = Glibc.open(path, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         if fd >= 0 {
@@ -70,8 +73,10 @@ public enum PrivateFile {
     }
 
     /// Removes group and other permissions from `path` if it is a regular file that has any;
-    /// a missing file is left missing.
-    /// - Throws: ``PrivateFileError`` when the mode cannot be changed (a file of another owner).
+    /// a missing file is left missing. A file whose mode cannot be changed (another account's)
+    /// is reported as ``Preparation/notTightened(mode:reason:)``, not as an error: reading a
+    /// database that another account owns stays possible.
+    /// - Throws: ``PrivateFileError`` when the file cannot be examined.
     public static func tighten(_ path: String) throws(PrivateFileError) -> Preparation {
         var status = stat()
         guard stat(path, &status) == 0 else {
@@ -81,7 +86,7 @@ public enum PrivateFile {
         let permissions = status.st_mode & 0o7777
         guard status.st_mode & S_IFMT == S_IFREG, permissions & 0o077 != 0 else { return .unchanged }
         guard chmod(path, permissions & 0o700) == 0 else {
-            throw PrivateFileError(path: path, operation: "chmod", errno: errno)
+            return .notTightened(mode: permissions, reason: String(cString: strerror(errno)))
         }
         return .tightened(from: permissions)
     }

@@ -35,11 +35,24 @@ final class SQLiteDatabase: Database {
         do {
             let preparations = try await executor.run { try preparePrivateFiles(path) }
             for (file, preparation) in preparations {
-                guard case .tightened(let mode) = preparation else { continue }
-                logger.notice(
-                    "removed group and other permissions from a database file",
-                    metadata: ["path": .string(file), "old_mode": .string(String(mode, radix: 8)), "new_mode": "600"]
-                )
+                switch preparation {
+                case .tightened(let mode):
+                    logger.notice(
+                        "removed group and other permissions from a database file",
+                        metadata: [
+                            "path": .string(file), "old_mode": .string(String(mode, radix: 8)), "new_mode": "600",
+                        ]
+                    )
+                case .notTightened(let mode, let reason):
+                    logger.warning(
+                        "a database file is readable by other accounts and its mode cannot be changed by this one",
+                        metadata: [
+                            "path": .string(file), "mode": .string(String(mode, radix: 8)), "reason": .string(reason),
+                        ]
+                    )
+                case .created, .unchanged:
+                    break
+                }
             }
             try await executor.run { try connection.open(busyTimeoutMilliseconds: busyTimeoutMilliseconds) }
         } catch {
