@@ -222,6 +222,13 @@ let package = Package(
             path: "Tests/SocketTestSupport",
             swiftSettings: swiftSettings
         ),
+        // An HTTP/2 server over TLS that answers with header bombs (HTTP2Tests, HeraldAPITests).
+        .target(
+            name: "HTTP2TestSupport",
+            dependencies: ["HeraldIO", "HeraldCrypto", "CNGHTTP2"],
+            path: "Tests/HTTP2TestSupport",
+            swiftSettings: swiftSettings
+        ),
         // Re-exports HeraldCore's manual clock for the Jobs and Notifications tests.
         .target(
             name: "JobsTestSupport",
@@ -267,7 +274,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTP2Tests",
-            dependencies: ["HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto", "AsyncTestSupport"],
+            dependencies: ["HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto", "AsyncTestSupport", "HTTP2TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -386,6 +393,7 @@ let package = Package(
                 "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
                 "ProcessTestSupport", "Devices", "ClientTokens", "Webhooks", "Wake", "LiveActivities",
+                "HTTP2TestSupport", "HeraldIO",
             ],
             swiftSettings: swiftSettings
         ),

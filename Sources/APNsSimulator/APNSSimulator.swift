@@ -124,7 +124,8 @@ public final class APNSSimulator: Service {
                 ?? FileManager.default.temporaryDirectory
                 .appendingPathComponent("herald-apns-simulator-\(server.port).pem").path
             do {
-                try certificate.write(toFile: path, atomically: true, encoding: .utf8)
+                // Owner-only like every file Herald writes: clients of this user read it.
+                try PrivateFile.write(Array(certificate.utf8), to: path)
             } catch {
                 throw APNSSimulatorError("cannot write the simulator's certificate to \(path): \(error)")
             }

@@ -99,9 +99,19 @@ extension ClientSession {
         guard state.phase != .closed, let nghttp2 else { return }
         lastReadTime = eventLoop.iterationTime
         deferringResumes = true
-        if let reason = nghttp2.receive(bytes) {
+        guard let failure = nghttp2.receive(bytes) else { return }
+        if failure.code == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue {
+            // A header block in more frames than ``State/maximumContinuations`` allows: a
+            // CONTINUATION flood, dropped like any other oversized header list.
+            headerListTooLarge(.continuations(limit: State.maximumContinuations))
+        } else {
+            // Also after a header callback refused a field: the state has closed already.
             failConnection(
-                HTTP2Error(code: .protocolError, isSafeToRetry: false, message: "HTTP/2 protocol error: \(reason)")
+                HTTP2Error(
+                    code: .protocolError,
+                    isSafeToRetry: false,
+                    message: "HTTP/2 protocol error: \(failure.reason)"
+                )
             )
         }
     }

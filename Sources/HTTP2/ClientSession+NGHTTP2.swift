@@ -28,19 +28,42 @@ extension ClientSession {
     /// A response header field. The stream still collects its response while it has its waiter:
     /// the shell takes the waiter out when it runs the state's answer for the request (what
     /// ``ClientSessionState/isReceiving(_:)`` tells), so no state access is needed per field.
-    func onHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        withStream(streamID) { stream in
-            guard stream.waiter != nil else { return }
-            if name.first == UInt8(ascii: ":") {
-                // The only response pseudo-header is :status (nghttp2 checks).
-                var status = 0
-                for byte in value where byte >= 48 && byte <= 57 { status = status * 10 + Int(byte - 48) }
-                if stream.status >= 100 && stream.status < 200 { stream.clearHeaders() }
-                stream.status = status
-                return
-            }
-            stream.appendHeader(name: name, value: value)
+    ///
+    /// Every field counts towards the stream's header list, answered or not, across all its
+    /// header blocks (informational responses, the final one, trailers): past
+    /// ``ClientSessionState/maximumHeaderListSize`` the connection is dropped.
+    /// - Returns: false when the field broke the limit (nghttp2 must stop: the session is failed).
+    func onHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
+        guard state.phase != .closed,
+            let pointer = nghttp2.flatMap({ nghttp2_session_get_stream_user_data($0.pointer, streamID) })
+        else { return true }
+        let stream = Unmanaged<ClientStream>.fromOpaque(pointer).takeUnretainedValue()
+        stream.headerListSize += State.headerFieldSize(nameLength: name.count, valueLength: value.count)
+        if stream.headerListSize > State.maximumHeaderListSize {
+            headerListTooLarge(.bytes(limit: State.maximumHeaderListSize))
+            return false
         }
+        guard stream.waiter != nil else { return true }
+        if name.first == UInt8(ascii: ":") {
+            // The only response pseudo-header is :status (nghttp2 checks).
+            var status = 0
+            for byte in value where byte >= 48 && byte <= 57 { status = status * 10 + Int(byte - 48) }
+            if stream.status >= 100 && stream.status < 200 { stream.clearHeaders() }
+            stream.status = status
+            return true
+        }
+        stream.appendHeader(name: name, value: value)
+        return true
+    }
+
+    /// The peer sent more header data than allowed: log it and drop the connection (counted in
+    /// `herald_http2_client_connection_failures_total{cause="header list too large"}`).
+    func headerListTooLarge(_ excess: State.HeaderListExcess) {
+        logger.warning(
+            "HTTP/2 server sent an oversized header list; dropping the connection",
+            metadata: ["authority": .string(defaultAuthority), "limit": .string(excess.description)]
+        )
+        withActions { state.headerListTooLarge(excess, actions: &$0) }
     }
 
     func onData(streamID: Int32, bytes: UnsafeRawBufferPointer) {
@@ -150,14 +173,15 @@ func clientOnHeader(
     _ userData: UnsafeMutableRawPointer?
 ) -> Int32 {
     guard let frame else { return 0 }
-    withClientSession(userData) {
+    let accepted = withClientSession(userData) {
         $0.onHeader(
             streamID: frame.pointee.hd.stream_id,
             name: UnsafeRawBufferPointer(start: name, count: nameLength),
             value: UnsafeRawBufferPointer(start: value, count: valueLength)
         )
     }
-    return 0
+    // A fatal error: `nghttp2_session_mem_recv` stops at once and reads nothing more.
+    return accepted ? 0 : NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
 }
 
 func clientOnDataChunk(

@@ -90,6 +90,8 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
             configureOptions: { option in
                 // Never open more than one stream before the server's SETTINGS say how many.
                 nghttp2_option_set_peer_max_concurrent_streams(option, 1)
+                // A header block in more frames than this is a CONTINUATION flood: fatal.
+                nghttp2_option_set_max_continuations(option, State.maximumContinuations)
             }
         )
         drainTask = { [unowned self] in self.drainInbox(.queuedTask) }

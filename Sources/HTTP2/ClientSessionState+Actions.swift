@@ -44,6 +44,39 @@ extension ClientSessionState {
         case stop
     }
 
+    // MARK: header limits
+
+    /// The largest response header list the client takes, per stream, all its header blocks
+    /// (informational responses, the final one, trailers) together: 64 KiB, announced as
+    /// SETTINGS_MAX_HEADER_LIST_SIZE. APNs and CloudKit send a few hundred bytes.
+    static var maximumHeaderListSize: Int { 65_536 }
+
+    /// CONTINUATION frames allowed after one HEADERS frame (nghttp2's own default, made explicit):
+    /// with 16 KiB frames, room for a 64 KiB header list sent without compression.
+    static var maximumContinuations: Int { 8 }
+
+    /// One field's share of a header list as RFC 9113 §6.5.2 counts it for
+    /// SETTINGS_MAX_HEADER_LIST_SIZE: name and value octets, uncompressed, plus 32.
+    static func headerFieldSize(nameLength: Int, valueLength: Int) -> Int {
+        nameLength + valueLength + 32
+    }
+
+    /// Which header limit the peer broke.
+    enum HeaderListExcess: Equatable, CustomStringConvertible {
+        /// More than `limit` bytes of header fields on one stream.
+        case bytes(limit: Int)
+        /// A header block in more than `limit` CONTINUATION frames.
+        case continuations(limit: Int)
+
+        var description: String {
+            switch self {
+            case .bytes(let limit):
+                "a response header list over \(limit) bytes (SETTINGS_MAX_HEADER_LIST_SIZE)"
+            case .continuations(let limit): "a header block in more than \(limit) CONTINUATION frames"
+            }
+        }
+    }
+
     // MARK: flow control
 
     /// Output above this many unwritten bytes stays in nghttp2 until the socket drains: nghttp2's
@@ -56,8 +89,9 @@ extension ClientSessionState {
     }
 
     /// The SETTINGS the client sends first (ids as in RFC 9113 §6.5.2: no server push, the
-    /// stream receive window, no streams opened by the server), and the connection receive
-    /// window to announce (nil: the protocol's default of 65,535 bytes).
+    /// stream receive window, no streams opened by the server, the largest header list it
+    /// takes), and the connection receive window to announce (nil: the protocol's default of
+    /// 65,535 bytes).
     static func localSettings(
         initialStreamWindowSize: Int,
         connectionWindowSize: Int
@@ -66,6 +100,7 @@ extension ClientSessionState {
             (0x2, 0),
             (0x4, UInt32(clamping: initialStreamWindowSize)),
             (0x3, 0),
+            (0x6, UInt32(maximumHeaderListSize)),
         ]
         return (settings, connectionWindowSize > 65_535 ? Int32(clamping: connectionWindowSize) : nil)
     }

@@ -190,6 +190,18 @@ struct ClientSessionState<Request> {
         answer(index, .error(error), actions: &actions)
     }
 
+    /// The peer sent more header data than the client takes (``HeaderListExcess``): the
+    /// connection is dropped, as for any broken peer. Every request fails; one whose HEADERS were
+    /// sent is not safe to retry (the server may have processed it).
+    mutating func headerListTooLarge(_ excess: HeaderListExcess, actions: inout [Action]) {
+        let error = HTTP2Error(
+            code: .headerListTooLarge,
+            isSafeToRetry: false,
+            message: "the server sent \(excess.description); the HTTP/2 connection was dropped"
+        )
+        fail(error, actions: &actions)
+    }
+
     /// nghttp2 could not send the HEADERS of the request on `streamID` (reset while queued in
     /// nghttp2, GOAWAY, or the session is closing) and drops the stream; the shell has cleared
     /// its user data. Found by a search: this is rare.

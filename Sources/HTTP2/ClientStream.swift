@@ -59,6 +59,9 @@ final class ClientStream: @unchecked Sendable {
     private var headerLength = 0
     private var headerCount = 0
     var responseBody: [UInt8] = []
+    /// Bytes of every response header field received so far, in all header blocks, counted as
+    /// ``ClientSessionState/headerFieldSize(nameLength:valueLength:)`` does.
+    var headerListSize = 0
 
     /// When the request was handed to the session (monotonic nanoseconds): its timeout counts
     /// from here, time in the session's inbox included.

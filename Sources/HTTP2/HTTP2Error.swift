@@ -12,6 +12,7 @@ public struct HTTP2Error: Error, Sendable, CustomStringConvertible {
         private enum Base: Hashable, Sendable {
             case connectFailed, connectionClosed, goAway, streamRefused, streamReset
             case requestTimeout, pingTimeout, protocolError, streamIDsExhausted, responseTooLarge
+            case headerListTooLarge
         }
 
         private let base: Base
@@ -39,6 +40,10 @@ public struct HTTP2Error: Error, Sendable, CustomStringConvertible {
         public static let streamIDsExhausted = Code(.streamIDsExhausted)
         /// The response body exceeded ``HTTP2ClientConnection/Configuration/maximumResponseBodySize``.
         public static let responseTooLarge = Code(.responseTooLarge)
+        /// The peer sent a response header list over 64 KiB (SETTINGS_MAX_HEADER_LIST_SIZE, which
+        /// the client announces) or a header block in too many CONTINUATION frames; the
+        /// connection was dropped.
+        public static let headerListTooLarge = Code(.headerListTooLarge)
 
         public var description: String {
             switch base {
@@ -52,6 +57,7 @@ public struct HTTP2Error: Error, Sendable, CustomStringConvertible {
             case .protocolError: "protocol error"
             case .streamIDsExhausted: "stream ids exhausted"
             case .responseTooLarge: "response too large"
+            case .headerListTooLarge: "header list too large"
             }
         }
     }

@@ -53,11 +53,18 @@ final class NGHTTP2Session {
         return NGHTTP2Session(takingOwnershipOf: session)
     }
 
-    /// Feeds received bytes; callbacks run during the call. Returns nil or a fatal error text.
-    func receive(_ bytes: UnsafeRawBufferPointer) -> String? {
+    /// A fatal error of `nghttp2_session_mem_recv`: its code and text.
+    struct ReceiveFailure {
+        var code: Int32
+        var reason: String
+    }
+
+    /// Feeds received bytes; callbacks run during the call. Returns nil or the fatal error.
+    func receive(_ bytes: UnsafeRawBufferPointer) -> ReceiveFailure? {
         guard let base = bytes.baseAddress else { return nil }
         let result = nghttp2_session_mem_recv(pointer, base.assumingMemoryBound(to: UInt8.self), bytes.count)
-        return result < 0 ? String(cString: nghttp2_strerror(Int32(result))) : nil
+        guard result < 0 else { return nil }
+        return ReceiveFailure(code: Int32(result), reason: String(cString: nghttp2_strerror(Int32(result))))
     }
 
     enum Output {

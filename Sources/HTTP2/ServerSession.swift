@@ -247,8 +247,11 @@ final class ServerSession: ChannelHandler, @unchecked Sendable {
     func channelRead(_ channel: Channel, _ bytes: UnsafeRawBufferPointer) {
         guard !closed, let nghttp2 else { return }
         lastReadTime = eventLoop.iterationTime
-        if let reason = nghttp2.receive(bytes) {
-            configuration.logger.debug("HTTP/2 protocol error from client", metadata: ["error": .string(reason)])
+        if let failure = nghttp2.receive(bytes) {
+            configuration.logger.debug(
+                "HTTP/2 protocol error from client",
+                metadata: ["error": .string(failure.reason)]
+            )
             flushSession()  // nghttp2 has queued a GOAWAY
             channel.close(mode: .graceful)
         }

@@ -9,8 +9,9 @@ public protocol ReadinessCheck: Sendable {
     func check() async throws
 }
 
-/// The routes every Herald process serves without authentication: `/`, `/healthz`, `/readyz`
-/// and `/metrics` (DESIGN.md, HTTP API conventions).
+/// The routes every Herald process serves without an API key: `/`, `/healthz`, `/readyz` and
+/// `/metrics` (DESIGN.md, HTTP API conventions); `/metrics` takes a bearer token of its own when
+/// ``metricsToken`` is set.
 public struct SystemRoutes: Sendable {
     public var checks: [any ReadinessCheck]
     public var metrics: MetricsRegistry
@@ -20,6 +21,8 @@ public struct SystemRoutes: Sendable {
     /// each may take ``metricsRefreshTimeout`` at most, after which the last values are shown.
     public var metricsRefreshers: [@Sendable () async -> Void] = []
     public var metricsRefreshTimeout: Duration = .seconds(1)
+    /// `HERALD_METRICS_TOKEN`: when set, `/metrics` answers 401 without it; nil serves anyone.
+    public var metricsToken: MetricsToken?
 
     public init(checks: [any ReadinessCheck], metrics: MetricsRegistry = .shared, checkTimeout: Duration = .seconds(2))
     {
@@ -33,7 +36,15 @@ public struct SystemRoutes: Sendable {
         router.head("/") { _ in HTTPResponse(status: 200) }
         router.get("/healthz") { _ in .json(["status": "ok"]) }
         router.get("/readyz") { _ in await readiness() }
-        router.get("/metrics") { [metrics, metricsRefreshers, metricsRefreshTimeout] _ in
+        router.get("/metrics") { [metrics, metricsRefreshers, metricsRefreshTimeout, metricsToken] request in
+            // Checked before the refreshers run: a refused scrape costs no database query.
+            if let metricsToken {
+                do throws(HTTPError) {
+                    try metricsToken.authorize(request)
+                } catch {
+                    return error.response
+                }
+            }
             if !metricsRefreshers.isEmpty {
                 await withTaskGroup(of: Void.self) { group in
                     for refresh in metricsRefreshers {

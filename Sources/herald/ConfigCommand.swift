@@ -80,6 +80,11 @@ enum ConfigCommand {
             problems += error.problems
         }
         do {
+            _ = try MetricsToken.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
+        do {
             _ = try JobSettings.load(environment: environment)
         } catch {
             problems += error.problems

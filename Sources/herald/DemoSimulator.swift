@@ -56,26 +56,18 @@ struct DemoSimulator {
         keyFile =
             FileManager.default.temporaryDirectory
             .appendingPathComponent("herald-serve-simulator-\(simulator.port)-AuthKey_\(key.keyID).p8").path
-        guard
-            FileManager.default.createFile(
-                atPath: keyFile,
-                contents: Data(key.privateKey.pemRepresentation.utf8),
-                attributes: [.posixPermissions: 0o600]
-            )
-        else {
-            throw SimulatorExportError(path: keyFile)
+        do {
+            try PrivateFile.write(Array(key.privateKey.pemRepresentation.utf8), to: keyFile)
+        } catch {
+            throw SimulatorExportError(path: keyFile, reason: error)
         }
         cloudKitKeyFile =
             FileManager.default.temporaryDirectory
             .appendingPathComponent("herald-serve-simulator-\(simulator.port)-cloudkit.pem").path
-        guard
-            FileManager.default.createFile(
-                atPath: cloudKitKeyFile,
-                contents: Data(cloudKitKey.pemRepresentation.utf8),
-                attributes: [.posixPermissions: 0o600]
-            )
-        else {
-            throw SimulatorExportError(path: cloudKitKeyFile)
+        do {
+            try PrivateFile.write(Array(cloudKitKey.pemRepresentation.utf8), to: cloudKitKeyFile)
+        } catch {
+            throw SimulatorExportError(path: cloudKitKeyFile, reason: error)
         }
     }
 

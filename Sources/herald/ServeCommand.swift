@@ -112,6 +112,8 @@ enum ServeCommand {
         }
         webhooks.userAgent = "Herald/\(Herald.version)"
         var apiKeys = load(APIKeys([])) { () throws(ConfigurationError) in try APIKeys.load(environment: environment) }
+        let metricsToken = load(nil) { () throws(ConfigurationError) in try MetricsToken.load(environment: environment)
+        }
         let jobs = load(JobWorkerConfiguration()) { () throws(ConfigurationError) in
             try JobSettings.load(environment: environment)
         }
@@ -225,6 +227,7 @@ enum ServeCommand {
                 configuration,
                 apns: apns,
                 apiKeys: apiKeys,
+                metricsToken: metricsToken,
                 clientTokens: clientTokens,
                 clientDevices: clientDevices,
                 clientLimits: clientLimits,
@@ -259,6 +262,7 @@ enum ServeCommand {
         _ configuration: ServerConfiguration,
         apns: APNsSettings?,
         apiKeys: APIKeys,
+        metricsToken: MetricsToken? = nil,
         clientTokens: ClientTokenConfiguration = ClientTokenConfiguration(),
         clientDevices: ClientDeviceSettings = ClientDeviceSettings(),
         clientLimits: ClientRateLimiter.Limits = ClientRateLimiter.Limits(),
@@ -361,6 +365,7 @@ enum ServeCommand {
             var checks: [any ReadinessCheck] = [DatabaseReadiness(database: database)]
             if apns != nil { checks.append(APNsReadiness(clients: clients)) }
             var system = SystemRoutes(checks: checks)
+            system.metricsToken = metricsToken
             // A scrape sees the job queue as it is, counted at most every 10 s.
             system.metricsRefreshers = [{ await worker.refreshQueueGauges(olderThan: .seconds(10)) }]
             system.register(on: &router)

@@ -56,7 +56,7 @@ enum SimulatorCommand {
             let path = FileManager.default.temporaryDirectory
                 .appendingPathComponent("herald-apns-simulator-\(simulator.port)-AuthKey_\(key.keyID).p8").path
             do {
-                try key.privateKey.pemRepresentation.write(toFile: path, atomically: true, encoding: .utf8)
+                try PrivateFile.write(Array(key.privateKey.pemRepresentation.utf8), to: path)
                 writtenKeyFile = path
             } catch {
                 printError("herald simulator: cannot write the generated key to \(path): \(error)")

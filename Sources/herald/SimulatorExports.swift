@@ -68,14 +68,10 @@ struct SimulatorExports {
 
     /// Writes ``environmentFile`` to `path`, readable by its owner only (it names the signing key).
     func write(to path: String) throws {
-        guard
-            FileManager.default.createFile(
-                atPath: path,
-                contents: Data(environmentFile.utf8),
-                attributes: [.posixPermissions: 0o600]
-            )
-        else {
-            throw SimulatorExportError(path: path)
+        do {
+            try PrivateFile.write(Array(environmentFile.utf8), to: path)
+        } catch {
+            throw SimulatorExportError(path: path, reason: error)
         }
     }
 
@@ -93,5 +89,8 @@ struct SimulatorExports {
 
 struct SimulatorExportError: Error, CustomStringConvertible {
     var path: String
-    var description: String { "cannot write \(path): check that its directory exists and is writable" }
+    var reason: PrivateFileError?
+    var description: String {
+        reason.map(String.init(describing:)) ?? "cannot write \(path): check that its directory exists and is writable"
+    }
 }

@@ -451,12 +451,87 @@ import Testing
         #expect(State.mayPullOutput(pendingWriteBytes: State.outputHighWater - 1))
         #expect(!State.mayPullOutput(pendingWriteBytes: State.outputHighWater))
         let local = State.localSettings(initialStreamWindowSize: 1 << 20, connectionWindowSize: 16 << 20)
-        #expect(local.settings.map(\.id) == [2, 4, 3])
-        #expect(local.settings.map(\.value) == [0, 1 << 20, 0])
+        #expect(local.settings.map(\.id) == [2, 4, 3, 6])
+        #expect(local.settings.map(\.value) == [0, 1 << 20, 0, 65_536])
         #expect(local.connectionWindow == 16 << 20)
         #expect(State.localSettings(initialStreamWindowSize: 1, connectionWindowSize: 65_535).connectionWindow == nil)
         #expect(
             State.localSettings(initialStreamWindowSize: 1 << 40, connectionWindowSize: 0).settings[1].value == .max
         )
+    }
+
+    // MARK: header limits
+
+    struct HeaderFieldCase: Sendable, CustomTestStringConvertible {
+        var name: Int
+        var value: Int
+        var size: Int
+        var testDescription: String { "\(name)-byte name, \(value)-byte value: \(size)" }
+    }
+
+    @Test(
+        "a header field counts as RFC 9113 §6.5.2 says: name and value octets plus 32",
+        arguments: [
+            HeaderFieldCase(name: 7, value: 3, size: 42),
+            HeaderFieldCase(name: 1, value: 0, size: 33),
+            HeaderFieldCase(name: 0, value: 0, size: 32),
+            HeaderFieldCase(name: 10, value: 65_536, size: 65_578),
+        ]
+    )
+    func headerFieldSize(_ row: HeaderFieldCase) {
+        #expect(State.headerFieldSize(nameLength: row.name, valueLength: row.value) == row.size)
+    }
+
+    @Test("64 KiB of header list per stream; 2,048 empty fields already pass it (the 32 bytes each count)")
+    func headerListLimit() {
+        #expect(State.maximumHeaderListSize == 65_536)
+        #expect(State.maximumContinuations == 8)
+        let emptyFields = State.maximumHeaderListSize / State.headerFieldSize(nameLength: 1, valueLength: 0)
+        #expect(emptyFields < 2_048)
+    }
+
+    struct ExcessCase: Sendable, CustomTestStringConvertible {
+        var excess: State.HeaderListExcess
+        var headersSent: [Bool]
+        var queued: Int
+        var expected: [String]
+        var testDescription: String { "\(excess), headers sent \(headersSent), \(queued) queued" }
+    }
+
+    @Test(
+        "a peer over a header limit is dropped: the connection closes (abort, a failure) and every request fails",
+        arguments: [
+            ExcessCase(
+                excess: .bytes(limit: 65_536),
+                headersSent: [true],
+                queued: 0,
+                expected: ["close header list too large failure retired [0]", "fail 0 header list too large"]
+            ),
+            ExcessCase(
+                excess: .continuations(limit: 8),
+                headersSent: [true, false],
+                queued: 1,
+                expected: [
+                    "close header list too large failure retired [0, 1]", "fail 0 header list too large",
+                    "fail 1 header list too large safe", "fail 2 header list too large safe",
+                ]
+            ),
+        ]
+    )
+    func headerListTooLarge(_ row: ExcessCase) {
+        let open = row.headersSent.count
+        var (state, ids) = Self.ready(limit: open, requests: Array(0..<(open + row.queued)))
+        _ = Self.openAll(&state)
+        for (index, sent) in row.headersSent.enumerated() where sent { state.headersSent(ids[index]) }
+        var actions: [State.Action] = []
+        state.headerListTooLarge(row.excess, actions: &actions)
+        #expect(actions.map(Self.describe) == row.expected)
+        #expect(state.phase == .closed)
+        #expect(state.failure?.code == .headerListTooLarge)
+        #expect(state.failure?.message.contains(row.excess.description) == true)
+        // Once closed, a second excess (nghttp2 stops anyway) changes nothing.
+        var again: [State.Action] = []
+        state.headerListTooLarge(row.excess, actions: &again)
+        #expect(again.isEmpty)
     }
 }

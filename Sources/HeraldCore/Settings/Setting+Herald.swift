@@ -7,6 +7,7 @@ extension Setting {
         logLevel, logFormat,
         databaseURL, databaseStatementTimeout, databaseAcquireTimeout,
         apiKeys,
+        metricsToken,
         clientTokenSecret, clientTokenKeysFile, clientTokenAudience, clientMaxDevices, maxInstancesPerUser,
         clientTags, clientRateLimit, clientIPRateLimit,
         relay, relayMaxInFlight, relayIPRateLimit,
@@ -135,6 +136,17 @@ extension Setting {
         example: "k1-0123456789abcdef0123456789abcdef,k2-fedcba9876543210fedcba9876543210",
         secrecy: .whole,
         accepted: "16 to 512 printable ASCII characters per key, no spaces (e.g. from `openssl rand -hex 32`)"
+    )
+
+    public static let metricsToken = Setting(
+        "HERALD_METRICS_TOKEN",
+        group: .apiKeys,
+        meaning: "The bearer token GET /metrics requires (Authorization: Bearer <token>); give it to the Prometheus "
+            + "scrape job, not the API key.",
+        whenUnset: "/metrics answers anyone",
+        example: "m-0123456789abcdef0123456789abcdef",
+        secrecy: .whole,
+        accepted: "16 to 512 printable ASCII characters, no spaces (e.g. from `openssl rand -hex 32`)"
     )
 
     // MARK: Client tokens

@@ -33,6 +33,27 @@ final class SQLiteDatabase: Database {
         let connection = SQLiteConnection(path: path)
         let executor = BlockingExecutor(name: "herald-sqlite", threadCount: 1)
         do {
+            let preparations = try await executor.run { try preparePrivateFiles(path) }
+            for (file, preparation) in preparations {
+                switch preparation {
+                case .tightened(let mode):
+                    logger.notice(
+                        "removed group and other permissions from a database file",
+                        metadata: [
+                            "path": .string(file), "old_mode": .string(String(mode, radix: 8)), "new_mode": "600",
+                        ]
+                    )
+                case .notTightened(let mode, let reason):
+                    logger.warning(
+                        "a database file is readable by other accounts and its mode cannot be changed by this one",
+                        metadata: [
+                            "path": .string(file), "mode": .string(String(mode, radix: 8)), "reason": .string(reason),
+                        ]
+                    )
+                case .created, .unchanged:
+                    break
+                }
+            }
             try await executor.run { try connection.open(busyTimeoutMilliseconds: busyTimeoutMilliseconds) }
         } catch {
             await executor.shutdownGracefully()
@@ -45,6 +66,30 @@ final class SQLiteDatabase: Database {
             metrics: DatabaseMetrics(registry: metrics, dialect: .sqlite),
             logger: logger
         )
+    }
+
+    /// Files SQLite keeps beside the database, created with the database file's mode.
+    static let companionSuffixes = ["-wal", "-shm", "-journal"]
+
+    /// Creates the database file with mode 0600 before SQLite opens it (SQLite gives its `-wal`,
+    /// `-shm` and `-journal` files the database file's mode), and removes group and other
+    /// permissions from an existing database file and companions that have them. `:memory:` and
+    /// `file:` URIs are left to SQLite.
+    /// - Returns: what was done to each file that exists.
+    static func preparePrivateFiles(_ path: String) throws -> [(String, PrivateFile.Preparation)] {
+        guard path != ":memory:", !path.hasPrefix("file:") else { return [] }
+        do {
+            var done = [(path, try PrivateFile.prepare(path))]
+            for suffix in companionSuffixes {
+                done.append((path + suffix, try PrivateFile.tighten(path + suffix)))
+            }
+            return done
+        } catch {
+            throw DatabaseError(
+                code: .connectionFailed,
+                message: "cannot open SQLite database '\(path)': \(error)"
+            )
+        }
     }
 
     // MARK: DatabaseExecutor
