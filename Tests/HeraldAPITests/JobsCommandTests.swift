@@ -144,7 +144,8 @@ struct JobsCommandTests {
             let pair = [ids[0], twin]
             let common = 35
             let unique = ids[1]
-            let uniquePrefix = String(unique.prefix(8))
+            // UUIDv7: ids made together share their time; 24 characters reach far into the random bits.
+            let uniquePrefix = String(unique.prefix(24))
 
             let stats = try await Self.herald(["jobs", "stats"], environment: ["DATABASE_URL": url])
             #expect(stats.status == 0)
