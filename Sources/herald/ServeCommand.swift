@@ -334,7 +334,13 @@ enum ServeCommand {
                 authenticator: ClientTokenAuthenticator(clientTokens)
             ).register(on: &router)
             liveActivities.register(on: &router, keys: apiKeys, clientTokens: clientTokens)
-            WebhookRoutes(store: webhookStore, keys: apiKeys, idempotency: idempotency, allowHTTP: webhooks.allowHTTP)
+            WebhookRoutes(
+                store: webhookStore,
+                keys: apiKeys,
+                idempotency: idempotency,
+                allowHTTP: webhooks.allowHTTP,
+                destinations: WebhookDestinationPolicy(allowPrivate: webhooks.allowPrivate)
+            )
                 .register(on: &router)
             // Broadcast channels: straight to APNs' management and broadcast hosts, nothing stored.
             ChannelRoutes(clients: clients, keys: apiKeys, idempotency: idempotency).register(on: &router)
