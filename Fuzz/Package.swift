@@ -4,7 +4,7 @@ import PackageDescription
 /// The libFuzzer executables, one per harness in the root package's FuzzHarness library. Built
 /// by `scripts/fuzz.sh` (`make fuzz`) with `-sanitize=fuzzer,address`; kept out of the root
 /// package so that its `swift build` and `swift test` are unaffected.
-let targets = ["http", "relay-headers", "simulator", "payload", "client-token", "cloudkit-response"]
+let targets = ["http", "relay-headers", "simulator", "payload", "client-token", "cloudkit-response", "webhook-url"]
 
 let package = Package(
     name: "HeraldFuzz",

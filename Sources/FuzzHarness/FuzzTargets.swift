@@ -9,6 +9,7 @@ public enum FuzzTargets {
         ("payload", PayloadFuzz.run),
         ("client-token", ClientTokenFuzz.run),
         ("cloudkit-response", CloudKitResponseFuzz.run),
+        ("webhook-url", WebhookURLFuzz.run),
     ]
 }
 

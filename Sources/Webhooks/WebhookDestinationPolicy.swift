@@ -47,12 +47,7 @@ public struct WebhookDestinationPolicy: Sendable {
     /// - Throws: ``WebhookError`` `destination_not_allowed` (field `url`); an unparsable URL is
     ///   left to ``WebhookRequest/parse(_:allowHTTP:)``, which has already refused it.
     public func check(url: String) async throws(WebhookError) {
-        guard !allowPrivate, let target = WebhookTarget(url: url) else { return }
-        if let address = WebhookAddress(literal: target.host) {
-            guard let range = address.refusedRange else { return }
-            refusals.increment(labels: [("stage", "creation")])
-            throw Self.refusal("url's host \(String(target.host.prefix(64))) is \(range.phrase)")
-        }
+        guard let target = try checkLiteral(url: url) else { return }
         let addresses = await lookUp(target.host, port: target.port)
         let ranges = addresses.compactMap { WebhookAddress(literal: $0) }.map(\.refusedRange)
         guard !ranges.isEmpty, ranges.allSatisfy({ $0 != nil }), let range = ranges.first ?? nil else { return }
@@ -63,6 +58,19 @@ public struct WebhookDestinationPolicy: Sendable {
             "url's host \(String(target.host.prefix(64))) resolves only to addresses Herald does not deliver to "
                 + "(such as \(range.phrase))"
         )
+    }
+
+    /// The part of ``check(url:)`` that needs no DNS: refuses a host that is an address literal
+    /// in a refused range.
+    ///
+    /// - Returns: the host name and port left to resolve, or `nil` when nothing is left to check
+    ///   (every destination allowed, an allowed literal, or a URL that does not parse).
+    public func checkLiteral(url: String) throws(WebhookError) -> (host: String, port: Int)? {
+        guard !allowPrivate, let target = WebhookTarget(url: url) else { return nil }
+        guard let address = WebhookAddress(literal: target.host) else { return (target.host, target.port) }
+        guard let range = address.refusedRange else { return nil }
+        refusals.increment(labels: [("stage", "creation")])
+        throw Self.refusal("url's host \(String(target.host.prefix(64))) is \(range.phrase)")
     }
 
     /// The host's addresses, or none when it does not resolve within ``resolveTimeout``.

@@ -340,8 +340,7 @@ enum ServeCommand {
                 idempotency: idempotency,
                 allowHTTP: webhooks.allowHTTP,
                 destinations: WebhookDestinationPolicy(allowPrivate: webhooks.allowPrivate)
-            )
-                .register(on: &router)
+            ).register(on: &router)
             // Broadcast channels: straight to APNs' management and broadcast hosts, nothing stored.
             ChannelRoutes(clients: clients, keys: apiKeys, idempotency: idempotency).register(on: &router)
             wake.register(on: &router, queue: queue, apps: clients.apps, keys: apiKeys, idempotency: idempotency)

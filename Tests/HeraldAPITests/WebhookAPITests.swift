@@ -240,7 +240,11 @@ struct WebhookAPITests {
     func destinationNotAllowed(backend: Backend) async throws {
         try await Self.with(backend, allowHTTP: true) { harness in
             for url in Self.refusedURLs + Self.refusedURLs.map({ "http" + $0.dropFirst(5) }) {
-                let answer = try await harness.request("POST", "/v1/webhooks", json: ["url": url, "events": ["device.invalidated"]])
+                let answer = try await harness.request(
+                    "POST",
+                    "/v1/webhooks",
+                    json: ["url": url, "events": ["device.invalidated"]]
+                )
                 #expect(answer.status == 400, "\(url)")
                 let error = Self.error(answer.json)
                 #expect(error?["code"] as? String == "destination_not_allowed", "\(url): \(answer.json)")
@@ -256,7 +260,11 @@ struct WebhookAPITests {
             #expect((Self.error(named.json)?["message"] as? String)?.contains("10.0.0.7") == false)
             // Public, partly public, and (DNS down) unresolvable names are accepted.
             for url in ["https://example.com/", "https://mixed.example/", "https://unresolvable.example/"] {
-                let answer = try await harness.request("POST", "/v1/webhooks", json: ["url": url, "events": ["device.invalidated"]])
+                let answer = try await harness.request(
+                    "POST",
+                    "/v1/webhooks",
+                    json: ["url": url, "events": ["device.invalidated"]]
+                )
                 #expect(answer.status == 201, "\(url): \(answer.json)")
             }
             let list = try await harness.request("GET", "/v1/webhooks")
@@ -264,7 +272,11 @@ struct WebhookAPITests {
         }
         try await Self.with(backend, allowHTTP: true, allowPrivate: true) { harness in
             for url in Self.refusedURLs {
-                let answer = try await harness.request("POST", "/v1/webhooks", json: ["url": url, "events": ["device.invalidated"]])
+                let answer = try await harness.request(
+                    "POST",
+                    "/v1/webhooks",
+                    json: ["url": url, "events": ["device.invalidated"]]
+                )
                 #expect(answer.status == 201, "\(url): \(answer.json)")
             }
         }

@@ -206,7 +206,10 @@ struct WebhookDeliveryTests {
     /// DNS rebinding: the name resolved to a public address when the webhook was created and
     /// resolves to 127.0.0.1 at delivery. Both resolutions are injected, so the only address any
     /// connection could reach is the loopback receiver, whatever the code under test does.
-    @Test("a name that resolves to 127.0.0.1 at delivery is refused there: dead, the receiver gets nothing", arguments: Backend.allCases)
+    @Test(
+        "a name that resolves to 127.0.0.1 at delivery is refused there: dead, the receiver gets nothing",
+        arguments: Backend.allCases
+    )
     func rebindingRefusedAtDelivery(backend: Backend) async throws {
         let receiver = HTTP1Receiver()
         try await receiver.run { port in
@@ -229,7 +232,9 @@ struct WebhookDeliveryTests {
                 #expect(state.dead == 2)
                 #expect(state.pending == 0)
                 let lastError = try #require(state.lastError)
-                #expect(lastError.hasPrefix("destination_not_allowed: the receiver's host resolved to a loopback address"))
+                #expect(
+                    lastError.hasPrefix("destination_not_allowed: the receiver's host resolved to a loopback address")
+                )
                 #expect(!lastError.contains("127.0.0.1"))
                 #expect(
                     harness.metrics.value("herald_webhook_destinations_refused_total", labels: [("stage", "delivery")])
@@ -291,7 +296,10 @@ struct WebhookDeliveryTests {
         }
     }
 
-    @Test("an HTTP/1.1-only receiver over TLS (Python's http.server) gets signed events", arguments: [Backend.sqliteMemory])
+    @Test(
+        "an HTTP/1.1-only receiver over TLS (Python's http.server) gets signed events",
+        arguments: [Backend.sqliteMemory]
+    )
     func pythonReceiverOverTLS(backend: Backend) async throws {
         try await PythonReceiver.with(.record, tls: true) { receiver in
             try await WebhookHarness.with(backend) { harness, clock in

@@ -14,12 +14,15 @@ struct WebhookDestinationTests {
         ("0.0.0.0", .unspecified), ("0.1.2.3", .unspecified),
         ("127.0.0.1", .loopback), ("127.255.255.254", .loopback),
         ("10.0.0.1", .privateNetwork), ("10.255.255.255", .privateNetwork),
-        ("172.16.0.1", .privateNetwork), ("172.31.255.255", .privateNetwork), ("172.32.0.1", nil), ("172.15.255.255", nil),
+        ("172.16.0.1", .privateNetwork), ("172.31.255.255", .privateNetwork), ("172.32.0.1", nil),
+        ("172.15.255.255", nil),
         ("192.168.0.1", .privateNetwork), ("192.169.0.1", nil),
         ("169.254.169.254", .linkLocal), ("169.254.0.1", .linkLocal), ("169.255.0.1", nil),
-        ("100.64.0.1", .carrierGradeNAT), ("100.127.255.255", .carrierGradeNAT), ("100.128.0.1", nil), ("100.63.255.255", nil),
+        ("100.64.0.1", .carrierGradeNAT), ("100.127.255.255", .carrierGradeNAT), ("100.128.0.1", nil),
+        ("100.63.255.255", nil),
         ("224.0.0.1", .multicast), ("239.255.255.250", .multicast),
-        ("255.255.255.255", .broadcast), ("240.0.0.1", .reserved), ("192.0.0.170", .reserved), ("198.18.0.1", .reserved),
+        ("255.255.255.255", .broadcast), ("240.0.0.1", .reserved), ("192.0.0.170", .reserved),
+        ("198.18.0.1", .reserved),
         ("8.8.8.8", nil), ("93.184.216.34", nil), ("1.1.1.1", nil), ("11.0.0.1", nil),
         // IPv6
         ("::", .unspecified), ("::1", .loopback), ("fe80::1", .linkLocal), ("febf::1", .linkLocal),
@@ -49,7 +52,8 @@ struct WebhookDestinationTests {
     func oddSpellings() throws {
         let spellings: [(String, String)] = [
             ("2130706433", "127.0.0.1"), ("0x7f.1", "127.0.0.1"), ("127.1", "127.0.0.1"), ("0177.0.0.1", "127.0.0.1"),
-            ("0x7f000001", "127.0.0.1"), ("127.0.1", "127.0.0.1"), ("0", "0.0.0.0"), ("0xA9.0xFE.0xA9.0xFE", "169.254.169.254"),
+            ("0x7f000001", "127.0.0.1"), ("127.0.1", "127.0.0.1"), ("0", "0.0.0.0"),
+            ("0xA9.0xFE.0xA9.0xFE", "169.254.169.254"),
             ("10.0x10101", "10.1.1.1"), ("017700000001", "127.0.0.1"), ("3232235777", "192.168.1.1"),
         ]
         for (text, expected) in spellings {
@@ -57,9 +61,10 @@ struct WebhookDestinationTests {
             #expect(WebhookAddress(literal: text)?.refusedRange != nil, "\(text)")
         }
         // Names and malformed numbers are not literals.
-        for text in ["example.com", "1.2.3.4.5", "256.1.1.1", "1.2.3.256", "1.2.65536", "08.1.1.1", "0x", "0x.1", "1..1",
-            "4294967296", "1.2.3.4.", "", "0x1g", "[::1", "::g"]
-        {
+        for text in [
+            "example.com", "1.2.3.4.5", "256.1.1.1", "1.2.3.256", "1.2.65536", "08.1.1.1", "0x", "0x.1", "1..1",
+            "4294967296", "1.2.3.4.", "", "0x1g", "[::1", "::g",
+        ] {
             #expect(WebhookAddress(literal: text) == nil, "\(text)")
         }
         // Brackets and zones as URLs carry them.
@@ -70,7 +75,8 @@ struct WebhookDestinationTests {
     @Test("the IPv4 parser agrees with glibc's inet_aton")
     func agreesWithInetAton() {
         let inputs = [
-            "1", "1.2", "1.2.3", "1.2.3.4", "0x1.0x2", "00.00.00.00", "0x0.0x0", "077", "078", "0xFFFFFFFF", "0x100000000",
+            "1", "1.2", "1.2.3", "1.2.3.4", "0x1.0x2", "00.00.00.00", "0x0.0x0", "077", "078", "0xFFFFFFFF",
+            "0x100000000",
             "255.255.255.255", "255.255.255.256", "255.16777215", "255.16777216", "1.65535", "1.2.65535", "1.2.65536",
             "00000000000000000000001", "0x000000000000000000001", "1.", ".1", "a.b.c.d", "0X7F.1", "09", "1.2.3.4.5",
         ]
@@ -107,7 +113,9 @@ struct WebhookDestinationTests {
                 #expect(error.field == "url")
             }
         }
-        for url in ["https://public.example/", "https://mixed.example/", "https://unresolvable.example/", "https://8.8.8.8/"] {
+        for url in [
+            "https://public.example/", "https://mixed.example/", "https://unresolvable.example/", "https://8.8.8.8/",
+        ] {
             try await policy.check(url: url)
         }
         #expect(metrics.value("herald_webhook_destinations_refused_total", labels: [("stage", "creation")]) == 6)

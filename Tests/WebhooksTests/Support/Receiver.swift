@@ -1,9 +1,9 @@
 import Foundation
 import HTTP2
-import HeraldCore
-import HeraldCrypto
 import HTTPRouting
 import HTTPServer
+import HeraldCore
+import HeraldCrypto
 import HeraldIO
 import Synchronization
 import Testing
