@@ -56,6 +56,12 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // Outgoing webhook deliveries: HTTP/1.1 and HTTP/2 clients (docs/ARCHITECTURE.md says why).
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // The `herald` executable's memory allocator (README: "Memory allocator").
         .systemLibrary(
             name: "CJemalloc",
@@ -64,7 +70,7 @@ let package = Package(
         ),
 
         // What Glibc does not expose to Swift (epoll, eventfd, signalfd) and C macros.
-        .target(name: "CHeraldShims", dependencies: ["COpenSSL"]),
+        .target(name: "CHeraldShims", dependencies: ["COpenSSL", "CCurl"]),
 
         // MARK: Swift modules, lowest first
         // Child processes started with posix_spawn (`herald jobs bench` workers, and the tests'
@@ -150,8 +156,8 @@ let package = Package(
         .target(
             name: "Webhooks",
             dependencies: [
-                "HeraldCore", "HeraldCrypto", "HeraldIO", "HTTP2", "Storage", "Jobs", "Notifications", "APNs",
-                "Devices",
+                "HeraldCore", "HeraldCrypto", "HeraldIO", "Storage", "Jobs", "Notifications", "APNs",
+                "Devices", "CHeraldShims", "CCurl",
             ],
             swiftSettings: swiftSettings
         ),
@@ -202,7 +208,7 @@ let package = Package(
             name: "FuzzHarness",
             dependencies: [
                 "HTTPRouting", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto",
-                "Storage", "ClientTokens", "CloudKit", "Devices",
+                "Storage", "ClientTokens", "CloudKit", "Devices", "Webhooks",
                 "HeraldCore",
             ],
             swiftSettings: swiftSettings
@@ -348,7 +354,7 @@ let package = Package(
                 "HTTP2", "HeraldIO",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport",
                 "HTTPRouting",
-                "ProcessTestSupport",
+                "ProcessTestSupport", "HTTPServer",
             ],
             swiftSettings: swiftSettings
         ),

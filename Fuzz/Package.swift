@@ -6,7 +6,7 @@ import PackageDescription
 /// package so that its `swift build` and `swift test` are unaffected.
 let targets = [
     "http", "relay-headers", "simulator", "payload", "client-token", "cloudkit-response",
-    "client-token-keys", "rate-limit", "client-tags",
+    "client-token-keys", "rate-limit", "client-tags", "webhook-url",
 ]
 
 let package = Package(

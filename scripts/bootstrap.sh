@@ -9,7 +9,7 @@
 #   --bench    also wrk, h2o, h2load (nghttp2-client) and GNU time for the benchmark scripts
 set -euo pipefail
 
-packages=(pkg-config libssl-dev libnghttp2-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libjemalloc-dev)
+packages=(pkg-config libssl-dev libnghttp2-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libjemalloc-dev libcurl4-openssl-dev)
 for arg in "$@"; do
   case "$arg" in
     --test) packages+=(postgresql curl nghttp2-client systemd openssl python3 gdb) ;;

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-http relay-headers simulator payload client-token cloudkit-response client-token-keys rate-limit client-tags}
+targets=${FUZZ_TARGETS:-http relay-headers simulator payload client-token cloudkit-response client-token-keys rate-limit client-tags webhook-url}
 
 echo "== building the fuzz targets"
 start=$SECONDS

@@ -67,7 +67,7 @@ rm -rf "$install_root"
 # once under ThreadSanitizer, each build in its own scratch path. Any report fails the run (ASan
 # stops at the first one; TSan exits 66 after its first one). LeakSanitizer is off for now: it
 # reports reference cycles left at exit (indirect leaks only) that are not triaged yet.
-sanitized_suites='HeraldIOTests|HTTP2Tests|APNsTests|HTTPServerTests|StorageTests|GroupCommitTests'
+sanitized_suites='HeraldIOTests|HTTP2Tests|APNsTests|HTTPServerTests|StorageTests|GroupCommitTests|WebhookDeliveryTests'
 export ASAN_OPTIONS=halt_on_error=1:exitcode=66:detect_leaks=0
 export TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan-suppressions.txt"
 for sanitizer in address thread; do

@@ -12,6 +12,7 @@ public enum FuzzTargets {
         ("client-token-keys", ClientTokenKeysFileFuzz.run),
         ("rate-limit", RateLimitFuzz.run),
         ("client-tags", ClientTagsFuzz.run),
+        ("webhook-url", WebhookURLFuzz.run),
     ]
 }
 

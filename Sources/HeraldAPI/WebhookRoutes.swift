@@ -17,12 +17,21 @@ public struct WebhookRoutes: Sendable {
     public let idempotency: IdempotencyStore
     /// `HERALD_WEBHOOK_ALLOW_HTTP`: accept `http://` URLs.
     public let allowHTTP: Bool
+    /// Which destinations a webhook may have (`HERALD_WEBHOOK_ALLOW_PRIVATE`).
+    public let destinations: WebhookDestinationPolicy
 
-    public init(store: WebhookStore, keys: APIKeys, idempotency: IdempotencyStore, allowHTTP: Bool) {
+    public init(
+        store: WebhookStore,
+        keys: APIKeys,
+        idempotency: IdempotencyStore,
+        allowHTTP: Bool,
+        destinations: WebhookDestinationPolicy = WebhookDestinationPolicy()
+    ) {
         self.store = store
         self.keys = keys
         self.idempotency = idempotency
         self.allowHTTP = allowHTTP
+        self.destinations = destinations
     }
 
     public func register(on router: inout Router) {
@@ -56,6 +65,7 @@ public struct WebhookRoutes: Sendable {
 
     func create(_ request: HTTPRequest) async throws -> HTTPResponse {
         let parsed = try WebhookRequest.parse(request.body, allowHTTP: allowHTTP)
+        try await destinations.check(url: parsed.url)
         let webhook = try await store.create(parsed)
         var response = HTTPResponse.json(WebhookBody(webhook, secret: webhook.secret, delivery: nil), status: 201)
         response.headers.replaceOrAdd(

@@ -3,8 +3,15 @@ public import Foundation
 /// How webhooks are accepted and delivered; the executable fills it from the environment.
 public struct WebhookConfiguration: Sendable {
     /// Accept `http://` URLs (`HERALD_WEBHOOK_ALLOW_HTTP=1`, for local use): delivered as cleartext
-    /// prior-knowledge HTTP/2. Default false: `https://` only.
+    /// HTTP/1.1. Default false: `https://` only.
     public var allowHTTP = false
+    /// Deliver to loopback, private, link-local and other non-public addresses
+    /// (`HERALD_WEBHOOK_ALLOW_PRIVATE=1`, for local receivers and tests). Default false: such
+    /// destinations are refused at creation and on the address actually connected to.
+    public var allowPrivate = false
+    /// `host:port:address` entries that pin where a name resolves (libcurl's `CURLOPT_RESOLVE`),
+    /// for tests that must not reach any address but loopback; empty in `herald serve`.
+    public var resolveOverrides: [String] = []
     /// Extra trusted root certificates (PEM) for receivers, added to the system store
     /// (`HERALD_WEBHOOK_CA_FILE`).
     public var caFile: String?
@@ -25,8 +32,8 @@ public struct WebhookConfiguration: Sendable {
     /// Connect and request timeouts of a delivery.
     public var connectTimeout: Duration = .seconds(10)
     public var requestTimeout: Duration = .seconds(15)
-    /// Receiver connections kept open for reuse at most (one per scheme, host and port); the
-    /// least recently used is closed beyond it.
+    /// Receiver connections kept open for reuse at most (libcurl's connection cache); the
+    /// oldest idle one is closed beyond it.
     public var maximumConnections = 32
     /// A connection unused this long is closed.
     public var idleConnectionTimeout: TimeInterval = 60

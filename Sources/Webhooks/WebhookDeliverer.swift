@@ -1,5 +1,4 @@
 public import Foundation
-import HTTP2
 public import HeraldCore
 public import Jobs
 
@@ -14,7 +13,7 @@ public import Jobs
 public final class WebhookDeliverer: Sendable {
     public let store: WebhookStore
     public let configuration: WebhookConfiguration
-    private let connections: WebhookConnections
+    private let client: WebhookHTTPClient
     let metrics: WebhookMetrics
     let logger: Logger
 
@@ -27,7 +26,7 @@ public final class WebhookDeliverer: Sendable {
     ) throws {
         self.store = store
         self.configuration = configuration
-        self.connections = try WebhookConnections(configuration: configuration, clock: store.clock)
+        self.client = try WebhookHTTPClient(configuration: configuration)
         self.metrics = WebhookMetrics(registry: metrics)
         self.logger = logger
     }
@@ -43,9 +42,9 @@ public final class WebhookDeliverer: Sendable {
         }
     }
 
-    /// Closes the receiver connections (at shutdown).
+    /// Closes the receiver connections and stops the delivery thread (at shutdown).
     public func close() async {
-        await connections.closeAll()
+        await client.close()
     }
 
     static func payload(for webhook: UUID) -> String {
@@ -87,17 +86,20 @@ public final class WebhookDeliverer: Sendable {
         let webhook = batch.webhook
         let body = Array(("{\"events\":[" + batch.events.map(\.json).joined(separator: ",") + "]}").utf8)
         var failure: String
-        if let target = WebhookTarget(url: webhook.url) {
-            var request = HTTP2Request(path: target.path, body: body)
-            request.headers.add(name: "content-type", value: "application/json")
-            request.headers.add(name: "user-agent", value: configuration.userAgent)
-            request.headers.add(
-                name: WebhookSignature.headerName,
-                value: WebhookSignature.header(secret: webhook.secret, body: body, at: store.clock.now()),
-                neverIndex: true
+        var refused: WebhookAddressRange?
+        if WebhookTarget(url: webhook.url) != nil {
+            let request = WebhookHTTPRequest(
+                url: webhook.url,
+                headers: [
+                    "Content-Type: application/json",
+                    "User-Agent: \(configuration.userAgent)",
+                    "\(WebhookSignature.headerName): "
+                        + WebhookSignature.header(secret: webhook.secret, body: body, at: store.clock.now()),
+                ],
+                body: body
             )
             do {
-                let response = try await connections.send(request, to: target)
+                let response = try await client.post(request)
                 if (200..<300).contains(response.status) {
                     try await store.recordDelivered(webhook.id, batch.events, at: store.clock.now())
                     metrics.deliveries.increment(labels: [("result", "success")])
@@ -107,24 +109,37 @@ public final class WebhookDeliverer: Sendable {
                         metadata: [
                             "webhook": .string(RequestIdentifier.lowercaseString(webhook.id)),
                             "events": .int(batch.events.count),
+                            "http_version": .int(response.httpVersion),
                         ]
                     )
                     return true
                 }
-                failure = "the receiver answered HTTP \(response.status)"
+                if (300..<400).contains(response.status) {
+                    failure =
+                        "the receiver answered HTTP \(response.status), a redirect: Herald does not follow "
+                        + "redirects; set the webhook's url to the address the receiver redirects to"
+                } else {
+                    failure = "the receiver answered HTTP \(response.status)"
+                }
             } catch is CancellationError {
                 throw CancellationError()
+            } catch let error as WebhookDeliveryError {
+                failure = error.description
+                refused = error.refusedRange
             } catch {
                 failure = "\(error)"
             }
         } else {
             failure = "the webhook's URL can no longer be parsed"
         }
-        try await recordFailure(batch, failure)
+        try await recordFailure(batch, failure, deadNow: refused != nil)
+        if refused != nil { metrics.destinationsRefused.increment(labels: [("stage", "delivery")]) }
         return false
     }
 
-    private func recordFailure(_ batch: WebhookStore.Batch, _ failure: String) async throws {
+    /// Records a failed batch: retried later, or dead when its window has passed or `deadNow`
+    /// (a refused destination, which no retry can change).
+    private func recordFailure(_ batch: WebhookStore.Batch, _ failure: String, deadNow: Bool) async throws {
         let now = store.clock.now()
         let attempt = batch.events.map(\.attempts).min() ?? 1
         let backoff = Backoff(
@@ -138,7 +153,7 @@ public final class WebhookDeliverer: Sendable {
             batch.events,
             error: String(failure.prefix(500)),
             retryAt: retryAt,
-            window: configuration.retryWindow,
+            window: deadNow ? 0 : configuration.retryWindow,
             deadRetention: configuration.deadRetention,
             at: now
         )

@@ -145,7 +145,7 @@ public struct WebhookRequest: Sendable, Hashable {
     }
 }
 
-/// Where a webhook's deliveries go: the parts of its URL the HTTP/2 client needs.
+/// The parts of a webhook's URL that validation and the destination policy look at.
 struct WebhookTarget: Sendable, Hashable {
     var scheme: String
     var host: String

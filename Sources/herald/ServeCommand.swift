@@ -381,8 +381,13 @@ enum ServeCommand {
                 tags: clientDevices.tags
             ).register(on: &router)
             liveActivities.register(on: &router, keys: apiKeys, clientTokens: clientTokens)
-            WebhookRoutes(store: webhookStore, keys: apiKeys, idempotency: idempotency, allowHTTP: webhooks.allowHTTP)
-                .register(on: &router)
+            WebhookRoutes(
+                store: webhookStore,
+                keys: apiKeys,
+                idempotency: idempotency,
+                allowHTTP: webhooks.allowHTTP,
+                destinations: WebhookDestinationPolicy(allowPrivate: webhooks.allowPrivate)
+            ).register(on: &router)
             // Broadcast channels: straight to APNs' management and broadcast hosts, nothing stored.
             ChannelRoutes(clients: clients, keys: apiKeys, idempotency: idempotency).register(on: &router)
             wake.register(on: &router, queue: queue, apps: clients.apps, keys: apiKeys, idempotency: idempotency)

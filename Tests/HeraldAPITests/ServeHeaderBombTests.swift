@@ -12,7 +12,7 @@ import Testing
 /// `herald serve` whose APNs host is a hostile HTTP/2 server answering every push with a header
 /// bomb: one header block that HPACK expands to hundreds of MiB. Herald drops each such
 /// connection after 64 KiB of header list, and its memory barely moves.
-@Suite("herald serve: a hostile APNs host", .serialized)
+@Suite("herald serve: hostile HTTP/2 peers (APNs, a webhook receiver)", .serialized)
 struct ServeHeaderBombTests {
     /// VmRSS of `pid` in bytes, from /proc.
     static func residentBytes(_ pid: Int32) throws -> Int {
@@ -82,6 +82,67 @@ struct ServeHeaderBombTests {
             "RSS grew by \((after - before) >> 10) KiB after \(stats.bombsSent) bombs of 360 MB decoded each"
         )
         #expect(herald.isRunning)
+        herald.signal(SIGTERM)
+        _ = try await herald.waitForExit(timeout: .seconds(15))
+    }
+
+    @Test("an HPACK bomb from a webhook receiver (HTTP/2 over libcurl) is dropped, with RSS growth under 16 MiB")
+    func webhookHeaderBombIsDropped() async throws {
+        let server = try HostileHTTP2Server(bomb: .hpackAmplification(references: 120_000))
+        defer { server.close() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bomb-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let caFile = directory.appendingPathComponent("hostile-ca.pem").path
+        try server.certificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
+        let key = "header-bomb-test-key-0123456789"
+        let herald = try HeraldProcess(
+            arguments: ["serve", "--simulator", "--host", "127.0.0.1", "--port", "0"],
+            environment: [
+                "DATABASE_URL": "sqlite:\(directory.path)/herald.sqlite", "HERALD_API_KEYS": key,
+                "TOPIC": "org.example.bomb", "HERALD_WEBHOOK_CA_FILE": caFile, "HERALD_WEBHOOK_ALLOW_PRIVATE": "1",
+            ]
+        )
+        let base = "http://127.0.0.1:\(try await herald.listeningPort())"
+        let headers = ["Authorization": "Bearer \(key)", "Content-Type": "application/json"]
+        let created = try await fetch(
+            base + "/v1/webhooks",
+            method: "POST",
+            headers: headers,
+            body: #"{"url":"\#(server.url)/hooks","events":["notification.finished"]}"#
+        )
+        #expect(created.status == 201, "\(created.body)")
+        let webhook = try #require(
+            (try JSONSerialization.jsonObject(with: Data(created.body.utf8)) as? [String: Any])?["id"] as? String
+        )
+        let before = try Self.residentBytes(herald.child.pid)
+
+        for index in 0..<4 {
+            let token = String(format: "%02x", index) + String(repeating: "cd", count: 31)
+            let sent = try await fetch(
+                base + "/v1/notifications?wait=true",
+                method: "POST",
+                headers: headers,
+                body: #"{"tokens":["\#(token)"],"payload":{"aps":{"alert":"Boom"}}}"#
+            )
+            #expect(sent.status == 200, "\(sent.body)")
+        }
+        // libcurl dropped the connection at the bomb; the delivery failed and will be retried.
+        try await eventually(timeout: .seconds(60)) {
+            let stats = server.current
+            let state = try await fetch(base + "/v1/webhooks/\(webhook)", headers: headers).body
+            return stats.bombsSent >= 1 && stats.closed >= 1 && state.contains(#""last_error":""#)
+        }
+        let state = try await fetch(base + "/v1/webhooks/\(webhook)", headers: headers).body
+        #expect(!state.contains("did not answer in time"), "dropped, not timed out: \(state)")
+        #expect(!state.contains(#""delivered":1"#), "\(state)")
+        let after = try Self.residentBytes(herald.child.pid)
+        let stats = server.current
+        #expect(
+            after - before < 16 << 20,
+            "RSS grew by \((after - before) >> 10) KiB after \(stats.bombsSent) bombs of 360 MB decoded each"
+        )
+        #expect(try await fetch(base + "/healthz").status == 200)
         herald.signal(SIGTERM)
         _ = try await herald.waitForExit(timeout: .seconds(15))
     }

@@ -39,7 +39,24 @@ struct WebhookAPITests {
         }
     }
 
-    static func with(_ backend: Backend, allowHTTP: Bool = false, _ body: (Harness) async throws -> Void) async throws {
+    /// The resolver creation uses here: fixed answers, no DNS. Nothing connects to these
+    /// addresses; creation only classifies them.
+    static let resolve: WebhookDestinationPolicy.Resolve = { host, _ in
+        switch host {
+        case "example.com": return ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"]
+        case "metadata.internal.example": return ["169.254.169.254"]
+        case "intranet.example": return ["10.0.0.7", "fd00::7"]
+        case "mixed.example": return ["10.0.0.7", "93.184.216.34"]
+        default: throw CancellationError()
+        }
+    }
+
+    static func with(
+        _ backend: Backend,
+        allowHTTP: Bool = false,
+        allowPrivate: Bool = false,
+        _ body: (Harness) async throws -> Void
+    ) async throws {
         let quiet = Logger(label: "test", level: .error, handler: RecordingLogHandler())
         try await withDatabase(backend, poolSize: 4) { db, _ in
             try await Migrator.migrate(db, HeraldSchema.migrations, logger: quiet)
@@ -48,7 +65,12 @@ struct WebhookAPITests {
                 store: WebhookStore(database: db),
                 keys: APIKeys([key]),
                 idempotency: IdempotencyStore(database: db),
-                allowHTTP: allowHTTP
+                allowHTTP: allowHTTP,
+                destinations: WebhookDestinationPolicy(
+                    allowPrivate: allowPrivate,
+                    resolve: resolve,
+                    metrics: MetricsRegistry()
+                )
             ).register(on: &router)
             var http = HTTPServer.Configuration()
             http.host = "127.0.0.1"
@@ -189,13 +211,74 @@ struct WebhookAPITests {
             #expect(try await harness.request("GET", "/v1/webhooks", key: nil).status == 401)
             #expect(try await harness.request("GET", "/v1/webhooks/not-a-uuid").status == 404)
         }
-        try await Self.with(.sqliteMemory, allowHTTP: true) { harness in
+        try await Self.with(.sqliteMemory, allowHTTP: true, allowPrivate: true) { harness in
             let http = try await harness.request(
                 "POST",
                 "/v1/webhooks",
                 json: ["url": "http://127.0.0.1:9000/", "events": ["device.invalidated"]]
             )
             #expect(http.status == 201)
+        }
+    }
+
+    /// Hosts in loopback, private, link-local, CGNAT, unique-local, unspecified ranges and their
+    /// IPv4-mapped or odd spellings; and names whose every address is such.
+    static let refusedURLs = [
+        "https://127.0.0.1/hook", "https://127.0.0.1:8443/", "https://169.254.169.254/latest/meta-data/",
+        "https://10.1.2.3/", "https://[::1]/", "https://[fd00::1]/", "https://100.64.0.1/", "https://0.0.0.0/",
+        "https://[::ffff:127.0.0.1]/", "https://[::ffff:a9fe:a9fe]/", "https://2130706433/", "https://0x7f.1/",
+        "https://127.1/", "https://0177.0.0.1/", "https://192.168.1.1/", "https://172.16.0.1/",
+        "https://[fe80::1]/", "https://[64:ff9b::7f00:1]/", "https://[2002:7f00:1::]/",
+        "https://224.0.0.1/", "https://255.255.255.255/", "https://metadata.internal.example/",
+        "https://intranet.example/",
+    ]
+
+    @Test(
+        "destinations: non-public hosts and names resolving only to them are 400 destination_not_allowed",
+        arguments: Backend.allCases
+    )
+    func destinationNotAllowed(backend: Backend) async throws {
+        try await Self.with(backend, allowHTTP: true) { harness in
+            for url in Self.refusedURLs + Self.refusedURLs.map({ "http" + $0.dropFirst(5) }) {
+                let answer = try await harness.request(
+                    "POST",
+                    "/v1/webhooks",
+                    json: ["url": url, "events": ["device.invalidated"]]
+                )
+                #expect(answer.status == 400, "\(url)")
+                let error = Self.error(answer.json)
+                #expect(error?["code"] as? String == "destination_not_allowed", "\(url): \(answer.json)")
+                #expect(error?["field"] as? String == "url")
+                #expect((error?["message"] as? String)?.contains("HERALD_WEBHOOK_ALLOW_PRIVATE=1") == true)
+            }
+            // Resolved addresses are not named: the message says what kind they are.
+            let named = try await harness.request(
+                "POST",
+                "/v1/webhooks",
+                json: ["url": "https://intranet.example/", "events": ["device.invalidated"]]
+            )
+            #expect((Self.error(named.json)?["message"] as? String)?.contains("10.0.0.7") == false)
+            // Public, partly public, and (DNS down) unresolvable names are accepted.
+            for url in ["https://example.com/", "https://mixed.example/", "https://unresolvable.example/"] {
+                let answer = try await harness.request(
+                    "POST",
+                    "/v1/webhooks",
+                    json: ["url": url, "events": ["device.invalidated"]]
+                )
+                #expect(answer.status == 201, "\(url): \(answer.json)")
+            }
+            let list = try await harness.request("GET", "/v1/webhooks")
+            #expect((list.json["webhooks"] as? [Any])?.count == 3)
+        }
+        try await Self.with(backend, allowHTTP: true, allowPrivate: true) { harness in
+            for url in Self.refusedURLs {
+                let answer = try await harness.request(
+                    "POST",
+                    "/v1/webhooks",
+                    json: ["url": url, "events": ["device.invalidated"]]
+                )
+                #expect(answer.status == 201, "\(url): \(answer.json)")
+            }
         }
     }
 }

@@ -9,7 +9,8 @@ import Testing
 
 @testable import Webhooks
 
-/// Delivery against a real HTTP/2 receiver over TLS, on every backend, with a manual clock.
+/// Delivery through libcurl against real receivers (HTTP/2 over TLS, HTTP/1.1 in cleartext) on
+/// loopback, on every backend, with a manual clock.
 @Suite("webhook delivery")
 struct WebhookDeliveryTests {
     @Test(
@@ -157,35 +158,163 @@ struct WebhookDeliveryTests {
         }
     }
 
-    @Test(
-        "a receiver that does not negotiate HTTP/2 fails with a message that says so",
-        arguments: [Backend.sqliteMemory]
-    )
-    func receiverWithoutHTTP2(backend: Backend) async throws {
-        let receiver = try Receiver(applicationProtocols: ["http/1.1"])
-        try await receiver.run {
+    @Test("http:// receivers get HTTP/1.1, signed, from a server that speaks nothing else", arguments: Backend.allCases)
+    func cleartextHTTP1Receiver(backend: Backend) async throws {
+        let receiver = HTTP1Receiver()
+        try await receiver.run { port in
             try await WebhookHarness.with(backend) { harness, clock in
-                let webhook = try await harness.createWebhook(url: receiver.url)
-                try await harness.recordInvalidations(1)
+                let webhook = try await harness.createWebhook(
+                    url: "http://127.0.0.1:\(port)/hooks?team=1",
+                    secret: "test-secret-0123456789"
+                )
+                let recorded = try await harness.recordInvalidations(2)
                 clock.advance(1)
                 try await harness.deliverer.deliverDue(webhook.id)
-                let state = try #require(try await harness.store.state(id: webhook.id))
-                #expect(state.pending == 1)
-                #expect(state.lastError?.contains("did not negotiate HTTP/2") == true)
+                let deliveries = receiver.deliveries
+                #expect(deliveries.map(\.eventIDs.count) == [2])
+                #expect(
+                    deliveries.flatMap(\.eventIDs).sorted()
+                        == recorded.map { RequestIdentifier.lowercaseString($0.id) }.sorted()
+                )
+                let delivery = try #require(deliveries.first)
+                #expect(delivery.headers["content-type"] == "application/json")
+                #expect(delivery.headers["user-agent"] == "Herald/test")
+                #expect(try await verifySignatureWithOpenSSL(delivery, secret: "test-secret-0123456789"))
+                #expect(try await harness.store.state(id: webhook.id)?.delivered == 2)
             }
         }
     }
 
-    @Test("http:// receivers get cleartext prior-knowledge HTTP/2", arguments: [Backend.sqliteMemory])
-    func cleartextReceiver(backend: Backend) async throws {
-        let receiver = try Receiver(tls: false)
-        try await receiver.run {
+    @Test("a redirect is not followed: the delivery failed, and last_error says why", arguments: [Backend.sqliteMemory])
+    func redirectNotFollowed(backend: Backend) async throws {
+        let receiver = HTTP1Receiver(statuses: [302, 307])
+        try await receiver.run { port in
             try await WebhookHarness.with(backend) { harness, clock in
-                let webhook = try await harness.createWebhook(url: receiver.url)
-                try await harness.recordInvalidations(2)
+                let webhook = try await harness.createWebhook(url: "http://127.0.0.1:\(port)/hooks")
+                try await harness.recordInvalidations(1)
                 clock.advance(1)
                 try await harness.deliverer.deliverDue(webhook.id)
-                #expect(receiver.deliveries.map(\.eventIDs.count) == [2])
+                #expect(receiver.deliveries.count == 1)
+                let state = try #require(try await harness.store.state(id: webhook.id))
+                #expect(state.pending == 1)
+                #expect(state.lastError?.hasPrefix("the receiver answered HTTP 302, a redirect") == true)
+                #expect(state.lastError?.contains("does not follow redirects") == true)
+            }
+        }
+    }
+
+    /// DNS rebinding: the name resolved to a public address when the webhook was created and
+    /// resolves to 127.0.0.1 at delivery. Both resolutions are injected, so the only address any
+    /// connection could reach is the loopback receiver, whatever the code under test does.
+    @Test(
+        "a name that resolves to 127.0.0.1 at delivery is refused there: dead, the receiver gets nothing",
+        arguments: Backend.allCases
+    )
+    func rebindingRefusedAtDelivery(backend: Backend) async throws {
+        let receiver = HTTP1Receiver()
+        try await receiver.run { port in
+            var configuration = WebhookHarness.configuration()
+            configuration.allowPrivate = false
+            configuration.resolveOverrides = ["rebind.example:\(port):127.0.0.1"]
+            try await WebhookHarness.with(backend, configuration: configuration) { harness, clock in
+                let url = "http://rebind.example:\(port)/hooks"
+                let policy = WebhookDestinationPolicy(
+                    resolve: { _, _ in ["93.184.216.34"] },
+                    metrics: harness.metrics
+                )
+                try await policy.check(url: url)
+                let webhook = try await harness.createWebhook(url: url)
+                try await harness.recordInvalidations(2, perTransaction: 2)
+                clock.advance(1)
+                try await harness.deliverer.deliverDue(webhook.id)
+                #expect(receiver.deliveries.isEmpty)
+                let state = try #require(try await harness.store.state(id: webhook.id))
+                #expect(state.dead == 2)
+                #expect(state.pending == 0)
+                let lastError = try #require(state.lastError)
+                #expect(
+                    lastError.hasPrefix("destination_not_allowed: the receiver's host resolved to a loopback address")
+                )
+                #expect(!lastError.contains("127.0.0.1"))
+                #expect(
+                    harness.metrics.value("herald_webhook_destinations_refused_total", labels: [("stage", "delivery")])
+                        == 1
+                )
+                #expect(harness.metrics.value("herald_webhook_events_total", labels: [("result", "dead")]) == 2)
+                // No retry is scheduled: the job ends.
+                #expect(try await harness.store.nextDue(webhook.id) == nil)
+            }
+            // The same setup with HERALD_WEBHOOK_ALLOW_PRIVATE=1 reaches the receiver: the refusal
+            // above is the policy's, not a failure to connect.
+            configuration.allowPrivate = true
+            try await WebhookHarness.with(backend, configuration: configuration) { harness, clock in
+                let webhook = try await harness.createWebhook(url: "http://rebind.example:\(port)/hooks")
+                try await harness.recordInvalidations(1)
+                clock.advance(1)
+                try await harness.deliverer.deliverDue(webhook.id)
+                #expect(receiver.deliveries.count == 1)
+                #expect(try await harness.store.state(id: webhook.id)?.delivered == 1)
+            }
+        }
+    }
+
+    @Test(
+        "a receiver sending a header list without end is dropped at 64 KiB, over HTTP/2 and HTTP/1.1; Herald goes on",
+        arguments: [PythonReceiver.Mode.bombHTTP2, .bombHTTP1]
+    )
+    func headerBomb(mode: PythonReceiver.Mode) async throws {
+        let fine = try Receiver()
+        try await PythonReceiver.with(mode) { bomb in
+            try await fine.run {
+                try await WebhookHarness.with(.sqliteMemory) { harness, clock in
+                    let scheme = mode == .bombHTTP2 ? "https" : "http"
+                    let webhook = try await harness.createWebhook(url: "\(scheme)://127.0.0.1:\(bomb.port)/hooks")
+                    try await harness.recordInvalidations(1)
+                    clock.advance(1)
+                    try await harness.deliverer.deliverDue(webhook.id)
+                    #expect(bomb.requestCount == 1)
+                    let state = try #require(try await harness.store.state(id: webhook.id))
+                    #expect(state.pending == 1)
+                    if mode == .bombHTTP1 {
+                        #expect(
+                            state.lastError
+                                == "the receiver's response headers exceeded 64 KiB: Herald dropped the connection"
+                        )
+                    } else {
+                        // libcurl gathers an HTTP/2 header block before the header callback sees
+                        // it, and drops a peer whose block outgrows its buffer: not a timeout.
+                        #expect(state.lastError == "the connection to the receiver failed while receiving its answer")
+                    }
+                    // The deliverer is fine: the next receiver gets its events.
+                    let next = try await harness.createWebhook(url: fine.url)
+                    try await harness.recordInvalidations(1)
+                    clock.advance(1)
+                    try await harness.deliverer.deliverDue(next.id)
+                    #expect(try await harness.store.state(id: next.id)?.delivered == 1)
+                }
+            }
+        }
+    }
+
+    @Test(
+        "an HTTP/1.1-only receiver over TLS (Python's http.server) gets signed events",
+        arguments: [Backend.sqliteMemory]
+    )
+    func pythonReceiverOverTLS(backend: Backend) async throws {
+        try await PythonReceiver.with(.record, tls: true) { receiver in
+            try await WebhookHarness.with(backend) { harness, clock in
+                let webhook = try await harness.createWebhook(
+                    url: "https://localhost:\(receiver.port)/hooks",
+                    secret: "test-secret-0123456789"
+                )
+                try await harness.recordInvalidations(3, perTransaction: 3)
+                clock.advance(1)
+                try await harness.deliverer.deliverDue(webhook.id)
+                let deliveries = receiver.deliveries
+                #expect(deliveries.map(\.eventIDs.count) == [3])
+                let delivery = try #require(deliveries.first)
+                #expect(try await verifySignatureWithOpenSSL(delivery, secret: "test-secret-0123456789"))
+                #expect(try await harness.store.state(id: webhook.id)?.delivered == 3)
             }
         }
     }

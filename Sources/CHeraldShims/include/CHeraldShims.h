@@ -94,4 +94,70 @@ int cherald_spawn_addchdir(posix_spawn_file_actions_t *actions, const char *path
 /// Returns 0 or an error number.
 int cherald_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int from);
 
+// MARK: libcurl (variadic setopt/getinfo, typed per argument kind)
+
+#include <curl/curl.h>
+
+/// The signature of CURLOPT_WRITEFUNCTION and CURLOPT_HEADERFUNCTION.
+typedef size_t (*cherald_curl_data_callback)(char *data, size_t size, size_t count, void *user);
+/// The signature of CURLOPT_OPENSOCKETFUNCTION.
+typedef curl_socket_t (*cherald_curl_opensocket_callback)(void *user, curlsocktype purpose,
+                                                          struct curl_sockaddr *address);
+
+/// curl_easy_setopt with a `long` argument.
+static inline CURLcode cherald_curl_easy_setopt_long(CURL *easy, CURLoption option, long value) {
+    return curl_easy_setopt(easy, option, value);
+}
+/// curl_easy_setopt with a `curl_off_t` argument (CURLOPT_POSTFIELDSIZE_LARGE).
+static inline CURLcode cherald_curl_easy_setopt_off_t(CURL *easy, CURLoption option, curl_off_t value) {
+    return curl_easy_setopt(easy, option, value);
+}
+/// curl_easy_setopt with a string (copied by libcurl, except CURLOPT_POSTFIELDS) or a `void *`.
+static inline CURLcode cherald_curl_easy_setopt_pointer(CURL *easy, CURLoption option, const void *value) {
+    return curl_easy_setopt(easy, option, value);
+}
+/// curl_easy_setopt with a header or resolve list (not copied: keep it until the transfer ends).
+static inline CURLcode cherald_curl_easy_setopt_slist(CURL *easy, CURLoption option, struct curl_slist *list) {
+    return curl_easy_setopt(easy, option, list);
+}
+/// CURLOPT_WRITEFUNCTION or CURLOPT_HEADERFUNCTION.
+static inline CURLcode cherald_curl_easy_setopt_data_callback(CURL *easy, CURLoption option,
+                                                              cherald_curl_data_callback callback) {
+    return curl_easy_setopt(easy, option, callback);
+}
+/// CURLOPT_OPENSOCKETFUNCTION.
+static inline CURLcode cherald_curl_easy_setopt_opensocket(CURL *easy, cherald_curl_opensocket_callback callback) {
+    return curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
+/// CURLOPT_CAINFO_BLOB with a copy of `length` bytes at `data` (PEM certificates).
+static inline CURLcode cherald_curl_easy_set_cainfo_blob(CURL *easy, const void *data, size_t length) {
+    struct curl_blob blob;
+    blob.data = (void *)data;
+    blob.len = length;
+    blob.flags = CURL_BLOB_COPY;
+    return curl_easy_setopt(easy, CURLOPT_CAINFO_BLOB, &blob);
+}
+/// curl_easy_getinfo for a `long` result.
+static inline CURLcode cherald_curl_easy_getinfo_long(CURL *easy, CURLINFO info, long *value) {
+    return curl_easy_getinfo(easy, info, value);
+}
+/// curl_easy_getinfo for a string result (owned by libcurl; NULL when unknown).
+static inline CURLcode cherald_curl_easy_getinfo_string(CURL *easy, CURLINFO info, const char **value) {
+    return curl_easy_getinfo(easy, info, value);
+}
+/// curl_multi_setopt with a `long` argument.
+static inline CURLMcode cherald_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
+    return curl_multi_setopt(multi, option, value);
+}
+/// The address a CURLOPT_OPENSOCKETFUNCTION callback is asked to connect to.
+static inline const struct sockaddr *cherald_curl_sockaddr_address(const struct curl_sockaddr *address) {
+    return &address->addr;
+}
+/// The easy handle and result of a CURLMSG_DONE message (`result` is left alone otherwise).
+static inline CURL *cherald_curl_msg_done(const CURLMsg *message, CURLcode *result) {
+    if (message->msg != CURLMSG_DONE) return NULL;
+    *result = message->data.result;
+    return message->easy_handle;
+}
+
 #endif

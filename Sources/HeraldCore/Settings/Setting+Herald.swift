@@ -17,7 +17,7 @@ extension Setting {
         invalidDeviceRetentionDays,
         wakeMinInterval,
         channelRetention,
-        webhookAllowHTTP, webhookCAFile,
+        webhookAllowHTTP, webhookAllowPrivate, webhookCAFile,
         cloudKitKeyID, cloudKitPrivateKey, cloudKitPrivateKeyFile, cloudKitURL, cloudKitCAFile,
     ]
 
@@ -430,11 +430,22 @@ extension Setting {
     public static let webhookAllowHTTP = Setting(
         "HERALD_WEBHOOK_ALLOW_HTTP",
         group: .webhooks,
-        meaning: "Accept http:// webhook URLs (delivered as cleartext HTTP/2 with prior knowledge), for local "
-            + "receivers; otherwise only https:// URLs are accepted.",
+        meaning: "Accept http:// webhook URLs (delivered as cleartext HTTP/1.1), for local receivers; otherwise "
+            + "only https:// URLs are accepted.",
         default: "0",
         example: "1",
         accepted: "1 (allow http://) or 0"
+    )
+    public static let webhookAllowPrivate = Setting(
+        "HERALD_WEBHOOK_ALLOW_PRIVATE",
+        group: .webhooks,
+        meaning: "Deliver webhooks to loopback, private (RFC 1918), link-local, carrier-grade NAT, unique-local, "
+            + "unspecified and multicast addresses, for receivers on this host or a private network; otherwise "
+            + "such URLs are refused (400 destination_not_allowed) and so is any delivery whose connection would "
+            + "reach such an address.",
+        default: "0",
+        example: "1",
+        accepted: "1 (allow every destination) or 0"
     )
     public static let webhookCAFile = Setting(
         "HERALD_WEBHOOK_CA_FILE",

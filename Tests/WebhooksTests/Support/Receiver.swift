@@ -1,5 +1,7 @@
 import Foundation
 import HTTP2
+import HTTPRouting
+import HTTPServer
 import HeraldCore
 import HeraldCrypto
 import HeraldIO
@@ -37,14 +39,15 @@ struct ReceiverCertificate: Sendable {
 
 /// One POST the receiver took.
 struct ReceivedDelivery: Sendable {
-    var headers: HTTP2Headers
+    /// Header fields by lowercase name (the last of repeated ones).
+    var headers: [String: String]
     var body: [UInt8]
     /// The `id` and `type` of each event in `{"events": [...]}`, in order.
     var eventIDs: [String]
     var types: [String]
 
-    init(headers: HTTP2Headers, body: [UInt8]) {
-        self.headers = headers
+    init(headers: [(name: String, value: String)], body: [UInt8]) {
+        self.headers = Dictionary(headers.map { ($0.name.lowercased(), $0.value) }, uniquingKeysWith: { $1 })
         self.body = body
         let events = Self.events(in: body)
         eventIDs = events.compactMap { $0["id"] as? String }
@@ -77,7 +80,13 @@ final class Receiver: Sendable {
     let server: HTTP2Server
     let isTLS: Bool
 
-    init(statuses: [Int] = [], tls: Bool = true, applicationProtocols: [String] = ["h2"]) throws {
+    /// - Parameter responseHeaders: sent with every answer (a header bomb, for the limit's test).
+    init(
+        statuses: [Int] = [],
+        tls: Bool = true,
+        applicationProtocols: [String] = ["h2"],
+        responseHeaders: HTTP2Headers = [:]
+    ) throws {
         log.state.withLock { $0.statuses = statuses }
         var context: TLSContext?
         if tls {
@@ -93,12 +102,15 @@ final class Receiver: Sendable {
         isTLS = tls
         let log = self.log
         server = try HTTP2Server(configuration: configuration, tls: context) { request in
-            let delivery = ReceivedDelivery(headers: request.headers, body: request.body)
+            let delivery = ReceivedDelivery(
+                headers: request.headers.map { (name: $0.name, value: $0.value) },
+                body: request.body
+            )
             let status = log.state.withLock { state -> Int in
                 state.deliveries.append(delivery)
                 return state.statuses.isEmpty ? 200 : state.statuses.removeFirst()
             }
-            return HTTP2ServerResponse(status: status)
+            return HTTP2ServerResponse(status: status, headers: responseHeaders)
         }
     }
 
@@ -115,6 +127,79 @@ final class Receiver: Sendable {
                 group.cancelAll()
                 return result
             } catch {
+                group.cancelAll()
+                throw error
+            }
+        }
+    }
+}
+
+/// A webhook receiver speaking HTTP/1.1 only, in cleartext: Herald's own HTTP server
+/// (libmicrohttpd) on 127.0.0.1, recording each request and answering the next scripted status.
+final class HTTP1Receiver: Sendable {
+    private struct State {
+        var deliveries: [ReceivedDelivery] = []
+        var statuses: [Int] = []
+    }
+
+    /// The handler's and the test's shared record (a class: a `Mutex` cannot be copied).
+    private final class Log: Sendable, HTTPResponder {
+        let state = Mutex(State())
+
+        func respond(to request: HTTPRequest) async throws -> HTTPResponse {
+            let delivery = ReceivedDelivery(
+                headers: request.headers.map { (name: $0.name, value: $0.value) },
+                body: request.body
+            )
+            let status = state.withLock { state -> Int in
+                state.deliveries.append(delivery)
+                return state.statuses.isEmpty ? 200 : state.statuses.removeFirst()
+            }
+            var response = HTTPResponse(status: status)
+            if (300..<400).contains(status) { response.headers.replaceOrAdd(name: "Location", value: "/elsewhere") }
+            for (name, value) in responseHeaders { response.headers.add(name: name, value: value) }
+            return response
+        }
+
+        let responseHeaders: [(String, String)]
+
+        init(responseHeaders: [(String, String)]) {
+            self.responseHeaders = responseHeaders
+        }
+    }
+
+    private let log: Log
+    private let server: HTTPServer
+
+    /// - Parameter responseHeaders: sent with every answer (a header bomb, for the limit's test).
+    init(statuses: [Int] = [], responseHeaders: [(String, String)] = []) {
+        log = Log(responseHeaders: responseHeaders)
+        log.state.withLock { $0.statuses = statuses }
+        var configuration = HTTPServer.Configuration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        server = HTTPServer(
+            configuration: configuration,
+            responder: log,
+            middleware: [],
+            logger: Logger(label: "test.receiver", level: .error),
+            metrics: MetricsRegistry()
+        )
+    }
+
+    var deliveries: [ReceivedDelivery] { log.state.withLock { $0.deliveries } }
+
+    /// Runs the server for the duration of `body`, which gets the receiver's port.
+    func run<T: Sendable>(_ body: (_ port: Int) async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await self.server.run() }
+            do {
+                let result = try await body(try await server.listeningPort())
+                server.triggerGracefulShutdown()
+                try await group.waitForAll()
+                return result
+            } catch {
+                server.triggerGracefulShutdown()
                 group.cancelAll()
                 throw error
             }
