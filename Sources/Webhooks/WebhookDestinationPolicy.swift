@@ -67,10 +67,24 @@ public struct WebhookDestinationPolicy: Sendable {
     ///   (every destination allowed, an allowed literal, or a URL that does not parse).
     public func checkLiteral(url: String) throws(WebhookError) -> (host: String, port: Int)? {
         guard !allowPrivate, let target = WebhookTarget(url: url) else { return nil }
+        if Self.isLocalhostName(target.host) {
+            refusals.increment(labels: [("stage", "creation")])
+            throw Self.refusal(
+                "url's host \(String(target.host.prefix(64))) is \(WebhookAddressRange.loopback.phrase) by name"
+            )
+        }
         guard let address = WebhookAddress(literal: target.host) else { return (target.host, target.port) }
         guard let range = address.refusedRange else { return nil }
         refusals.increment(labels: [("stage", "creation")])
         throw Self.refusal("url's host \(String(target.host.prefix(64))) is \(range.phrase)")
+    }
+
+    /// `localhost` and every name under it are loopback by definition (RFC 6761, section 6.3):
+    /// refused without asking DNS, whose answer for them may be slow or absent.
+    static func isLocalhostName(_ host: String) -> Bool {
+        var name = host.lowercased()
+        if name.hasSuffix(".") { name.removeLast() }
+        return name == "localhost" || name.hasSuffix(".localhost")
     }
 
     /// The host's addresses, or none when it does not resolve within ``resolveTimeout``.

@@ -87,7 +87,9 @@ struct WebhookDestinationTests {
         }
     }
 
-    @Test("creation: literals and names resolving only to refused addresses are refused; DNS failure is not")
+    @Test(
+        "creation: literals, localhost names and names resolving only to refused addresses are refused; DNS failure is not"
+    )
     func creationPolicy() async throws {
         let metrics = MetricsRegistry()
         let policy = WebhookDestinationPolicy(
@@ -103,7 +105,7 @@ struct WebhookDestinationTests {
         )
         for url in [
             "https://127.0.0.1/", "https://[::1]:8443/x", "https://[::ffff:127.0.0.1]/", "https://0x7f.1/",
-            "https://loopback.example/", "http://2130706433/",
+            "https://loopback.example/", "http://2130706433/", "https://LocalHost./", "https://api.localhost:8443/",
         ] {
             do {
                 try await policy.check(url: url)
@@ -118,7 +120,7 @@ struct WebhookDestinationTests {
         ] {
             try await policy.check(url: url)
         }
-        #expect(metrics.value("herald_webhook_destinations_refused_total", labels: [("stage", "creation")]) == 6)
+        #expect(metrics.value("herald_webhook_destinations_refused_total", labels: [("stage", "creation")]) == 8)
         let allowing = WebhookDestinationPolicy(allowPrivate: true, resolve: { _, _ in ["127.0.0.1"] })
         try await allowing.check(url: "https://127.0.0.1/")
         try await allowing.check(url: "https://loopback.example/")
