@@ -242,6 +242,14 @@ let package = Package(
             path: "Tests/JobsTestSupport",
             swiftSettings: swiftSettings
         ),
+        // APNs in memory behind the transport factory: scripted answers, recorded requests
+        // (the Notifications, Live Activities and Wake suites that need no socket).
+        .target(
+            name: "APNsTestSupport",
+            dependencies: ["APNs", "HeraldCore"],
+            path: "Tests/APNsTestSupport",
+            swiftSettings: swiftSettings
+        ),
         // One `eventually` for what truly polls, and a deadline for awaited events.
         .target(
             name: "AsyncTestSupport",
@@ -317,7 +325,7 @@ let package = Package(
             dependencies: [
                 "Notifications", "Jobs", "Storage", "APNs", "APNsTransport", "APNsSimulator", "HeraldCore",
                 "HeraldCrypto",
-                "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport", "Devices",
+                "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport", "Devices", "APNsTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
@@ -365,6 +373,7 @@ let package = Package(
                 "HeraldCore",
                 "CloudKit",
                 "HeraldCrypto", "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport", "HTTPRouting",
+                "APNsTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
@@ -374,7 +383,7 @@ let package = Package(
             dependencies: [
                 "LiveActivities", "Storage", "APNs", "APNsTransport", "HeraldCore", "DatabaseTestSupport",
                 "APNsSimulator", "Devices",
-                "HeraldCrypto", "Jobs", "Notifications",
+                "HeraldCrypto", "Jobs", "Notifications", "APNsTestSupport",
             ],
             swiftSettings: swiftSettings
         ),

@@ -3,12 +3,22 @@ import Foundation
 public import HeraldCore
 import Synchronization
 
-/// The APNs clients every sender uses (notifications, the relay): one connection pool and client
-/// per (app, environment), made on first use and shared by every send after, all counted in one
+/// The APNs clients every sender uses (notifications, the relay): one transport and client per
+/// (app, environment), made on first use and shared by every send after, all counted in one
 /// ``APNSSendBudget``; apps that share a signing key share its provider token.
 ///
+/// The transports come from an ``APNs/APNSTransportFactory`` (``APNSConnectionPoolFactory`` in
+/// production, an in-memory APNs in the domains' tests); retry waits and provider tokens read
+/// the time from the clock given.
+///
 /// ```swift
-/// let clients = APNSClientProvider(apps: apps, endpoints: endpoints, logger: logger)
+/// let clients = APNSClientProvider(
+///     apps: apps,
+///     endpoints: endpoints,
+///     transports: APNSConnectionPoolFactory(logger: logger),
+///     clock: SystemClock(),
+///     logger: logger
+/// )
 /// let client = try clients.client(for: apps[0], environment: .production)
 /// …
 /// await clients.shutdown()
@@ -16,12 +26,12 @@ import Synchronization
 public final class APNSClientProvider: Sendable {
     public let apps: [APNSAppConfiguration]
     public let endpoints: APNSEndpoints
-    private let poolConfiguration: APNSConnectionPool.Configuration
+    private let transports: any APNSTransportFactory
+    private let clock: any HeraldClock
     private let retryPolicy: APNSRetryPolicy
     /// Shared by every client made here: one count of pushes waiting for APNs, whoever sends.
     public let budget: APNSSendBudget
     private let logger: Logger
-    private let metrics: MetricsRegistry
     private let state = Mutex(State())
 
     private struct Key: Hashable {
@@ -32,7 +42,7 @@ public final class APNSClientProvider: Sendable {
     }
 
     private struct State {
-        var clients: [Key: (APNSClient, APNSConnectionPool)] = [:]
+        var clients: [Key: (APNSClient, any APNSTransport)] = [:]
         var tokenManagers: [String: any APNSTokenProvider] = [:]
         var isShutDown = false
     }
@@ -40,26 +50,28 @@ public final class APNSClientProvider: Sendable {
     /// - Parameters:
     ///   - apps: the configured apps; the first is the default.
     ///   - endpoints: where each environment's pushes go, and extra trusted roots.
-    ///   - poolConfiguration: connections per pool and timeouts.
+    ///   - transports: makes each client's transport (``APNSConnectionPoolFactory`` in production).
+    ///   - clock: the clients' retry waits sleep on it; their provider tokens are stamped and
+    ///     refreshed by it.
     ///   - retryPolicy: the clients' retries of one push (429, 5xx, connection trouble); what is
     ///     still failing after them is retried by the notification's job.
     ///   - budget: how many pushes may wait for APNs, across every client made here.
     public init(
         apps: [APNSAppConfiguration],
         endpoints: APNSEndpoints,
-        poolConfiguration: APNSConnectionPool.Configuration = APNSConnectionPool.Configuration(),
+        transports: any APNSTransportFactory,
+        clock: any HeraldClock,
         retryPolicy: APNSRetryPolicy = .default,
         budget: APNSSendBudget = APNSSendBudget(),
-        logger: Logger = Logger(label: "herald.apns"),
-        metrics: MetricsRegistry = .shared
+        logger: Logger = Logger(label: "herald.apns")
     ) {
         self.apps = apps
         self.endpoints = endpoints
-        self.poolConfiguration = poolConfiguration
+        self.transports = transports
+        self.clock = clock
         self.retryPolicy = retryPolicy
         self.budget = budget
         self.logger = logger
-        self.metrics = metrics
     }
 
     /// The shared client for `app` in `environment`, made on first use.
@@ -67,13 +79,13 @@ public final class APNSClientProvider: Sendable {
         try connection(for: app, environment: environment).client
     }
 
-    /// The shared client for `app` in `environment` and the pool under it, made on first use:
-    /// everything that pushes for that app (notifications, the relay) shares one pool and one
+    /// The shared client for `app` in `environment` and the transport under it, made on first use:
+    /// everything that pushes for that app (notifications, the relay) shares one transport and one
     /// provider token.
     public func connection(
         for app: APNSAppConfiguration,
         environment: APNSEnvironment
-    ) throws -> (client: APNSClient, pool: APNSConnectionPool) {
+    ) throws -> (client: APNSClient, transport: any APNSTransport) {
         try connection(for: app, environment: environment, management: false)
     }
 
@@ -88,48 +100,52 @@ public final class APNSClientProvider: Sendable {
         for app: APNSAppConfiguration,
         environment: APNSEnvironment,
         management: Bool
-    ) throws -> (client: APNSClient, pool: APNSConnectionPool) {
+    ) throws -> (client: APNSClient, transport: any APNSTransport) {
         let key = Key(bundleID: app.bundleID, environment: environment, management: management)
         return try state.withLock { state in
             guard !state.isShutDown else { throw CancellationError() }
-            if let (client, pool) = state.clients[key] { return (client, pool) }
+            if let (client, transport) = state.clients[key] { return (client, transport) }
             var tokens: (any APNSTokenProvider)?
             if let signingKey = app.credentials.signingKey {
                 let name = "\(signingKey.teamID)/\(signingKey.keyID)"
-                tokens = state.tokenManagers[name] ?? APNSTokenManager(signingKey: signingKey, clock: SystemClock())
+                tokens = state.tokenManagers[name] ?? APNSTokenManager(signingKey: signingKey, clock: clock)
                 state.tokenManagers[name] = tokens
             }
-            let pool = APNSConnectionPool(
-                endpoint: management ? endpoints.management(environment) : endpoints.push(environment),
-                tls: APNSTLSConfiguration(caFile: endpoints.caFile, credentials: app.credentials),
-                configuration: poolConfiguration,
-                logger: logger,
-                metrics: metrics
+            let transport = transports.makeTransport(
+                to: management ? endpoints.management(environment) : endpoints.push(environment),
+                caFile: endpoints.caFile,
+                credentials: app.credentials
             )
             let client = APNSClient(
-                transport: pool,
+                transport: transport,
                 credentials: app.credentials,
                 tokenProvider: tokens,
                 retryPolicy: retryPolicy,
                 budget: budget,
+                clock: clock,
                 logger: logger
             )
-            state.clients[key] = (client, pool)
-            return (client, pool)
+            state.clients[key] = (client, transport)
+            return (client, transport)
         }
     }
 
-    /// The pools opened so far, for `/readyz`.
-    public var pools: [APNSConnectionPool] {
+    /// The transports made so far.
+    public var openTransports: [any APNSTransport] {
         state.withLock { $0.clients.values.map(\.1) }
     }
 
-    /// Closes every pool; later ``client(for:environment:)`` calls throw.
+    /// The connection pools among the transports made so far, for `/readyz`.
+    public var pools: [APNSConnectionPool] {
+        openTransports.compactMap { $0 as? APNSConnectionPool }
+    }
+
+    /// Closes every transport; later ``client(for:environment:)`` calls throw.
     public func shutdown() async {
-        let pools = state.withLock { state in
+        let made = state.withLock { state in
             state.isShutDown = true
             return state.clients.values.map(\.1)
         }
-        for pool in pools { await pool.shutdown() }
+        for transport in made { await transports.shutdown(transport) }
     }
 }

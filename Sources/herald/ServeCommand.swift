@@ -293,7 +293,8 @@ enum ServeCommand {
         let clients = APNSClientProvider(
             apps: apns?.apps ?? [],
             endpoints: apns?.endpoints ?? APNSEndpoints(),
-            poolConfiguration: pools,
+            transports: APNSConnectionPoolFactory(configuration: pools, logger: Logger(label: "herald.apns")),
+            clock: SystemClock(),
             logger: Logger(label: "herald.apns")
         )
         do {

@@ -84,9 +84,10 @@ struct ChannelAPITests {
         let clients = APNSClientProvider(
             apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(signingKey))],
             endpoints: endpoints,
+            transports: APNSConnectionPoolFactory(logger: quiet, metrics: MetricsRegistry()),
+            clock: SystemClock(),
             retryPolicy: .never,
-            logger: quiet,
-            metrics: MetricsRegistry()
+            logger: quiet
         )
         try await withDatabase(.sqliteMemory, poolSize: 2) { database, _ in
             try await Migrator.migrate(database, HeraldSchema.migrations, logger: quiet)

@@ -176,6 +176,8 @@ import Testing
             let clients = APNSClientProvider(
                 apps: try APNSAppConfiguration.load(environment: environment),
                 endpoints: APNSEndpoints(),
+                transports: APNSConnectionPoolFactory(logger: Logger(label: "test", level: .critical)),
+                clock: SystemClock(),
                 logger: Logger(label: "test", level: .critical)
             )
             #expect(try clients.resolve(app: nil, environment: nil).1 == expected)

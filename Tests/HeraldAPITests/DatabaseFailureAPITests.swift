@@ -99,8 +99,9 @@ struct DatabaseFailureAPITests {
         let clients = APNSClientProvider(
             apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(signingKey))],
             endpoints: endpoints,
-            logger: quiet,
-            metrics: metrics
+            transports: APNSConnectionPoolFactory(logger: quiet, metrics: metrics),
+            clock: SystemClock(),
+            logger: quiet
         )
         try await Migrator.migrate(db, HeraldSchema.migrations, logger: quiet)
         let sender = NotificationSender(

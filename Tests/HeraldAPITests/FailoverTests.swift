@@ -120,8 +120,9 @@ struct FailoverTests {
             let clients = APNSClientProvider(
                 apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(signingKey))],
                 endpoints: endpoints,
-                logger: quiet,
-                metrics: MetricsRegistry()
+                transports: APNSConnectionPoolFactory(logger: quiet, metrics: MetricsRegistry()),
+                clock: SystemClock(),
+                logger: quiet
             )
             let sender = NotificationSender(
                 store: NotificationStore(database: database),

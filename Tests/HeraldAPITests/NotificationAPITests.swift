@@ -69,8 +69,9 @@ struct NotificationAPITests {
         let clients = APNSClientProvider(
             apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(signingKey))],
             endpoints: endpoints,
-            logger: quiet,
-            metrics: metrics
+            transports: APNSConnectionPoolFactory(logger: quiet, metrics: metrics),
+            clock: SystemClock(),
+            logger: quiet
         )
         try await withDatabase(backend, poolSize: 4) { db, _ in
             try await Migrator.migrate(db, HeraldSchema.migrations, logger: quiet)

@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import APNsTestSupport
 import APNsTransport
 import DatabaseTestSupport
 import Devices
@@ -36,7 +37,8 @@ final class RecordingChannels: LiveActivityChannels {
 
 /// The Live Activities jobs as `herald serve` wires them, on a fresh database of one backend:
 /// the sender, its queue on a clock the test moves, a worker that runs due jobs when asked, and
-/// the real APNs clients sending over HTTP/2 + TLS to an in-process simulator.
+/// the real APNs clients sending either over HTTP/2 + TLS to an in-process simulator (`with`) or
+/// to an in-memory APNs with no socket, their retry waits on the same clock (`inMemory`).
 struct LiveActivityHarness {
     static let topic = "com.example.live"
     static let logger = Logger(label: "herald.live-activities.test", level: .error, handler: RecordingLogHandler())
@@ -46,10 +48,23 @@ struct LiveActivityHarness {
     let worker: JobWorker
     let service: LiveActivityService
     let clients: APNSClientProvider
-    /// The simulator the clients send to (its faults, deliveries and virtual devices).
-    let simulator: APNSSimulator
+    private let simulatorIfStarted: APNSSimulator?
+    private let apnsIfInMemory: InMemoryAPNs?
     var store: LiveActivityStore { sender.store }
     var app: APNSAppConfiguration { clients.apps[0] }
+
+    /// The simulator the clients send to (its faults, deliveries and virtual devices), for a
+    /// harness made by `with`.
+    var simulator: APNSSimulator {
+        guard let simulatorIfStarted else { preconditionFailure("an in-memory harness has no simulator") }
+        return simulatorIfStarted
+    }
+
+    /// The in-memory APNs the clients send to, for a harness made by `inMemory`.
+    var apns: InMemoryAPNs {
+        guard let apnsIfInMemory else { preconditionFailure("a simulator harness has no in-memory APNs") }
+        return apnsIfInMemory
+    }
 
     /// Runs `body` with a harness on `backend` whose jobs read `clock`; its channels are what
     /// `channels` makes of the APNs clients (the clients themselves, as in `herald serve`, or a fake);
@@ -70,13 +85,60 @@ struct LiveActivityHarness {
         configuration.logger = Logger(label: "test.simulator", level: .error)
         let simulator = try APNSSimulator(configuration: configuration)
         let endpoints = APNSEndpoints(all: simulator.endpoint, caFile: simulator.caFile)
+        // The real clock: the simulator checks provider tokens against its own.
         let clients = APNSClientProvider(
             apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(key))],
             endpoints: endpoints,
+            transports: APNSConnectionPoolFactory(
+                logger: Logger(label: "test.apns", level: .error),
+                metrics: MetricsRegistry()
+            ),
+            clock: SystemClock(),
             retryPolicy: retryPolicy,
-            logger: Logger(label: "test.apns", level: .error),
-            metrics: MetricsRegistry()
+            logger: Logger(label: "test.apns", level: .error)
         )
+        try await run(
+            backend,
+            clock: clock,
+            clients: clients,
+            channels: channels,
+            simulator: simulator,
+            apns: nil,
+            body
+        )
+    }
+
+    /// The same jobs over an in-memory APNs: no socket, and the clients' retry waits and provider
+    /// tokens on `clock`, which also stamps the requests the APNs records.
+    static func inMemory(
+        _ backend: Backend,
+        clock: ManualClock,
+        channels: (APNSClientProvider) -> any LiveActivityChannels = { $0 },
+        retryPolicy: APNSRetryPolicy = .default,
+        _ body: (LiveActivityHarness) async throws -> Void
+    ) async throws {
+        let key = try APNSSigningKey(keyID: "LIVEKEY001", teamID: "LIVETEAM01", privateKey: P256PrivateKey())
+        let apns = InMemoryAPNs(clock: clock)
+        let clients = APNSClientProvider(
+            apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(key))],
+            endpoints: APNSEndpoints(),
+            transports: apns,
+            clock: clock,
+            retryPolicy: retryPolicy,
+            logger: Logger(label: "test.apns", level: .error)
+        )
+        try await run(backend, clock: clock, clients: clients, channels: channels, simulator: nil, apns: apns, body)
+    }
+
+    private static func run(
+        _ backend: Backend,
+        clock: ManualClock,
+        clients: APNSClientProvider,
+        channels: (APNSClientProvider) -> any LiveActivityChannels,
+        simulator: APNSSimulator?,
+        apns: InMemoryAPNs?,
+        _ body: (LiveActivityHarness) async throws -> Void
+    ) async throws {
         try await withDatabase(backend, poolSize: 4) { db, _ in
             try await Migrator.migrate(
                 db,
@@ -108,19 +170,20 @@ struct LiveActivityHarness {
                 ),
                 service: LiveActivityService(sender: sender),
                 clients: clients,
-                simulator: simulator
+                simulatorIfStarted: simulator,
+                apnsIfInMemory: apns
             )
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await simulator.run() }
+                if let simulator { group.addTask { try await simulator.run() } }
                 do {
                     try await body(harness)
                 } catch {
                     await clients.shutdown()
-                    simulator.triggerGracefulShutdown()
+                    simulator?.triggerGracefulShutdown()
                     throw error
                 }
                 await clients.shutdown()
-                simulator.triggerGracefulShutdown()
+                simulator?.triggerGracefulShutdown()
                 try await group.waitForAll()
             }
         }

@@ -38,8 +38,9 @@ struct NotificationFinishedTests {
         let clients = APNSClientProvider(
             apps: [APNSAppConfiguration(bundleID: Self.topic, credentials: .token(key))],
             endpoints: endpoints,
-            logger: quietLogger,
-            metrics: MetricsRegistry()
+            transports: APNSConnectionPoolFactory(logger: quietLogger, metrics: MetricsRegistry()),
+            clock: SystemClock(),
+            logger: quietLogger
         )
         let receiver = try Receiver()
         try await receiver.run {

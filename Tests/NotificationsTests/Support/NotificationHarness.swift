@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import APNsTestSupport
 import APNsTransport
 import DatabaseTestSupport
 import Devices
@@ -16,10 +17,14 @@ import Testing
 let quietLogger = Logger(label: "herald.notifications.test", level: .error, handler: RecordingLogHandler())
 
 /// The notifications stack as `herald serve` builds it, on a fresh database of one backend, with
-/// the real APNs client sending over HTTP/2 + TLS to an in-process simulator.
+/// the real APNs client sending either over HTTP/2 + TLS to an in-process simulator
+/// (``with(_:clock:retryPolicy:held:waitBackupDelay:resolver:pageSize:deviceEvents:_:)``) or to an
+/// in-memory APNs, with no socket, its retry waits on the manual clock
+/// (``inMemory(_:clock:retryPolicy:resolver:pageSize:deviceEvents:_:)``).
 struct NotificationHarness {
     static let topic = "com.example.notify"
-    let simulator: APNSSimulator
+    private let simulatorIfStarted: APNSSimulator?
+    private let apnsIfInMemory: InMemoryAPNs?
     let database: any Database
     let service: NotificationService
     let store: NotificationStore
@@ -28,6 +33,18 @@ struct NotificationHarness {
     let worker: JobWorker
     let clock: ManualClock
     let metrics: MetricsRegistry
+
+    /// The simulator of a harness made by `with`.
+    var simulator: APNSSimulator {
+        guard let simulatorIfStarted else { preconditionFailure("an in-memory harness has no simulator") }
+        return simulatorIfStarted
+    }
+
+    /// The APNs of a harness made by `inMemory`.
+    var apns: InMemoryAPNs {
+        guard let apnsIfInMemory else { preconditionFailure("a simulator harness has no in-memory APNs") }
+        return apnsIfInMemory
+    }
 
     static func with(
         _ backend: Backend,
@@ -56,14 +73,87 @@ struct NotificationHarness {
         let metrics = MetricsRegistry()
         var pool = APNSConnectionPool.Configuration()
         pool.maxConnections = 2
+        // The real clock: the simulator checks provider tokens against its own.
         let clients = APNSClientProvider(
             apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(key))],
             endpoints: endpoints,
-            poolConfiguration: pool,
+            transports: APNSConnectionPoolFactory(
+                configuration: pool,
+                logger: Logger(label: "test.apns", level: .error),
+                metrics: metrics
+            ),
+            clock: SystemClock(),
             retryPolicy: retryPolicy,
-            logger: Logger(label: "test.apns", level: .error),
-            metrics: metrics
+            logger: Logger(label: "test.apns", level: .error)
         )
+        try await run(
+            backend,
+            clients: clients,
+            clock: clock,
+            metrics: metrics,
+            simulator: simulator,
+            apns: nil,
+            held: held,
+            waitBackupDelay: waitBackupDelay,
+            resolver: resolver,
+            pageSize: pageSize,
+            deviceEvents: deviceEvents,
+            body
+        )
+    }
+
+    /// The same stack over an in-memory APNs: no socket, and the clients' retry waits and
+    /// provider tokens on `clock`.
+    static func inMemory(
+        _ backend: Backend,
+        clock: ManualClock = ManualClock(),
+        retryPolicy: APNSRetryPolicy = .default,
+        resolver: (any AudienceResolver)? = nil,
+        pageSize: Int = 1_000,
+        deviceEvents: (any DeviceEvents)? = nil,
+        _ body: (NotificationHarness) async throws -> Void
+    ) async throws {
+        let key = try APNSSigningKey(keyID: "NOTIFKEY01", teamID: "NOTIFTEAM1", privateKey: P256PrivateKey())
+        let apns = InMemoryAPNs(clock: clock)
+        let metrics = MetricsRegistry()
+        let clients = APNSClientProvider(
+            apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(key))],
+            endpoints: APNSEndpoints(),
+            transports: apns,
+            clock: clock,
+            retryPolicy: retryPolicy,
+            logger: Logger(label: "test.apns", level: .error)
+        )
+        try await run(
+            backend,
+            clients: clients,
+            clock: clock,
+            metrics: metrics,
+            simulator: nil,
+            apns: apns,
+            held: nil,
+            waitBackupDelay: nil,
+            resolver: resolver,
+            pageSize: pageSize,
+            deviceEvents: deviceEvents,
+            body
+        )
+    }
+
+    private static func run(
+        _ backend: Backend,
+        clients: APNSClientProvider,
+        clock: ManualClock,
+        metrics: MetricsRegistry,
+        simulator: APNSSimulator?,
+        apns: InMemoryAPNs?,
+        held: HeldResponses?,
+        waitBackupDelay: TimeInterval?,
+        resolver: (any AudienceResolver)?,
+        pageSize: Int,
+        deviceEvents: (any DeviceEvents)?,
+        _ body: (NotificationHarness) async throws -> Void
+    ) async throws {
         try await withDatabase(backend, poolSize: 4) { db, _ in
             try await Migrator.migrate(
                 db,
@@ -96,9 +186,10 @@ struct NotificationHarness {
                 logger: quietLogger
             )
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await simulator.run() }
+                if let simulator { group.addTask { try await simulator.run() } }
                 let harness = NotificationHarness(
-                    simulator: simulator,
+                    simulatorIfStarted: simulator,
+                    apnsIfInMemory: apns,
                     database: db,
                     service: service,
                     store: store,
@@ -113,12 +204,12 @@ struct NotificationHarness {
                 } catch {
                     held?.releaseAll()
                     await clients.shutdown()
-                    simulator.triggerGracefulShutdown()
+                    simulator?.triggerGracefulShutdown()
                     throw error
                 }
                 held?.releaseAll()
                 await clients.shutdown()
-                simulator.triggerGracefulShutdown()
+                simulator?.triggerGracefulShutdown()
                 try await group.waitForAll()
             }
         }

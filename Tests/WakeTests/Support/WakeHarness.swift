@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import APNsTestSupport
 import APNsTransport
 import CloudKit
 import DatabaseTestSupport
@@ -74,14 +75,28 @@ struct WakeInstance {
 }
 
 /// The wake stack as `herald serve` builds it, on a fresh database of one backend, with the real
-/// APNs client sending over HTTP/2 + TLS to an in-process simulator.
+/// APNs client sending either over HTTP/2 + TLS to an in-process simulator (`with`) or to an
+/// in-memory APNs with no socket, its retry waits on the harness's manual clock (`inMemory`).
 struct WakeHarness {
     static let topic = "com.example.wake"
-    let simulator: APNSSimulator
+    private let simulatorIfStarted: APNSSimulator?
+    private let apnsIfInMemory: InMemoryAPNs?
     let database: any Database
     let clients: APNSClientProvider
     let clock: ManualClock
     let instance: WakeInstance
+
+    /// The simulator of a harness made by `with`.
+    var simulator: APNSSimulator {
+        guard let simulatorIfStarted else { preconditionFailure("an in-memory harness has no simulator") }
+        return simulatorIfStarted
+    }
+
+    /// The APNs of a harness made by `inMemory`.
+    var apns: InMemoryAPNs {
+        guard let apnsIfInMemory else { preconditionFailure("a simulator harness has no in-memory APNs") }
+        return apnsIfInMemory
+    }
 
     static func with(
         _ backend: Backend,
@@ -123,14 +138,78 @@ struct WakeHarness {
         let endpoints = APNSEndpoints(all: simulator.endpoint, caFile: simulator.caFile)
         var pool = APNSConnectionPool.Configuration()
         pool.maxConnections = 2
+        // The real clock: the simulator checks provider tokens against its own.
         let clients = APNSClientProvider(
             apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(key))],
             endpoints: endpoints,
-            poolConfiguration: pool,
-            logger: Logger(label: "test.apns", level: .error),
-            metrics: MetricsRegistry()
+            transports: APNSConnectionPoolFactory(
+                configuration: pool,
+                logger: Logger(label: "test.apns", level: .error),
+                metrics: MetricsRegistry()
+            ),
+            clock: SystemClock(),
+            logger: Logger(label: "test.apns", level: .error)
         )
+        try await run(
+            backend,
+            clients: clients,
+            clock: ManualClock(Date(timeIntervalSince1970: 1_790_000_000)),
+            simulator: simulator,
+            apns: nil,
+            minimumInterval: minimumInterval,
+            publisher: publisher,
+            cloudKitPublisher: cloudKitPublisher,
+            pageSize: pageSize,
+            body
+        )
+    }
+
+    /// The same stack over an in-memory APNs: no socket, no CloudKit; the clients' retry waits
+    /// and provider tokens on the harness's clock, which also stamps the requests APNs records.
+    static func inMemory(
+        _ backend: Backend,
+        minimumInterval: TimeInterval = 1_200,
+        retryPolicy: APNSRetryPolicy = .default,
+        pageSize: Int = 1_000,
+        _ body: (WakeHarness) async throws -> Void
+    ) async throws {
+        let key = try APNSSigningKey(keyID: "WAKEKEY001", teamID: "WAKETEAM01", privateKey: P256PrivateKey())
         let clock = ManualClock(Date(timeIntervalSince1970: 1_790_000_000))
+        let apns = InMemoryAPNs(clock: clock)
+        let clients = APNSClientProvider(
+            apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(key))],
+            endpoints: APNSEndpoints(),
+            transports: apns,
+            clock: clock,
+            retryPolicy: retryPolicy,
+            logger: Logger(label: "test.apns", level: .error)
+        )
+        try await run(
+            backend,
+            clients: clients,
+            clock: clock,
+            simulator: nil,
+            apns: apns,
+            minimumInterval: minimumInterval,
+            publisher: nil,
+            cloudKitPublisher: nil,
+            pageSize: pageSize,
+            body
+        )
+    }
+
+    private static func run(
+        _ backend: Backend,
+        clients: APNSClientProvider,
+        clock: ManualClock,
+        simulator: APNSSimulator?,
+        apns: InMemoryAPNs?,
+        minimumInterval: TimeInterval,
+        publisher: (any WakeRecordPublisher)?,
+        cloudKitPublisher: CloudKitWakePublisher?,
+        pageSize: Int,
+        _ body: (WakeHarness) async throws -> Void
+    ) async throws {
         try await withDatabase(backend, poolSize: 4) { db, _ in
             try await Migrator.migrate(
                 db,
@@ -147,9 +226,10 @@ struct WakeHarness {
                 pageSize: pageSize
             )
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await simulator.run() }
+                if let simulator { group.addTask { try await simulator.run() } }
                 let harness = WakeHarness(
-                    simulator: simulator,
+                    simulatorIfStarted: simulator,
+                    apnsIfInMemory: apns,
                     database: db,
                     clients: clients,
                     clock: clock,
@@ -160,12 +240,12 @@ struct WakeHarness {
                 } catch {
                     await cloudKitPublisher?.close()
                     await clients.shutdown()
-                    simulator.triggerGracefulShutdown()
+                    simulator?.triggerGracefulShutdown()
                     throw error
                 }
                 await cloudKitPublisher?.close()
                 await clients.shutdown()
-                simulator.triggerGracefulShutdown()
+                simulator?.triggerGracefulShutdown()
                 try await group.waitForAll()
             }
         }
