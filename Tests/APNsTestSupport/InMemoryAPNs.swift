@@ -106,7 +106,7 @@ public final class InMemoryAPNs: APNSTransportFactory {
     fileprivate func answer(_ request: APNSHTTPRequest, endpoint: APNSEndpoint) throws -> APNSHTTPResponse {
         let token = RecordedAPNSRequest.deviceToken(ofPath: request.path)
         let (answer, channel) = state.withLock { state -> (Answer?, Int) in
-            state.nextChannel += 1
+            if request.method == "POST", request.path.hasSuffix("/channels") { state.nextChannel += 1 }
             if !state.next.isEmpty { return (state.next.removeFirst(), state.nextChannel) }
             guard let token else { return (nil, state.nextChannel) }
             if var queue = state.scripted[token], !queue.isEmpty {

@@ -1,5 +1,5 @@
 import APNs
-import APNsSimulator
+import APNsTestSupport
 import DatabaseTestSupport
 import Foundation
 import HeraldCore
@@ -20,7 +20,7 @@ struct LiveActivityBatchTests {
     )
     func partialRetry(backend: Backend) async throws {
         let clock = ManualClock(t)
-        try await LiveActivityHarness.with(backend, clock: clock) { stack in
+        try await LiveActivityHarness.inMemory(backend, clock: clock) { stack in
             try await stack.registerPushToStart(String(repeating: "c1", count: 32), at: t)
             var ids: [UUID] = []
             for _ in 0..<2 {
@@ -41,9 +41,12 @@ struct LiveActivityBatchTests {
                     app: nil
                 )
             }
-            // More 503s than the client's own three attempts, for the second activity's device only.
-            stack.simulator.addFault(
-                APNSSimulatorFault(.respond(status: 503, reason: .serviceUnavailable), token: devices[1], times: 3)
+            // As many 503s as the client's own three attempts, for the second activity's device only.
+            stack.apns.script(
+                devices[1],
+                .serviceUnavailable(retryAfter: 1),
+                .serviceUnavailable(retryAfter: 1),
+                .serviceUnavailable(retryAfter: 1)
             )
             let batch = ids.map { id in
                 LiveActivityAcceptance(
@@ -57,7 +60,11 @@ struct LiveActivityBatchTests {
             let jobs = try await stack.queue.list(statuses: [.pending], kind: LiveActivityJobKind.send)
             #expect(jobs.count == 1, "one job for the batch")
 
-            #expect(try await stack.worker.runDueJobs() == 1)
+            async let ran = stack.worker.runDueJobs()
+            // The client's two waits between its three attempts, on the manual clock.
+            try await clock.advanceToNextDeadline()
+            try await clock.advanceToNextDeadline()
+            #expect(try await ran == 1)
             let batchJob = try #require(jobs.first)
             let first = try #require(try await stack.queue.job(id: batchJob.id))
             #expect(first.status == .done, "the batch job is done: what APNs refused went to a job of its own")
@@ -82,9 +89,8 @@ struct LiveActivityBatchTests {
                     200, 503,
                 ]
             )
-            let received = stack.simulator.deliveries().filter { $0.token == devices[0] || $0.token == devices[1] }
-            #expect(received.filter { $0.token == devices[0] }.map(\.status) == [200], "the first device got it once")
-            #expect(received.filter { $0.token == devices[1] }.map(\.status) == [200, 503, 503, 503], "newest first")
+            #expect(stack.apns.requests(to: devices[0]).map(\.status) == [200], "the first device got it once")
+            #expect(stack.apns.requests(to: devices[1]).map(\.status) == [503, 503, 503, 200], "oldest first")
         }
     }
 
