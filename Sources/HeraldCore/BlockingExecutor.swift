@@ -105,7 +105,7 @@ extension BlockingExecutor {
         typealias Work = @Sendable () -> Void
 
         private let condition = NSCondition()
-        private var queue: [Work] = []
+        private var queue: [Work?] = []
         private var head = 0
         private var isShuttingDown = false
         private var runningThreads: Int
@@ -163,9 +163,14 @@ extension BlockingExecutor {
                 if isShuttingDown { return nil }
                 condition.wait()
             }
-            let work = queue[head]
+            // The slot is emptied as the work is taken: a finished item's captures (continuations,
+            // connections, buffers) must not outlive it until the queue happens to be compacted.
+            let work = queue[head].take()
             head += 1
-            if head >= 64, head * 2 >= queue.count {
+            if head == queue.count {
+                queue.removeAll(keepingCapacity: queue.count <= 1024)
+                head = 0
+            } else if head >= 64, head * 2 >= queue.count {
                 queue.removeFirst(head)
                 head = 0
             }

@@ -225,6 +225,9 @@ public final class EventLoop: @unchecked Sendable {
             runDueTimers()
             runTasks()
         }
+        // Timers that never fired are dropped: their bodies usually capture the handler that
+        // scheduled them, which holds the loop, and would keep both alive after the loop stops.
+        timers.removeAll()
         // Tasks queued after the last turn are dropped, and released outside the lock: a task's
         // captures may call `execute` as they go.
         let dropped = inbox.withLock { inbox in

@@ -45,6 +45,12 @@ struct TimerHeap {
         }
     }
 
+    /// Drops every timer, fired or not (the loop is stopping).
+    mutating func removeAll() {
+        heap.removeAll(keepingCapacity: false)
+        bodies = [:]
+    }
+
     /// Removes and returns the body of the earliest timer due at `now`, if any.
     mutating func popDue(now: UInt64) -> (() -> Void)? {
         while let top = heap.popMin(if: { $0.deadline <= now }) {

@@ -23,6 +23,22 @@ struct BlockingExecutorTests {
         await #expect(throws: Boom.self) { try await executor.run { throw Boom() } }
     }
 
+    @Test("work that has run is released at once, not kept in the queue")
+    func finishedWorkIsReleased() async throws {
+        let executor = BlockingExecutor(name: "test-release", threadCount: 1)
+        weak var released: Tally?
+        do {
+            let captured = Tally()
+            released = captured
+            try await executor.run { withExtendedLifetime(captured) {} }
+        }
+        // The executor is still alive; its thread exits once the queue is drained, so after this
+        // nothing but the queue could still hold the finished work item.
+        await executor.shutdownGracefully()
+        #expect(released == nil, "the executor must not keep finished work and what it captured")
+        withExtendedLifetime(executor) {}
+    }
+
     @Test("a single thread runs work one at a time, in order")
     func serialises() async throws {
         let executor = BlockingExecutor(name: "test-serial", threadCount: 1)
