@@ -283,7 +283,7 @@ let package = Package(
         .target(name: "CThreadSanitizerMutex", path: "Tests/CThreadSanitizerMutex"),
         .testTarget(
             name: "HeraldIOTests",
-            dependencies: ["HeraldIO", "CThreadSanitizerMutex", "AsyncTestSupport"],
+            dependencies: ["HeraldIO", "HeraldCrypto", "CThreadSanitizerMutex", "AsyncTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -14,6 +14,12 @@
 # starts with its HTTP status: `# → 202 {"id":"…", …}`. Every command must succeed, except
 # that `# → [exit N] EXPECTED` expects the last command to exit N, and matches EXPECTED against
 # what the commands wrote to standard output and standard error together.
+# Every HTTP request must succeed too: each curl call (without a `-w` of its own) must get a
+# 1xx, 2xx or 3xx status, whether or not an expectation follows, since `curl -s` exits 0 on a
+# 404 or a 500. The one exception is the last curl call before a `# → ` line that starts with a
+# status (`# → 404 {"error":"not_found", …}`): that status is the one expected, whatever it is.
+# An example whose point is an error therefore declares it that way. A call with its own `-w`
+# prints its status itself, for its expectation to check.
 # The blocks of one file run in order in one bash, so variables carry over. The examples'
 # addresses, in commands and expectations, become those of the servers it started:
 # localhost:3000 (herald serve), 127.0.0.1:8443 and 127.0.0.1:8444 (herald simulator, APNs and
@@ -241,6 +247,23 @@ WRAPPER
         fi
         expected=
         [ -e "$out/$i.expect" ] && expected=$(normalise <"$out/$i.expect")
+        # Each request's status is 1xx–3xx, but for the last one when the expectation names it.
+        statuses=()
+        mapfile -t statuses < <(grep -E '^([0-9]{3}|-)$' "$out/$i.status" || true)
+        checked=${#statuses[@]}
+        if [[ $expected =~ ^[0-9]{3}( |$) ]] && [ "$checked" -gt 0 ] && [ "${statuses[checked - 1]}" != - ]; then
+            checked=$((checked - 1))
+        fi
+        unexpected=
+        for status in "${statuses[@]:0:checked}"; do
+            [[ $status =~ ^[123][0-9]{2}$ || $status == - ]] || unexpected+=" $status"
+        done
+        if [ -n "$unexpected" ]; then
+            fail "$file" "$line" "  command: $command
+  HTTP status:$unexpected (a request must answer 1xx-3xx; declare an error status with \`# → 4xx …\`)
+  stdout: $(head -c 2000 "$out/$i.out")"
+            continue
+        fi
         if [[ $expected =~ ^\[exit\ ([0-9]+)\]\ ?(.*)$ ]]; then
             # A command expected to fail: its exit status, and what it wrote to either stream.
             want=${BASH_REMATCH[1]}

@@ -9,6 +9,10 @@ static inline long copenssl_set_tlsext_host_name(SSL *ssl, const char *name) {
 static inline long copenssl_ctx_set_min_proto_version(SSL_CTX *ctx, int version) {
     return SSL_CTX_set_min_proto_version(ctx, version);
 }
+/// SSL_CTX_set_max_proto_version.
+static inline long copenssl_ctx_set_max_proto_version(SSL_CTX *ctx, int version) {
+    return SSL_CTX_set_max_proto_version(ctx, version);
+}
 /// SSL_CTX_set_mode.
 static inline long copenssl_ctx_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
 /// SSL_CTX_set_read_ahead.

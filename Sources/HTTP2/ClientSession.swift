@@ -419,7 +419,11 @@ final class ClientSession: ChannelHandler, @unchecked Sendable {
         while State.mayPullOutput(pendingWriteBytes: channel.pendingWriteBytes) {
             switch nghttp2.nextOutput() {
             case .bytes(let bytes):
-                channel.write(bytes)
+                do {
+                    try channel.write(bytes)
+                } catch {
+                    return  // closed under us: channelInactive ends the session
+                }
             case .none:
                 channel.flush()
                 return

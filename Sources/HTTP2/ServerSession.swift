@@ -165,7 +165,11 @@ final class ServerSession: ChannelHandler, @unchecked Sendable {
         while channel.pendingWriteBytes < 1 << 20 {
             switch nghttp2.nextOutput() {
             case .bytes(let bytes):
-                channel.write(bytes)
+                do {
+                    try channel.write(bytes)
+                } catch {
+                    return  // closed under us: channelInactive ends the session
+                }
             case .none:
                 channel.flush()
                 return

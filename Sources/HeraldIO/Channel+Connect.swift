@@ -147,6 +147,7 @@ extension Channel {
         }
         if let tls {
             applicationProtocol = tls.negotiatedProtocol
+            tlsVersion = tls.negotiatedVersion
             if tls.context.configuration.certificateVerification == .requestClientCertificate {
                 peerCertificate = tls.peerCertificate
             }

@@ -52,6 +52,8 @@ public final class Channel: @unchecked Sendable {
     var activation: UnsafeContinuation<Void, any Error>?
     var connectTimer: TimerHandle?
 
+    /// The TLS version the handshake agreed on (nil for cleartext).
+    public internal(set) var tlsVersion: TLSConfiguration.Version?
     /// The ALPN protocol the TLS handshake selected (nil for cleartext or none).
     public internal(set) var applicationProtocol: String?
     /// The client's certificate, on a server whose TLS configuration asks for one with
@@ -95,10 +97,15 @@ public final class Channel: @unchecked Sendable {
         return outbound.count
     }
 
-    /// Appends `bytes` to the output; nothing is sent until ``flush()``. Ignored once closed.
-    public func write(_ bytes: UnsafeRawBufferPointer) {
+    /// Appends `bytes` to the output; nothing is sent until ``flush()``.
+    /// - Throws: ``ChannelError`` with code ``ChannelError/Code/closed`` once the channel is
+    ///   closed or closing (after ``close(mode:)``, or when the peer or an error closed it): the
+    ///   bytes would never leave, and the caller should stop producing them.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(ChannelError) {
         eventLoop.assertInEventLoop()
-        guard state == .active, !closeAfterFlush else { return }
+        guard state == .active, !closeAfterFlush else {
+            throw ChannelError(code: .closed, message: "write to a closed channel (\(remoteAddress))")
+        }
         outbound.append(bytes)
     }
 

@@ -21,6 +21,22 @@ public final class TCPListener: @unchecked Sendable {
     private var tls: TLSContext?
     private var makeHandler: ((Channel) -> any ChannelHandler)?
     private var registered = false
+    private var pauseTimer: TimerHandle?
+
+    /// How long accepting pauses after accept(2) fails for want of a descriptor or memory
+    /// (EMFILE, ENFILE, ENOBUFS, ENOMEM). The connection waiting in the backlog keeps the socket
+    /// readable, and the loop's epoll is level-triggered: without the pause the loop would call
+    /// accept again at once, forever, at 100% CPU, until a descriptor is freed. Internal so that
+    /// tests can change it; loop thread.
+    var exhaustionPause: Duration = .milliseconds(100)
+    /// accept4(2) as the listener calls it; tests substitute failures. Loop thread.
+    var acceptCall: (Int32, UnsafeMutablePointer<sockaddr_storage>, UnsafeMutablePointer<socklen_t>) -> Int32 = {
+        cherald_accept($0, $1, $2)
+    }
+    /// How many times accepting paused (see ``exhaustionPause``). Loop thread.
+    private(set) var exhaustionPauses = 0
+    /// True while accepting is paused. Loop thread.
+    var isPaused: Bool { pauseTimer != nil }
 
     /// Binds and listens.
     /// - Parameters:
@@ -80,6 +96,10 @@ public final class TCPListener: @unchecked Sendable {
 
     private func closeNow() {
         guard fd >= 0 else { return }
+        if let pauseTimer {
+            eventLoop.cancelTimer(pauseTimer)
+            self.pauseTimer = nil
+        }
         if registered {
             eventLoop.deregister(fd: fd)
             registered = false
@@ -97,10 +117,17 @@ extension TCPListener: IOEventHandler {
             guard fd >= 0 else { return }
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let client = cherald_accept(fd, &storage, &length)
+            let client = acceptCall(fd, &storage, &length)
             if client < 0 {
-                // EAGAIN: done for now. EMFILE and friends: try again on the next readiness.
-                return
+                switch errno {
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    pause()
+                    return
+                case ECONNABORTED, EPROTO, EPERM:
+                    continue  // that connection is gone or refused; the next may be fine
+                default:
+                    return  // EAGAIN: the backlog is empty
+                }
             }
             let remote = withUnsafePointer(to: &storage) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0, length: Int(length)) }
@@ -121,5 +148,38 @@ extension TCPListener: IOEventHandler {
 
     func loopShutdown() {
         closeNow()
+    }
+
+    /// Stops watching the socket for ``exhaustionPause``, then watches it again (and accepts what
+    /// waited, once a descriptor is free).
+    private func pause() {
+        guard registered, pauseTimer == nil else { return }
+        do {
+            try eventLoop.reregister(fd: fd, interest: IOInterest(read: false, write: false))
+        } catch {
+            closeNow()
+            return
+        }
+        exhaustionPauses += 1
+        pauseTimer = eventLoop.scheduleTimer(after: exhaustionPause) { [weak self] in
+            guard let self else { return }
+            pauseTimer = nil
+            resumeAccepting()
+        }
+    }
+
+    /// Watches the socket again after a pause. Internal so that tests can end a pause early;
+    /// loop thread.
+    func resumeAccepting() {
+        if let pauseTimer {
+            eventLoop.cancelTimer(pauseTimer)
+            self.pauseTimer = nil
+        }
+        guard registered, fd >= 0 else { return }
+        do {
+            try eventLoop.reregister(fd: fd, interest: IOInterest(read: true, write: false))
+        } catch {
+            closeNow()
+        }
     }
 }

@@ -1,4 +1,4 @@
-/// How a ``TLSContext`` is set up: TLS 1.2 or newer, ALPN, trust roots and certificates.
+/// How a ``TLSContext`` is set up: TLS versions (1.2 or newer by default), ALPN, trust roots and certificates.
 ///
 /// ```swift
 /// var client = TLSConfiguration.makeClient()
@@ -13,7 +13,7 @@ public struct TLSConfiguration: Sendable {
         case client, server
     }
 
-    /// The lowest TLS version accepted.
+    /// A TLS protocol version.
     public enum Version: Sendable, Hashable {
         case tls12, tls13
     }
@@ -34,6 +34,9 @@ public struct TLSConfiguration: Sendable {
     public var role: Role
     /// Default ``Version/tls12``.
     public var minimumVersion: Version = .tls12
+    /// The highest TLS version offered or accepted; nil (the default) for the newest OpenSSL
+    /// supports. Set it only to test that a peer refuses an old version.
+    public var maximumVersion: Version?
     /// ALPN protocols in order of preference; default `["h2"]`. A client fails the handshake with
     /// ``TLSError/Code/applicationProtocolNotNegotiated`` when the server selects none of them; a
     /// server answers without ALPN when the client offers none of them.

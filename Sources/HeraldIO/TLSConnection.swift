@@ -75,6 +75,16 @@ final class TLSConnection {
         return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
     }
 
+    /// The protocol version the handshake agreed on (nil for one older than TLS 1.2, which the
+    /// contexts never allow).
+    var negotiatedVersion: TLSConfiguration.Version? {
+        switch SSL_version(ssl) {
+        case TLS1_3_VERSION: .tls13
+        case TLS1_2_VERSION: .tls12
+        default: nil
+        }
+    }
+
     /// The certificate the peer presented in the handshake, if any.
     var peerCertificate: TLSPeerCertificate? {
         guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }

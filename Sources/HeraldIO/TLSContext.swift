@@ -42,6 +42,12 @@ public final class TLSContext: @unchecked Sendable {
         guard copenssl_ctx_set_min_proto_version(context, version) == 1 else {
             throw TLSError(code: .configuration, message: "cannot set the minimum TLS version")
         }
+        if let maximum = configuration.maximumVersion {
+            let version = maximum == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION
+            guard copenssl_ctx_set_max_proto_version(context, version) == 1 else {
+                throw TLSError(code: .configuration, message: "cannot set the maximum TLS version")
+            }
+        }
         _ = SSL_CTX_set_options(context, copenssl_default_options())
         _ = copenssl_ctx_set_mode(
             context,

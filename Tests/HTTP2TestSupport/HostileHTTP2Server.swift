@@ -162,7 +162,11 @@ private final class HostileConnection: ChannelHandler, @unchecked Sendable {
             var data: UnsafePointer<UInt8>?
             let count = nghttp2_session_mem_send(session, &data)
             guard count > 0, let data else { break }
-            channel.write(UnsafeRawBufferPointer(start: data, count: count))
+            do {
+                try channel.write(UnsafeRawBufferPointer(start: data, count: count))
+            } catch {
+                return  // the client closed: nothing more to send
+            }
         }
         channel.flush()
     }
@@ -242,7 +246,8 @@ private final class HostileConnection: ChannelHandler, @unchecked Sendable {
 
     private func write(_ bytes: [UInt8]) {
         guard let channel else { return }
-        bytes.withUnsafeBytes { channel.write($0) }
+        let written = bytes.withUnsafeBytes { buffer in (try? channel.write(buffer)) != nil }
+        guard written else { return }  // the client closed: the flood is over
         floodBytes += bytes.count
         server.record { $0.bombBytes += bytes.count }
     }

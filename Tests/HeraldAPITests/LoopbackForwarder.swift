@@ -70,7 +70,11 @@ final class LoopbackForwarder: Sendable {
                     forwarder.track(connected)
                     loop.execute { [self] in
                         peer = outbound
-                        pending.withUnsafeBytes { connected.write($0) }
+                        let written = pending.withUnsafeBytes { bytes in (try? connected.write(bytes)) != nil }
+                        guard written else {
+                            channel.close(mode: .abort)
+                            return
+                        }
                         pending = []
                         connected.flush()
                     }
@@ -82,7 +86,11 @@ final class LoopbackForwarder: Sendable {
 
         func channelRead(_ channel: Channel, _ bytes: UnsafeRawBufferPointer) {
             if let other = peer?.channel {
-                other.write(bytes)
+                do {
+                    try other.write(bytes)
+                } catch {
+                    channel.close(mode: .abort)  // the other side is gone: so is this one
+                }
             } else {
                 pending += bytes
             }
