@@ -65,6 +65,18 @@ public enum DeviceMigrations {
                 FROM dead_tokens;
                 DROP TABLE dead_tokens;
                 """
-        )
+        ),
+        // The `all` audience's page query (``DeviceStore/allPageQuery(app:environment:after:limit:)``)
+        // has this index to itself: its WHERE is the predicate and the key, its ORDER BY the rest of
+        // the key. Its status test being the predicate costs nothing whatever the statistics say,
+        // so PostgreSQL pages a freshly imported, not yet analyzed registry by it, where
+        // `devices_status` or the primary key with a filter were picked by estimates.
+        Migration(
+            version: 21,
+            name: "devices_active",
+            sql: """
+                CREATE INDEX devices_active ON devices (app, environment, token) WHERE status = 'active';
+                """
+        ),
     ]
 }

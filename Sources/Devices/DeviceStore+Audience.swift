@@ -1,6 +1,6 @@
 public import APNs
 import Foundation
-import Storage
+package import Storage
 
 /// Which active devices of an app and environment an audience means.
 public enum AudienceSelector: Sendable, Hashable {
@@ -94,14 +94,8 @@ extension DeviceStore {
         let limit = max(1, limit)
         switch selector {
         case .all:
-            var binds = SQLBinds()
-            var sql = """
-                SELECT token FROM devices WHERE app = \(binds.add(.text(app))) \
-                AND environment = \(binds.add(.text(environment.rawValue))) AND status = 'active'
-                """
-            if let cursor { sql += " AND token > \(binds.add(.text(cursor.token)))" }
-            sql += " ORDER BY token LIMIT \(binds.add(SQLValue(limit + 1)))"
-            return page(try await database.query(sql, binds.values).map { try $0.string("token") }, limit: limit)
+            let (sql, binds) = Self.allPageQuery(app: app, environment: environment, after: cursor, limit: limit)
+            return page(try await database.query(sql, binds).map { try $0.string("token") }, limit: limit)
         case .anyTag(let tags):
             let unique = Array(Set(tags)).sorted()
             guard !unique.isEmpty else { return AudiencePage(tokens: [], next: nil) }
@@ -121,6 +115,24 @@ extension DeviceStore {
         case .users(let users):
             return try await userTokens(app: app, environment: environment, users: users, after: cursor, limit: limit)
         }
+    }
+
+    /// The `all` audience's page: `limit + 1` active tokens after the cursor, in token order, read
+    /// from the `devices_active` index (migration 21), whose predicate and key this query matches.
+    package static func allPageQuery(
+        app: String,
+        environment: APNSEnvironment,
+        after cursor: AudienceCursor?,
+        limit: Int
+    ) -> (sql: String, binds: [SQLValue]) {
+        var binds = SQLBinds()
+        var sql = """
+            SELECT token FROM devices WHERE app = \(binds.add(.text(app))) \
+            AND environment = \(binds.add(.text(environment.rawValue))) AND status = 'active'
+            """
+        if let cursor { sql += " AND token > \(binds.add(.text(cursor.token)))" }
+        sql += " ORDER BY token LIMIT \(binds.add(SQLValue(limit + 1)))"
+        return (sql, binds.values)
     }
 
     private func page(_ tokens: [String], limit: Int) -> AudiencePage {

@@ -50,22 +50,4 @@ extension NotificationStore {
         if finished != nil { observer.finishCommitted() }
         return finished
     }
-
-    /// Tokens per status, read on `executor`.
-    static func counts(id: UUID, on executor: any DatabaseExecutor) async throws -> DeliveryCounts {
-        let rows = try await executor.query(
-            "SELECT status, COUNT(*) AS n FROM notification_deliveries WHERE notification_id = $1 GROUP BY status",
-            [SQLValue(id)]
-        )
-        var counts = DeliveryCounts()
-        for row in rows {
-            if let status = DeliveryStatus(rawValue: try row.string("status")) {
-                counts.counts[status] = Int(try row.int("n"))
-            }
-        }
-        // Tokens of an audience's stored pages have no row until their first result.
-        let unrecorded = try await NotificationStore.unrecordedCount(id: id, rows: counts.total, on: executor)
-        if unrecorded > 0 { counts.counts[.pending, default: 0] += unrecorded }
-        return counts
-    }
 }

@@ -106,5 +106,42 @@ public enum NotificationMigrations {
                 );
                 """
         ),
+        // Tokens per result on the notification's row, kept in the transaction that writes the
+        // results (``NotificationStore/counts(id:)`` reads one row instead of counting a send's
+        // rows). `pending_count` also holds the tokens of stored pages that have no row yet, so the
+        // counts add up to `token_count`. Existing rows are counted once here.
+        Migration(
+            version: 20,
+            name: "notification_counts",
+            sql: """
+                ALTER TABLE notifications ADD COLUMN pending_count BIGINT NOT NULL DEFAULT 0;
+                ALTER TABLE notifications ADD COLUMN sent_count BIGINT NOT NULL DEFAULT 0;
+                ALTER TABLE notifications ADD COLUMN rejected_count BIGINT NOT NULL DEFAULT 0;
+                ALTER TABLE notifications ADD COLUMN dead_count BIGINT NOT NULL DEFAULT 0;
+                ALTER TABLE notifications ADD COLUMN retrying_count BIGINT NOT NULL DEFAULT 0;
+                ALTER TABLE notifications ADD COLUMN failed_count BIGINT NOT NULL DEFAULT 0;
+                ALTER TABLE notifications ADD COLUMN cancelled_count BIGINT NOT NULL DEFAULT 0;
+                UPDATE notifications SET pending_count = token_count;
+                UPDATE notifications SET
+                    pending_count = counted.pending
+                        + CASE WHEN notifications.token_count > counted.recorded
+                            THEN notifications.token_count - counted.recorded ELSE 0 END,
+                    sent_count = counted.sent, rejected_count = counted.rejected, dead_count = counted.dead,
+                    retrying_count = counted.retrying, failed_count = counted.failed,
+                    cancelled_count = counted.cancelled
+                FROM (
+                    SELECT notification_id, COUNT(*) AS recorded,
+                        SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END) AS pending,
+                        SUM(CASE WHEN status = 'sent' THEN 1 ELSE 0 END) AS sent,
+                        SUM(CASE WHEN status = 'rejected' THEN 1 ELSE 0 END) AS rejected,
+                        SUM(CASE WHEN status = 'dead' THEN 1 ELSE 0 END) AS dead,
+                        SUM(CASE WHEN status = 'retrying' THEN 1 ELSE 0 END) AS retrying,
+                        SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failed,
+                        SUM(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END) AS cancelled
+                    FROM notification_deliveries GROUP BY notification_id
+                ) AS counted
+                WHERE notifications.id = counted.notification_id;
+                """
+        ),
     ]
 }

@@ -55,7 +55,8 @@ extension NotificationStore {
                 // the notification stores nothing.
                 let rows = try await tx.query(
                     """
-                    UPDATE notifications SET token_count = token_count + $3, send_lease_expires_at = $4,
+                    UPDATE notifications SET token_count = token_count + $3, pending_count = pending_count + $3,
+                        send_lease_expires_at = $4,
                         audience_cursor = $5, audience_resolved_at = $6, updated_at = $7
                     WHERE id = $1 AND send_owner = $2
                     RETURNING token_count

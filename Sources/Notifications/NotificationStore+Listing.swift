@@ -101,6 +101,7 @@ extension NotificationStore {
     /// caller's transaction; returns how many.
     func cancelUnfinished(_ id: UUID, at now: Date, on executor: any DatabaseExecutor) async throws -> Int {
         let reason = "the notification was cancelled"
+        try await Self.countUnfinished(as: .cancelled, of: id, on: executor)
         let unrecorded = try await recordUnrecordedPages(id, as: .cancelled, reason: reason, at: now, on: executor)
         return try await unrecorded
             + executor.execute(

@@ -109,19 +109,6 @@ extension NotificationStore {
         try await executor.execute("DELETE FROM notification_pages WHERE notification_id = $1", [SQLValue(id)])
     }
 
-    /// How many tokens of stored pages have no row: the pending tokens that `notification_deliveries`
-    /// does not show. It is the notification's `token_count` less its rows, since every row is a
-    /// token of the notification.
-    static func unrecordedCount(id: UUID, rows: Int, on executor: any DatabaseExecutor) async throws -> Int {
-        guard
-            let row = try await executor.queryFirst(
-                "SELECT token_count FROM notifications WHERE id = $1",
-                [SQLValue(id)]
-            )
-        else { return 0 }
-        return max(0, Int(try row.int("token_count")) - rows)
-    }
-
     private func page(
         of id: UUID,
         endingAfter after: Int,

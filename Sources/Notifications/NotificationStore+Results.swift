@@ -12,22 +12,39 @@ extension NotificationStore {
         """
 
     /// Writes `results` as rows of `notification_deliveries`, inserting or updating on
-    /// (notification, token), inside the caller's transaction.
+    /// (notification, token), inside the caller's transaction; returns the statuses the updated
+    /// rows had before (a token that had no row has no entry), for the counts.
     ///
     /// On PostgreSQL each column goes as one array parameter, unnested into rows by the server:
     /// one statement of nine parameters, whatever the number of rows, instead of nine parameters a
     /// row for the server to parse and bind. SQLite, in the same process, takes multi-row
-    /// `VALUES` of ``batchSize`` rows.
-    static func upsert(_ results: [DeliveryResult], of id: UUID, on executor: any DatabaseExecutor) async throws {
-        guard !results.isEmpty else { return }
+    /// `VALUES` of ``batchSize`` rows, each after reading the statuses it replaces. On PostgreSQL
+    /// the read and the write are one statement: every part of it sees the rows as they were
+    /// before it.
+    static func upsert(
+        _ results: [DeliveryResult],
+        of id: UUID,
+        on executor: any DatabaseExecutor
+    ) async throws -> [String: DeliveryStatus] {
+        guard !results.isEmpty else { return [:] }
         let columns = "notification_id, token, ordinal, status, reason, apns_id, invalid_at, attempts, updated_at"
+        var before: [String: DeliveryStatus] = [:]
         if executor.dialect == .postgres {
-            try await executor.execute(
+            let rows = try await executor.query(
                 """
-                INSERT INTO notification_deliveries (\(columns))
-                SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
-                    $7::bigint[], $8::bigint[], $9::bigint[])
-                """ + onConflict,
+                WITH previous AS (
+                    SELECT token, status FROM notification_deliveries
+                    WHERE notification_id = $1 AND token = ANY($2::text[])
+                ), written AS (
+                    INSERT INTO notification_deliveries (\(columns))
+                    SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
+                        $7::bigint[], $8::bigint[], $9::bigint[])
+                """ + onConflict + """
+
+                        RETURNING 1
+                    )
+                    SELECT token, status FROM previous
+                    """,
                 [
                     SQLValue(id),
                     .text(PostgresArrayLiteral.text(results.lazy.map(\.token))),
@@ -44,7 +61,10 @@ extension NotificationStore {
                     .text(PostgresArrayLiteral.integers(results.lazy.map { EpochTime.milliseconds($0.updatedAt) })),
                 ]
             )
-            return
+            for row in rows {
+                before[try row.string("token")] = DeliveryStatus(rawValue: try row.string("status")) ?? .pending
+            }
+            return before
         }
         var start = 0
         while start < results.count {
@@ -62,8 +82,21 @@ extension NotificationStore {
                     SQLValue(result.attempts), SQLValue(result.updatedAt),
                 ]
             }
+            let tokens = results[start..<end].map(\.token)
+            let list = tokens.indices.map { "$\($0 + 2)" }.joined(separator: ", ")
+            for row in try await executor.query(
+                "SELECT token, status FROM notification_deliveries WHERE notification_id = $1 AND token IN (\(list))",
+                [SQLValue(id)] + tokens.map(SQLValue.text)
+            ) {
+                let token = try row.string("token")
+                // A token written twice: the earlier write's status is what it replaced.
+                if before[token] == nil {
+                    before[token] = DeliveryStatus(rawValue: try row.string("status")) ?? .pending
+                }
+            }
             try await executor.execute(sql + onConflict, binds)
             start = end
         }
+        return before
     }
 }

@@ -50,8 +50,8 @@ public struct NotificationStore: Sendable {
     ) async throws {
         try await executor.execute(
             """
-            INSERT INTO notifications (\(Self.columns), audience)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+            INSERT INTO notifications (\(Self.columns), audience, pending_count)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $12)
             """,
             [
                 SQLValue(notification.id), .text(notification.app), .text(notification.environment.rawValue),
@@ -85,7 +85,15 @@ public struct NotificationStore: Sendable {
             return try await renewSend(notification.id, ownership)
         }
         let (held, invalidated) = try await database.transaction { tx -> (Bool, Bool) in
-            try await Self.upsert(results, of: notification.id, on: tx)
+            // Renewing the claim updates the notification's row, which locks it for the counts.
+            var held = true
+            if let ownership {
+                held = try await self.renewSend(notification.id, ownership, on: tx)
+            } else {
+                try await Self.lockCounts(of: notification.id, on: tx)
+            }
+            let before = try await Self.upsert(results, of: notification.id, on: tx)
+            try await Self.addCounts(Self.countChanges(results, replacing: before), to: notification.id, on: tx)
             let dead = results.filter { $0.status == .dead }.map { result in
                 DeviceInvalidation(
                     token: result.token,
@@ -104,8 +112,7 @@ public struct NotificationStore: Sendable {
                     environment: notification.environment,
                     on: tx
                 )
-            guard let ownership else { return (true, !invalidated.isEmpty) }
-            return (try await self.renewSend(notification.id, ownership, on: tx), !invalidated.isEmpty)
+            return (held, !invalidated.isEmpty)
         }
         if invalidated { devices.events?.invalidationsCommitted() }
         return held
@@ -209,6 +216,7 @@ public struct NotificationStore: Sendable {
     /// Marks every token still without a final result `failed` with `reason`.
     func failUnfinished(_ id: UUID, reason: String, at now: Date) async throws -> Int {
         try await database.transaction { tx in
+            try await Self.countUnfinished(as: .failed, of: id, on: tx)
             let unrecorded = try await recordUnrecordedPages(id, as: .failed, reason: reason, at: now, on: tx)
             return try await unrecorded
                 + tx.execute(

@@ -22,9 +22,9 @@ struct SchemaCompositionTests {
             "1 create_kv_settings",  // Storage
             "2 create_jobs",  // Jobs
             "3 create_notifications", "4 notification_send_owner", "6 notifications_listing",
-            "8 notification_audiences", "15 notification_pages",  // Notifications
+            "8 notification_audiences", "15 notification_pages", "20 notification_counts",  // Notifications
             "5 create_idempotency_keys",  // HeraldAPI
-            "7 create_devices",  // Devices
+            "7 create_devices", "21 devices_active",  // Devices
             "9 create_webhooks", "10 create_webhook_outbox",  // Webhooks
             "13 create_wake_schedules", "14 create_wake_runs_and_pings",  // Wake
             "11 create_live_activities", "12 create_live_activity_deliveries",
@@ -50,6 +50,7 @@ struct SchemaCompositionTests {
                 "create_wake_schedules", "create_wake_runs_and_pings", "notification_pages",
                 "live_activity_instances_registered_after", "live_activities_starting",
                 "live_activity_users_from_push_to_start", "push_to_start_tokens_user_registered",
+                "notification_counts", "devices_active",
             ]
         )
     }

@@ -74,7 +74,7 @@ struct AudiencePagesTests {
         try await NotificationHarness.with(backend, resolver: registry, pageSize: 4) { harness in
             let (created, page) = try await Self.diedMidPage(harness, registry: registry, recorded: 3)
             #expect(try await harness.results(created.id).map(\.token) == Array(page.prefix(3)))
-            let counts = try await harness.store.counts(id: created.id)
+            let counts = try await NotificationCountsTests.checkedCounts(harness, created.id)
             #expect(counts[.sent] == 3)
             #expect(counts[.pending] == 1, "the page's fourth device has no row yet")
             #expect(try await Self.pageRows(harness, created.id) == 1)
@@ -92,7 +92,7 @@ struct AudiencePagesTests {
             #expect(results.map(\.token) == tokens)
             #expect(results.map(\.ordinal) == Array(0..<6))
             #expect(results.filter { $0.apnsID == "dead-pass" }.count == 3)
-            let final = try await harness.store.counts(id: created.id)
+            let final = try await NotificationCountsTests.checkedCounts(harness, created.id)
             #expect(final[.sent] == 6 && final[.pending] == 0)
             #expect(try await Self.pageRows(harness, created.id) == 0, "a finished send keeps no pages")
         }
@@ -117,7 +117,7 @@ struct AudiencePagesTests {
             #expect(results.map(\.token) == page)
             #expect(results.map(\.status) == [.sent, .failed, .failed, .failed])
             #expect(results.dropFirst().allSatisfy { $0.reason == "given up" })
-            let counts = try await harness.store.counts(id: created.id)
+            let counts = try await NotificationCountsTests.checkedCounts(harness, created.id)
             #expect(counts[.pending] == 0 && counts[.failed] == 3)
             #expect(try await Self.pageRows(harness, created.id) == 0)
         }

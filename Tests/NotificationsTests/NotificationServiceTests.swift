@@ -270,8 +270,13 @@ struct NotificationServiceTests {
                 """,
                 [SQLValue(created.id)]
             )
+            // The counts on the notification's row moved with those results, in their transactions.
             try await harness.database.execute(
-                "UPDATE notifications SET status = 'sending', updated_at = $2 WHERE id = $1",
+                """
+                UPDATE notifications SET status = 'sending', updated_at = $2, pending_count = pending_count - 120,
+                    sent_count = sent_count + 120
+                WHERE id = $1
+                """,
                 [SQLValue(created.id), SQLValue(now)]
             )
             #expect(try await harness.worker.runDueJobs() == 1)
