@@ -179,10 +179,18 @@ let package = Package(
             dependencies: ["HeraldCore", "HeraldCrypto", "HTTPRouting", "APNs"],
             swiftSettings: swiftSettings
         ),
+        // What a feature declares (settings, migrations, routes with their authentication, job kinds,
+        // webhook event types, retention) and the assembly `herald serve` composes a list of them with.
+        .target(
+            name: "HeraldFeature",
+            dependencies: ["HeraldCore", "HTTPRouting", "Storage"],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs",
+                "HeraldCore", "HeraldFeature", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications",
+                "APNs",
                 "APNsTransport", "Devices",
                 "ClientTokens",
                 "Webhooks",
@@ -194,7 +202,8 @@ let package = Package(
             name: "herald",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
-                "HeraldAPI", "APNs", "APNsTransport", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn",
+                "HeraldAPI", "HeraldFeature", "APNs", "APNsTransport", "APNsSimulator", "Relay", "HeraldAllocator",
+                "ProcessSpawn",
                 "Devices",
                 "ClientTokens",
                 "Webhooks",
@@ -209,7 +218,7 @@ let package = Package(
             dependencies: [
                 "HTTPRouting", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto",
                 "Storage", "ClientTokens", "CloudKit", "Devices", "Webhooks",
-                "HeraldCore",
+                "HeraldCore", "HeraldFeature",
             ],
             swiftSettings: swiftSettings
         ),
@@ -399,7 +408,7 @@ let package = Package(
                 "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
                 "ProcessTestSupport", "Devices", "ClientTokens", "Webhooks", "Wake", "LiveActivities",
-                "HTTP2TestSupport", "HeraldIO",
+                "HTTP2TestSupport", "HeraldIO", "HeraldFeature",
             ],
             swiftSettings: swiftSettings
         ),

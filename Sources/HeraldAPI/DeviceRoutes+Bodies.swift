@@ -3,6 +3,7 @@ import Devices
 import Foundation
 import HTTPRouting
 import HeraldCore
+import HeraldFeature
 
 /// A device as the API shows it: every field present, `null` when unset.
 struct DeviceBody: Encodable, Sendable {

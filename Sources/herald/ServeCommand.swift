@@ -10,6 +10,7 @@ import HTTPServer
 import HeraldAPI
 import HeraldCore
 import HeraldCrypto
+import HeraldFeature
 import Jobs
 import LiveActivities
 import Notifications
@@ -177,6 +178,11 @@ enum ServeCommand {
             // A token minted for one app must not act in another.
             clientTokens.requiresAppClaim = apps.count > 1
         }
+        do throws(FeatureError) {
+            try HeraldFeatures.assembly.validate()
+        } catch {
+            problems.append(error.message)
+        }
         guard problems.isEmpty else {
             for problem in problems { printError("\(name): \(problem)") }
             return 2
@@ -240,6 +246,7 @@ enum ServeCommand {
                 wakeMinInterval: wakeMinInterval,
                 wakePublisher: CloudKitWakePublisher(settings: cloudKit),
                 simulator: simulator,
+                environment: environment,
                 logger: logger
             )
             logger.notice("stopped")
@@ -275,6 +282,7 @@ enum ServeCommand {
         wakeMinInterval: TimeInterval = WakeRunner.defaultMinimumInterval,
         wakePublisher: (any WakeRecordPublisher)? = nil,
         simulator: DemoSimulator? = nil,
+        environment: [String: String] = [:],
         logger: Logger
     ) async throws {
         var databaseOptions = DatabaseOptions()
@@ -391,6 +399,14 @@ enum ServeCommand {
             // Broadcast channels: straight to APNs' management and broadcast hosts, nothing stored.
             ChannelRoutes(clients: clients, keys: apiKeys, idempotency: idempotency).register(on: &router)
             wake.register(on: &router, queue: queue, apps: clients.apps, keys: apiKeys, idempotency: idempotency)
+            // The features of HeraldFeatures.all, each route behind the authentication it declares.
+            var features = FeatureContext(environment: environment, logger: logger)
+            features.provide(clients)
+            try HeraldFeatures.assembly.register(
+                on: &router,
+                context: features,
+                machinery: RequestMachinery(authenticators: [.apiKey: apiKeys], idempotency: idempotency)
+            )
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it
