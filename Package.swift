@@ -186,10 +186,17 @@ let package = Package(
             dependencies: ["HeraldCore", "HTTPRouting", "Storage"],
             swiftSettings: swiftSettings
         ),
+        // Broadcast channels (/v1/channels): straight to APNs' management and broadcast hosts.
+        .target(
+            name: "Channels",
+            dependencies: ["HeraldCore", "HeraldFeature", "HTTPRouting", "APNs", "APNsTransport", "Notifications"],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldCore", "HeraldFeature", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications",
+                "HeraldCore", "HeraldFeature", "Channels", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs",
+                "Notifications",
                 "APNs",
                 "APNsTransport", "Devices",
                 "ClientTokens",
@@ -297,6 +304,11 @@ let package = Package(
             dependencies: [
                 "APNs", "APNsTransport", "HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto", "AsyncTestSupport",
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ChannelsTests",
+            dependencies: ["Channels", "APNs", "HTTPRouting", "HeraldCore", "HeraldFeature"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -408,7 +420,7 @@ let package = Package(
                 "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
                 "ProcessTestSupport", "Devices", "ClientTokens", "Webhooks", "Wake", "LiveActivities",
-                "HTTP2TestSupport", "HeraldIO", "HeraldFeature",
+                "HTTP2TestSupport", "HeraldIO", "HeraldFeature", "Channels",
             ],
             swiftSettings: swiftSettings
         ),

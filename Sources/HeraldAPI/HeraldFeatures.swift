@@ -1,3 +1,4 @@
+import Channels
 public import HTTPRouting
 public import HeraldCore
 public import HeraldFeature
@@ -11,7 +12,9 @@ public import HeraldFeature
 /// the shared request machinery (API keys, idempotency, the refusal mapping).
 public enum HeraldFeatures {
     /// One line per feature.
-    public static let all: [HeraldFeature] = []
+    public static let all: [HeraldFeature] = [
+        Channels.feature
+    ]
 
     /// The settings every feature and the server itself share, and those of the domains not yet
     /// declared as a feature, in the order of the reference.

@@ -396,8 +396,6 @@ enum ServeCommand {
                 allowHTTP: webhooks.allowHTTP,
                 destinations: WebhookDestinationPolicy(allowPrivate: webhooks.allowPrivate)
             ).register(on: &router)
-            // Broadcast channels: straight to APNs' management and broadcast hosts, nothing stored.
-            ChannelRoutes(clients: clients, keys: apiKeys, idempotency: idempotency).register(on: &router)
             wake.register(on: &router, queue: queue, apps: clients.apps, keys: apiKeys, idempotency: idempotency)
             // The features of HeraldFeatures.all, each route behind the authentication it declares.
             var features = FeatureContext(environment: environment, logger: logger)
