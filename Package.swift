@@ -130,7 +130,7 @@ let package = Package(
         // The device registry: devices, tags, the dead-token rule, audience reads.
         .target(
             name: "Devices",
-            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs"],
+            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "HTTPRouting", "HeraldFeature"],
             swiftSettings: swiftSettings
         ),
         // Client tokens: JWTs an app's backend mints for its users, verified for /v1/client.

@@ -1,4 +1,5 @@
 import Channels
+import Devices
 public import HTTPRouting
 public import HeraldCore
 public import HeraldFeature
@@ -13,7 +14,8 @@ public import HeraldFeature
 public enum HeraldFeatures {
     /// One line per feature.
     public static let all: [HeraldFeature] = [
-        Channels.feature
+        Channels.feature,
+        Devices.feature,
     ]
 
     /// The settings every feature and the server itself share, and those of the domains not yet
@@ -30,7 +32,6 @@ public enum HeraldFeatures {
         .apnsAuthKey, .apnsAuthKeyFile, .apnsKeyID, .appleTeamID, .topic, .apnsEnvironment, .appsFile,
         .apnsProductionURL, .apnsSandboxURL, .apnsManagementProductionURL, .apnsManagementSandboxURL, .apnsCAFile,
         .jobConcurrency, .jobLeaseSeconds, .jobRetentionHours,
-        .invalidDeviceRetentionDays,
         .wakeMinInterval,
         .channelRetention,
         .webhookAllowHTTP, .webhookAllowPrivate, .webhookCAFile,

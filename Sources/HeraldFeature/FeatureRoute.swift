@@ -83,20 +83,25 @@ public struct RouteGroup: Sendable {
     }
 
     /// Adds `method` at `prefix + path` (`path` empty for the prefix itself).
+    ///
+    /// - Parameter maxBodySize: this route's body limit instead of the group's (GET and DELETE
+    ///   take the server's unless given one).
     public mutating func on(
         _ method: String,
         _ path: String,
         query: [String]? = [],
+        maxBodySize: Int? = nil,
         idempotent: Bool = false,
         _ handler: @escaping Router.Handler
     ) {
+        let bodiless = method.uppercased() == "GET" || method.uppercased() == "DELETE"
         routes.append(
             FeatureRoute(
                 method,
                 prefix + path,
                 authentication: authentication,
                 query: query,
-                maxBodySize: method.uppercased() == "GET" || method.uppercased() == "DELETE" ? nil : maxBodySize,
+                maxBodySize: maxBodySize ?? (bodiless ? nil : self.maxBodySize),
                 idempotent: idempotent,
                 handler: handler
             )
@@ -110,10 +115,20 @@ public struct RouteGroup: Sendable {
     public mutating func post(
         _ path: String,
         query: [String]? = [],
+        maxBodySize: Int? = nil,
         idempotent: Bool = false,
         _ handler: @escaping Router.Handler
     ) {
-        on("POST", path, query: query, idempotent: idempotent, handler)
+        on("POST", path, query: query, maxBodySize: maxBodySize, idempotent: idempotent, handler)
+    }
+
+    public mutating func put(
+        _ path: String,
+        query: [String]? = [],
+        maxBodySize: Int? = nil,
+        _ handler: @escaping Router.Handler
+    ) {
+        on("PUT", path, query: query, maxBodySize: maxBodySize, handler)
     }
 
     public mutating func delete(_ path: String, query: [String]? = [], _ handler: @escaping Router.Handler) {

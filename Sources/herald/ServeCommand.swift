@@ -379,9 +379,6 @@ enum ServeCommand {
             system.register(on: &router)
             relay?.service.register(on: &router)
             NotificationRoutes(service: notifications, keys: apiKeys, idempotency: idempotency).register(on: &router)
-            DeviceRoutes(service: DeviceService(store: devices, apps: clients.apps), keys: apiKeys).register(
-                on: &router
-            )
             // App-facing: /v1/client takes client tokens, not API keys.
             ClientDeviceRoutes(
                 service: DeviceService(store: devices, apps: clients.apps),
@@ -400,6 +397,7 @@ enum ServeCommand {
             // The features of HeraldFeatures.all, each route behind the authentication it declares.
             var features = FeatureContext(environment: environment, logger: logger)
             features.provide(clients)
+            features.provide(DeviceService(store: devices, apps: clients.apps))
             try HeraldFeatures.assembly.register(
                 on: &router,
                 context: features,
