@@ -157,7 +157,7 @@ let package = Package(
             name: "Webhooks",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HeraldIO", "Storage", "Jobs", "Notifications", "APNs",
-                "Devices", "CHeraldShims", "CCurl",
+                "Devices", "CHeraldShims", "CCurl", "HTTPRouting", "HeraldFeature",
             ],
             swiftSettings: swiftSettings
         ),

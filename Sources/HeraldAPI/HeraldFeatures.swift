@@ -3,6 +3,7 @@ import Devices
 public import HTTPRouting
 public import HeraldCore
 public import HeraldFeature
+import Webhooks
 
 /// The features `herald serve` composes: adding a feature is a new module plus one line in
 /// ``all`` (and its target in Package.swift).
@@ -16,6 +17,7 @@ public enum HeraldFeatures {
     public static let all: [HeraldFeature] = [
         Channels.feature,
         Devices.feature,
+        Webhooks.feature,
     ]
 
     /// The settings every feature and the server itself share, and those of the domains not yet
@@ -34,7 +36,6 @@ public enum HeraldFeatures {
         .jobConcurrency, .jobLeaseSeconds, .jobRetentionHours,
         .wakeMinInterval,
         .channelRetention,
-        .webhookAllowHTTP, .webhookAllowPrivate, .webhookCAFile,
         .cloudKitKeyID, .cloudKitPrivateKey, .cloudKitPrivateKeyFile, .cloudKitURL, .cloudKitCAFile,
     ]
 

@@ -25,7 +25,6 @@ public enum HeraldSchema {
     /// The migrations of the modules that are not (yet) declared as a feature.
     public static let coreMigrations: [Migration] =
         StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
-        + WebhookMigrations.all
         + WakeMigrations.all
         + LiveActivityMigrations.all
 }

@@ -4,6 +4,7 @@ import Foundation
 import HeraldAPI
 import HeraldCore
 import Storage
+import Webhooks
 
 /// `herald config`: checks the configuration `herald serve` would start with and prints it, secrets
 /// redacted; or prints the generated reference (docs/CONFIGURATION.md) or example environment file

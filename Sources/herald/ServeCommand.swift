@@ -386,18 +386,14 @@ enum ServeCommand {
                 tags: clientDevices.tags
             ).register(on: &router)
             liveActivities.register(on: &router, keys: apiKeys, clientTokens: clientTokens)
-            WebhookRoutes(
-                store: webhookStore,
-                keys: apiKeys,
-                idempotency: idempotency,
-                allowHTTP: webhooks.allowHTTP,
-                destinations: WebhookDestinationPolicy(allowPrivate: webhooks.allowPrivate)
-            ).register(on: &router)
             wake.register(on: &router, queue: queue, apps: clients.apps, keys: apiKeys, idempotency: idempotency)
             // The features of HeraldFeatures.all, each route behind the authentication it declares.
             var features = FeatureContext(environment: environment, logger: logger)
             features.provide(clients)
             features.provide(DeviceService(store: devices, apps: clients.apps))
+            features.provide(webhookStore)
+            features.provide(webhooks)
+            features.provide(WebhookDestinationPolicy(allowPrivate: webhooks.allowPrivate))
             try HeraldFeatures.assembly.register(
                 on: &router,
                 context: features,
