@@ -130,7 +130,7 @@ let package = Package(
         // The device registry: devices, tags, the dead-token rule, audience reads.
         .target(
             name: "Devices",
-            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs"],
+            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "HTTPRouting", "HeraldFeature"],
             swiftSettings: swiftSettings
         ),
         // Client tokens: JWTs an app's backend mints for its users, verified for /v1/client.
@@ -157,7 +157,7 @@ let package = Package(
             name: "Webhooks",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HeraldIO", "Storage", "Jobs", "Notifications", "APNs",
-                "Devices", "CHeraldShims", "CCurl",
+                "Devices", "CHeraldShims", "CCurl", "HTTPRouting", "HeraldFeature",
             ],
             swiftSettings: swiftSettings
         ),
@@ -179,10 +179,25 @@ let package = Package(
             dependencies: ["HeraldCore", "HeraldCrypto", "HTTPRouting", "APNs"],
             swiftSettings: swiftSettings
         ),
+        // What a feature declares (settings, migrations, routes with their authentication, job kinds,
+        // webhook event types, retention) and the assembly `herald serve` composes a list of them with.
+        .target(
+            name: "HeraldFeature",
+            dependencies: ["HeraldCore", "HTTPRouting", "Storage"],
+            swiftSettings: swiftSettings
+        ),
+        // Broadcast channels (/v1/channels): straight to APNs' management and broadcast hosts.
+        .target(
+            name: "Channels",
+            dependencies: ["HeraldCore", "HeraldFeature", "HTTPRouting", "APNs", "APNsTransport", "Notifications"],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "HeraldAPI",
             dependencies: [
-                "HeraldCore", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs", "Notifications", "APNs",
+                "HeraldCore", "HeraldFeature", "Channels", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs",
+                "Notifications",
+                "APNs",
                 "APNsTransport", "Devices",
                 "ClientTokens",
                 "Webhooks",
@@ -194,7 +209,8 @@ let package = Package(
             name: "herald",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
-                "HeraldAPI", "APNs", "APNsTransport", "APNsSimulator", "Relay", "HeraldAllocator", "ProcessSpawn",
+                "HeraldAPI", "HeraldFeature", "APNs", "APNsTransport", "APNsSimulator", "Relay", "HeraldAllocator",
+                "ProcessSpawn",
                 "Devices",
                 "ClientTokens",
                 "Webhooks",
@@ -209,7 +225,7 @@ let package = Package(
             dependencies: [
                 "HTTPRouting", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto",
                 "Storage", "ClientTokens", "CloudKit", "Devices", "Webhooks",
-                "HeraldCore",
+                "HeraldCore", "HeraldFeature",
             ],
             swiftSettings: swiftSettings
         ),
@@ -296,6 +312,11 @@ let package = Package(
             dependencies: [
                 "APNs", "APNsTransport", "HTTP2", "HeraldIO", "HeraldCore", "HeraldCrypto", "AsyncTestSupport",
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ChannelsTests",
+            dependencies: ["Channels", "APNs", "HTTPRouting", "HeraldCore", "HeraldFeature"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -408,7 +429,7 @@ let package = Package(
                 "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
                 "ProcessTestSupport", "Devices", "ClientTokens", "Webhooks", "Wake", "LiveActivities",
-                "HTTP2TestSupport", "HeraldIO",
+                "HTTP2TestSupport", "HeraldIO", "HeraldFeature", "Channels",
             ],
             swiftSettings: swiftSettings
         ),

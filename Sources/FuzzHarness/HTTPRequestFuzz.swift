@@ -1,6 +1,7 @@
 import Foundation
 import HTTPRouting
 import HeraldAPI
+import HeraldFeature
 import Notifications
 import Relay
 import Storage

@@ -1,12 +1,8 @@
 import Devices
 import HTTPRouting
+import HeraldFeature
 import Notifications
 import Webhooks
-
-/// A domain error that HeraldAPI answers with a response of its own (status, code, message, field).
-protocol DomainErrorResponse: Error {
-    var response: HTTPResponse { get }
-}
 
 extension APIKeys {
     /// Checks the key and the request's form (query parameters in `known`, a JSON body), then runs

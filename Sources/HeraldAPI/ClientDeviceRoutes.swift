@@ -4,6 +4,7 @@ public import Devices
 import Foundation
 public import HTTPRouting
 import HeraldCore
+import HeraldFeature
 
 /// The app-facing device routes under `/v1/client`, behind a client token
 /// (``ClientTokenAuthenticator``) instead of an API key: the user is the token's `sub`.

@@ -3,6 +3,7 @@ import ClientTokens
 import Foundation
 public import HTTPRouting
 import HeraldCore
+import HeraldFeature
 public import LiveActivities
 
 /// The app-facing Live Activities routes under `/v1/client`, behind a client token (the

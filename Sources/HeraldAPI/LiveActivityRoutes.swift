@@ -2,6 +2,7 @@ import APNs
 import Foundation
 public import HTTPRouting
 import HeraldCore
+import HeraldFeature
 public import LiveActivities
 
 /// The Live Activities API under `/v1`, behind ``APIKeys``:

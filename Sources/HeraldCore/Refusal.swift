@@ -3,7 +3,7 @@
 ///
 /// Each domain module names its own (`DeviceError` is `Refusal<DeviceDomain>`), so a handler
 /// catches its domain's refusals and lets another's through, and a domain adds its own refusals
-/// in an extension constrained to it. HeraldAPI maps ``kind`` to an HTTP status, the same for
+/// in an extension constrained to it. HeraldFeature maps ``kind`` to an HTTP status, the same for
 /// every domain, and answers `{"error": {"code", "message", "field"}}`.
 ///
 /// ```swift
@@ -19,12 +19,16 @@ public struct Refusal<Domain: RefusalDomain>: Error, Sendable, Hashable, CustomS
     public var code: String
     public var message: String
     public var field: String?
+    /// Seconds after which the client may try again, for a refusal that may not last (APNs
+    /// unavailable); `nil`: none is said.
+    public var retryAfter: Int?
 
-    public init(_ kind: Kind, code: String, message: String, field: String? = nil) {
+    public init(_ kind: Kind, code: String, message: String, field: String? = nil, retryAfter: Int? = nil) {
         self.kind = kind
         self.code = code
         self.message = message
         self.field = field
+        self.retryAfter = retryAfter
     }
 
     /// Invalid input with `code` and `field`.
@@ -51,6 +55,7 @@ public struct RefusalKind: Sendable, Hashable, CustomStringConvertible {
     private enum Value: String, Sendable, Hashable {
         case invalid, tooLarge = "too_large", notFound = "not_found", conflict, unprocessable, forbidden
         case unavailable, limitReached = "limit_reached", notConfigured = "not_configured"
+        case upstreamRejected = "upstream_rejected"
     }
 
     private let value: Value
@@ -67,6 +72,9 @@ public struct RefusalKind: Sendable, Hashable, CustomStringConvertible {
     public static let unprocessable = RefusalKind(value: .unprocessable)
     /// The credential may not touch what it names.
     public static let forbidden = RefusalKind(value: .forbidden)
+    /// A service Herald called for the request (APNs) refused Herald itself, or answered what
+    /// Herald cannot read: not the client's input, not a passing outage.
+    public static let upstreamRejected = RefusalKind(value: .upstreamRejected)
     /// Something the request needs is down or not set up (APNs, a channel).
     public static let unavailable = RefusalKind(value: .unavailable)
     /// As many exist as are allowed.

@@ -4,6 +4,7 @@ import Foundation
 import HeraldAPI
 import HeraldCore
 import Storage
+import Webhooks
 
 /// `herald config`: checks the configuration `herald serve` would start with and prints it, secrets
 /// redacted; or prints the generated reference (docs/CONFIGURATION.md) or example environment file
@@ -152,12 +153,12 @@ enum ConfigCommand {
     /// Variables that look like Herald's but are not read (a typo such as `HERALD_API_KEY`): Herald
     /// ignores them, so they are notes, not problems. `HERALD_TEST_*` belong to the test suite.
     static func unknownVariables(_ environment: [String: String]) -> [String] {
-        let known = Set(Setting.all.map(\.name))
+        let known = Set(HeraldFeatures.settings.map(\.name))
         return environment.keys.sorted()
             .filter { ($0.hasPrefix("HERALD_") || $0.hasPrefix("APNS_")) && !$0.hasPrefix("HERALD_TEST_") }
             .filter { !known.contains($0) }
             .map { name in
-                let similar = Setting.all.first { $0.name.hasPrefix(name) || name.hasPrefix($0.name) }
+                let similar = HeraldFeatures.settings.first { $0.name.hasPrefix(name) || name.hasPrefix($0.name) }
                 return "\(name) is not a Herald setting and is ignored"
                     + (similar.map { ": did you mean \($0.name)?" } ?? ": herald serve --help lists every setting")
             }
@@ -166,11 +167,11 @@ enum ConfigCommand {
     /// The configuration in effect, one variable a line, grouped as in the reference.
     static func effective(_ environment: [String: String], apps: [APNSAppConfiguration]) -> String {
         let reader = EnvironmentReader(environment)
-        let width = (Setting.all.map(\.name.count).max() ?? 0) + 1
+        let width = (HeraldFeatures.settings.map(\.name.count).max() ?? 0) + 1
         var text = "# herald \(Herald.version): the configuration herald serve would use (secrets redacted)\n"
         for group in Setting.Group.allCases {
             text += "\n# \(group.rawValue)\n"
-            for setting in Setting.all where setting.group == group {
+            for setting in HeraldFeatures.settings where setting.group == group {
                 let value: String
                 let source: String
                 if let given = reader.string(setting) {

@@ -10,6 +10,7 @@ import HTTPServer
 import HeraldAPI
 import HeraldCore
 import HeraldCrypto
+import HeraldFeature
 import Jobs
 import LiveActivities
 import Notifications
@@ -177,6 +178,11 @@ enum ServeCommand {
             // A token minted for one app must not act in another.
             clientTokens.requiresAppClaim = apps.count > 1
         }
+        do throws(FeatureError) {
+            try HeraldFeatures.assembly.validate()
+        } catch {
+            problems.append(error.message)
+        }
         guard problems.isEmpty else {
             for problem in problems { printError("\(name): \(problem)") }
             return 2
@@ -240,6 +246,7 @@ enum ServeCommand {
                 wakeMinInterval: wakeMinInterval,
                 wakePublisher: CloudKitWakePublisher(settings: cloudKit),
                 simulator: simulator,
+                environment: environment,
                 logger: logger
             )
             logger.notice("stopped")
@@ -275,6 +282,7 @@ enum ServeCommand {
         wakeMinInterval: TimeInterval = WakeRunner.defaultMinimumInterval,
         wakePublisher: (any WakeRecordPublisher)? = nil,
         simulator: DemoSimulator? = nil,
+        environment: [String: String] = [:],
         logger: Logger
     ) async throws {
         var databaseOptions = DatabaseOptions()
@@ -372,9 +380,6 @@ enum ServeCommand {
             system.register(on: &router)
             relay?.service.register(on: &router)
             NotificationRoutes(service: notifications, keys: apiKeys, idempotency: idempotency).register(on: &router)
-            DeviceRoutes(service: DeviceService(store: devices, apps: clients.apps), keys: apiKeys).register(
-                on: &router
-            )
             // App-facing: /v1/client takes client tokens, not API keys.
             ClientDeviceRoutes(
                 service: DeviceService(store: devices, apps: clients.apps),
@@ -382,16 +387,19 @@ enum ServeCommand {
                 tags: clientDevices.tags
             ).register(on: &router)
             liveActivities.register(on: &router, keys: apiKeys, clientTokens: clientTokens)
-            WebhookRoutes(
-                store: webhookStore,
-                keys: apiKeys,
-                idempotency: idempotency,
-                allowHTTP: webhooks.allowHTTP,
-                destinations: WebhookDestinationPolicy(allowPrivate: webhooks.allowPrivate)
-            ).register(on: &router)
-            // Broadcast channels: straight to APNs' management and broadcast hosts, nothing stored.
-            ChannelRoutes(clients: clients, keys: apiKeys, idempotency: idempotency).register(on: &router)
             wake.register(on: &router, queue: queue, apps: clients.apps, keys: apiKeys, idempotency: idempotency)
+            // The features of HeraldFeatures.all, each route behind the authentication it declares.
+            var features = FeatureContext(environment: environment, logger: logger)
+            features.provide(clients)
+            features.provide(DeviceService(store: devices, apps: clients.apps))
+            features.provide(webhookStore)
+            features.provide(webhooks)
+            features.provide(WebhookDestinationPolicy(allowPrivate: webhooks.allowPrivate))
+            try HeraldFeatures.assembly.register(
+                on: &router,
+                context: features,
+                machinery: RequestMachinery(authenticators: [.apiKey: apiKeys], idempotency: idempotency)
+            )
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it

@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import APNsTransport
+import Channels
 import DatabaseTestSupport
 import Foundation
 import HTTPRouting
@@ -8,6 +9,7 @@ import HTTPServer
 import HeraldAPI
 import HeraldCore
 import HeraldCrypto
+import HeraldFeature
 import Notifications
 import Storage
 import Testing
@@ -91,9 +93,18 @@ struct ChannelAPITests {
         )
         try await withDatabase(.sqliteMemory, poolSize: 2) { database, _ in
             try await Migrator.migrate(database, HeraldSchema.migrations, logger: quiet)
+            // As herald serve composes it: the feature, behind the API key and Idempotency-Key.
             var router = Router()
-            ChannelRoutes(clients: clients, keys: APIKeys([key]), idempotency: IdempotencyStore(database: database))
-                .register(on: &router)
+            var context = FeatureContext(environment: [:], logger: quiet)
+            context.provide(clients)
+            try FeatureAssembly(coreSettings: [], coreMigrations: [], features: [Channels.feature]).register(
+                on: &router,
+                context: context,
+                machinery: RequestMachinery(
+                    authenticators: [.apiKey: APIKeys([key])],
+                    idempotency: IdempotencyStore(database: database)
+                )
+            )
             try await serve(router, simulator: simulator, clients: clients, signingKey: signingKey, body)
         }
     }

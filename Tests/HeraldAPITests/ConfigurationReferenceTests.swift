@@ -6,7 +6,8 @@ import HeraldCrypto
 import Notifications
 import Testing
 
-/// The one list of settings (``HeraldCore/Setting/all``) and what is generated from it:
+/// The one catalog of settings (``HeraldCore/Setting/all``, each declared by the core or one feature:
+/// `FeatureAssemblyTests`) and what is generated from the declarations:
 /// `herald serve --help`, `herald config`, docs/CONFIGURATION.md and contrib/herald.env.example.
 @Suite struct ConfigurationReferenceTests {
     /// The repository's root, from this file's path.

@@ -10,6 +10,7 @@ import HTTPServer
 import HeraldAPI
 import HeraldCore
 import HeraldCrypto
+import HeraldFeature
 import Jobs
 import Notifications
 import Storage
@@ -89,8 +90,14 @@ struct NotificationAPITests {
             var router = Router()
             NotificationRoutes(service: service, keys: APIKeys(keys), idempotency: IdempotencyStore(database: db))
                 .register(on: &router)
-            DeviceRoutes(service: DeviceService(store: sender.store.devices, apps: clients.apps), keys: APIKeys(keys))
-                .register(on: &router)
+            // The Devices feature, as herald serve composes it.
+            var context = FeatureContext(environment: [:], logger: quiet)
+            context.provide(DeviceService(store: sender.store.devices, apps: clients.apps))
+            try FeatureAssembly(coreSettings: [], coreMigrations: [], features: [Devices.feature]).register(
+                on: &router,
+                context: context,
+                machinery: RequestMachinery(authenticators: [.apiKey: APIKeys(keys)])
+            )
             var http = HTTPServer.Configuration()
             http.host = "127.0.0.1"
             http.port = 0

@@ -3,6 +3,7 @@ import Foundation
 import HTTPRouting
 import HeraldAPI
 import HeraldCore
+import HeraldFeature
 import LiveActivities
 import Notifications
 import Testing

@@ -4,6 +4,7 @@ import HTTPRouting
 import HTTPServer
 import HeraldAPI
 import HeraldCore
+import HeraldFeature
 import Storage
 import Testing
 import Webhooks
@@ -61,17 +62,23 @@ struct WebhookAPITests {
         try await withDatabase(backend, poolSize: 4) { db, _ in
             try await Migrator.migrate(db, HeraldSchema.migrations, logger: quiet)
             var router = Router()
-            WebhookRoutes(
-                store: WebhookStore(database: db),
-                keys: APIKeys([key]),
-                idempotency: IdempotencyStore(database: db),
-                allowHTTP: allowHTTP,
-                destinations: WebhookDestinationPolicy(
-                    allowPrivate: allowPrivate,
-                    resolve: resolve,
-                    metrics: MetricsRegistry()
+            // The Webhooks feature, as herald serve composes it.
+            var context = FeatureContext(environment: [:], logger: quiet)
+            var configuration = WebhookConfiguration()
+            configuration.allowHTTP = allowHTTP
+            context.provide(WebhookStore(database: db))
+            context.provide(configuration)
+            context.provide(
+                WebhookDestinationPolicy(allowPrivate: allowPrivate, resolve: resolve, metrics: MetricsRegistry())
+            )
+            try FeatureAssembly(coreSettings: [], coreMigrations: [], features: [Webhooks.feature]).register(
+                on: &router,
+                context: context,
+                machinery: RequestMachinery(
+                    authenticators: [.apiKey: APIKeys([key])],
+                    idempotency: IdempotencyStore(database: db)
                 )
-            ).register(on: &router)
+            )
             var http = HTTPServer.Configuration()
             http.host = "127.0.0.1"
             http.port = 0

@@ -1,9 +1,10 @@
 /// One environment variable Herald reads: its name, what it means, its default, an example, whether
 /// it is a secret, and what values it accepts.
 ///
-/// ``Setting/all`` is the one list of them. ``EnvironmentReader`` reads settings only through it,
-/// and `herald serve --help`, `herald config`, docs/CONFIGURATION.md and contrib/herald.env.example
-/// are generated from it, so none of them can name a variable the code does not read.
+/// ``Setting/all`` is the one catalog of them. Each is declared by exactly one feature or by the
+/// core (HeraldAPI's `HeraldFeatures`, a test checks it), and `herald serve --help`, `herald config`,
+/// docs/CONFIGURATION.md and contrib/herald.env.example are generated from those declarations, so
+/// none of them can name a variable the code does not read.
 public struct Setting: Sendable, Hashable, CustomStringConvertible {
     /// The sections of the reference, in the order a newcomer needs them.
     public enum Group: String, Sendable, CaseIterable {

@@ -1,100 +1,54 @@
 import APNs
-public import APNsTransport
+import APNsTransport
 import Foundation
-public import HTTPRouting
-public import HeraldCore
+import HTTPRouting
+import HeraldCore
+import HeraldFeature
 import Notifications
 import Synchronization
 
-/// Broadcast channels (iOS 18 Live Activities) under `/v1/channels`, behind ``APIKeys``: each call
-/// goes to APNs at once (nothing is stored) and answers what APNs answered.
-///
-/// - `POST /v1/channels` `{"app"?, "environment"?, "storage_policy"}` → 201 `{"id", "app",
-///   "environment", "storage_policy"}` with `Location`; accepts `Idempotency-Key`.
-/// - `GET /v1/channels?app=&environment=` → `{"app", "environment", "channels": [{"id"}]}`, APNs' list.
-/// - `GET /v1/channels/{id}?app=&environment=` → the channel's `storage_policy` as APNs keeps it.
-/// - `DELETE /v1/channels/{id}?app=&environment=` → 204.
-/// - `POST /v1/channels/{id}/broadcast` `{"app"?, "environment"?, "event", "content_state",
-///   "alert"?, "stale_date"?, "dismissal_date"?, "relevance_score"?, "timestamp"?, "priority"?,
-///   "expiration"?}` → 200 `{"apns_request_id", "apns_unique_id", "timestamp"}`.
-///
-/// A channel id is APNs' base64 text: in a path, percent-encode it (`+` `/` `=`), or write it in
-/// base64url (`-` for `+`, `_` for `/`, padding dropped), which is read back as base64. APNs'
-/// refusals keep their reason in the message: `ChannelNotRegistered` is 404 `unknown_channel`,
-/// `CannotCreateChannelConfig` 409 `channel_limit_reached`, `FeatureNotEnabled` 422
-/// `broadcast_not_enabled`, other 400s 400 `apns_rejected`, 413 `payload_too_large`, a refused
-/// provider token 502 `apns_credentials_rejected`, 429 and 5xx and connection trouble 503
-/// `apns_unavailable` with `Retry-After`.
-public struct ChannelRoutes: Sendable {
-    public let clients: APNSClientProvider
-    public let keys: APIKeys
-    /// Makes a retried `POST /v1/channels` with the same `Idempotency-Key` answer the first
-    /// response instead of creating a second channel; `nil`: the header is ignored.
-    public let idempotency: IdempotencyStore?
+/// The handlers of `/v1/channels` (``Channels``) over the APNs clients: each call goes to APNs at
+/// once and answers what it answered.
+struct ChannelRoutes: Sendable {
+    let clients: APNSClientProvider
     private let timestamps: BroadcastTimestamps
 
     /// The largest request body: a broadcast's payload is at most 5120 bytes.
-    public static let maximumBodyBytes = 16 * 1024
+    static let maximumBodyBytes = 16 * 1024
 
-    public init(
-        clients: APNSClientProvider,
-        keys: APIKeys,
-        idempotency: IdempotencyStore? = nil,
-        clock: any HeraldClock = SystemClock()
-    ) {
+    init(clients: APNSClientProvider, clock: any HeraldClock = SystemClock()) {
         self.clients = clients
-        self.keys = keys
-        self.idempotency = idempotency
         self.timestamps = BroadcastTimestamps(clock: clock)
     }
 
-    public func register(on router: inout Router) {
+    /// The five routes, behind an API key; `POST /v1/channels` takes `Idempotency-Key`.
+    var routes: [FeatureRoute] {
         let routes = self
-        router.admit(under: "/v1/channels", keys.admission)
-        router.on("POST", "/v1/channels", maxBodySize: Self.maximumBodyBytes) { request in
-            try await routes.authorized(request, "POST /v1/channels", query: []) { request in
-                guard let idempotency = routes.idempotency else { return try await routes.create(request) }
-                return try await idempotency.run(request) { try await routes.create($0) }
-            }
+        var group = RouteGroup("/v1/channels", authentication: .apiKey, maxBodySize: Self.maximumBodyBytes)
+        let target = ["app", "environment"]
+        group.post("", idempotent: true) { request in try await routes.answering { try await routes.create(request) } }
+        group.get("", query: target) { request in try await routes.answering { try await routes.list(request) } }
+        group.get("/{id}", query: target) { request in try await routes.answering { try await routes.read(request) } }
+        group.delete("/{id}", query: target) { request in
+            try await routes.answering { try await routes.delete(request) }
         }
-        router.get("/v1/channels") { request in
-            try await routes.authorized(request, "GET /v1/channels", query: ["app", "environment"]) {
-                try await routes.list($0)
-            }
+        group.post("/{id}/broadcast") { request in
+            try await routes.answering { try await routes.broadcast(request) }
         }
-        router.get("/v1/channels/{id}") { request in
-            try await routes.authorized(request, "GET /v1/channels/{id}", query: ["app", "environment"]) {
-                try await routes.read($0)
-            }
-        }
-        router.delete("/v1/channels/{id}") { request in
-            try await routes.authorized(request, "DELETE /v1/channels/{id}", query: ["app", "environment"]) {
-                try await routes.delete($0)
-            }
-        }
-        router.on("POST", "/v1/channels/{id}/broadcast", maxBodySize: Self.maximumBodyBytes) { request in
-            try await routes.authorized(request, "POST /v1/channels/{id}/broadcast", query: []) {
-                try await routes.broadcast($0)
-            }
-        }
+        return group.routes
     }
 
-    private func authorized(
-        _ request: HTTPRequest,
-        _ route: String,
-        query known: [String],
-        _ body: (HTTPRequest) async throws -> HTTPResponse
-    ) async throws -> HTTPResponse {
-        try await keys.authorized(request, route, query: known, answering: NotificationError.self) { request in
-            do {
-                return try await body(request)
-            } catch let error as HTTPError {
-                throw error
-            } catch let error as NotificationError {
-                throw error
-            } catch {
-                throw Self.apnsError(error)
-            }
+    /// Runs `body`, answering what APNs' side threw (the client, the pool) as a ``ChannelError``;
+    /// refusals and HTTP errors pass as they are.
+    private func answering(_ body: () async throws -> HTTPResponse) async throws -> HTTPResponse {
+        do {
+            return try await body()
+        } catch let error as any DomainErrorResponse {
+            throw error
+        } catch let error as HTTPError {
+            throw error
+        } catch {
+            throw ChannelError.apns(error)
         }
     }
 
@@ -190,7 +144,7 @@ public struct ChannelRoutes: Sendable {
                 )
             )
         case .rejected(let rejection):
-            throw Self.apnsError(rejection)
+            throw ChannelError.apns(rejection)
         }
     }
 
@@ -198,7 +152,7 @@ public struct ChannelRoutes: Sendable {
 
     /// The app and environment of the query (`app`, `environment`), resolved.
     private func target(_ request: HTTPRequest) throws -> (APNSAppConfiguration, APNSEnvironment) {
-        let app = try NotificationRoutes.app(request)
+        let app = try ChannelInput.app(request)
         let environment = try ChannelInput.environment(request.queryValue("environment"), field: "environment")
         return try clients.resolve(app: app, environment: environment)
     }

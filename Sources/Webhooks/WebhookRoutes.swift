@@ -1,9 +1,9 @@
 import Foundation
-public import HTTPRouting
+import HTTPRouting
 import HeraldCore
-public import Webhooks
+public import HeraldFeature
 
-/// The webhooks API under `/v1`, behind ``APIKeys``:
+/// The webhooks API under `/v1`, behind an API key (``Webhooks/feature``):
 ///
 /// - `POST /v1/webhooks` `{"url", "events": [...], "secret"?}` → 201 with the webhook and its
 ///   secret (generated when not given); the secret is never shown again.
@@ -13,8 +13,6 @@ public import Webhooks
 /// - `DELETE /v1/webhooks/{id}` → 204; its undelivered events go with it.
 public struct WebhookRoutes: Sendable {
     public let store: WebhookStore
-    public let keys: APIKeys
-    public let idempotency: IdempotencyStore
     /// `HERALD_WEBHOOK_ALLOW_HTTP`: accept `http://` URLs.
     public let allowHTTP: Bool
     /// Which destinations a webhook may have (`HERALD_WEBHOOK_ALLOW_PRIVATE`).
@@ -22,45 +20,23 @@ public struct WebhookRoutes: Sendable {
 
     public init(
         store: WebhookStore,
-        keys: APIKeys,
-        idempotency: IdempotencyStore,
         allowHTTP: Bool,
         destinations: WebhookDestinationPolicy = WebhookDestinationPolicy()
     ) {
         self.store = store
-        self.keys = keys
-        self.idempotency = idempotency
         self.allowHTTP = allowHTTP
         self.destinations = destinations
     }
 
-    public func register(on router: inout Router) {
+    /// The four routes, behind an API key; `POST /v1/webhooks` takes `Idempotency-Key`.
+    public var routes: [FeatureRoute] {
         let routes = self
-        router.admit(under: "/v1/webhooks", keys.admission)
-        router.on("POST", "/v1/webhooks", maxBodySize: WebhookLimits.maximumBodyBytes) { request in
-            try await routes.authorized(request, "POST /v1/webhooks") { request in
-                try await routes.idempotency.run(request) { try await routes.create($0) }
-            }
-        }
-        router.get("/v1/webhooks") { request in
-            try await routes.authorized(request, "GET /v1/webhooks") { _ in try await routes.list() }
-        }
-        router.get("/v1/webhooks/{id}") { request in
-            try await routes.authorized(request, "GET /v1/webhooks/{id}") { try await routes.read($0) }
-        }
-        router.delete("/v1/webhooks/{id}") { request in
-            try await routes.authorized(request, "DELETE /v1/webhooks/{id}") { try await routes.delete($0) }
-        }
-    }
-
-    /// Checks the key and the request's form (no query parameters, a JSON body), then runs
-    /// `body`; a WebhookError it throws becomes its response.
-    private func authorized(
-        _ request: HTTPRequest,
-        _ route: String,
-        _ body: (HTTPRequest) async throws -> HTTPResponse
-    ) async throws -> HTTPResponse {
-        try await keys.authorized(request, route, query: [], answering: WebhookError.self, body)
+        var group = RouteGroup("/v1/webhooks", authentication: .apiKey, maxBodySize: WebhookLimits.maximumBodyBytes)
+        group.post("", idempotent: true) { try await routes.create($0) }
+        group.get("") { _ in try await routes.list() }
+        group.get("/{id}") { try await routes.read($0) }
+        group.delete("/{id}") { try await routes.delete($0) }
+        return group.routes
     }
 
     func create(_ request: HTTPRequest) async throws -> HTTPResponse {

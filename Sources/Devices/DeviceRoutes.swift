@@ -1,10 +1,10 @@
 public import APNs
-public import Devices
 import Foundation
 public import HTTPRouting
-import HeraldCore
+public import HeraldCore
+public import HeraldFeature
 
-/// The device registry's API under `/v1`, behind ``APIKeys``:
+/// The device registry's API under `/v1`, behind an API key (``Devices/feature``):
 ///
 /// - `PUT /v1/devices/{token}` → 201 when created, 200 when updated, with the device. The body
 ///   replaces the device's metadata: a field left out is cleared.
@@ -20,51 +20,28 @@ import HeraldCore
 /// one that moves a token to another user is a `device.reassigned` event, as on `/v1/client`.
 public struct DeviceRoutes: Sendable {
     public let service: DeviceService
-    public let keys: APIKeys
 
-    public init(service: DeviceService, keys: APIKeys) {
+    public init(service: DeviceService) {
         self.service = service
-        self.keys = keys
     }
 
     /// The query parameters of `GET /v1/devices`.
     static let listParameters = ["app", "environment", "user_id", "tag", "status", "limit", "cursor"]
+    /// `limit` when the query has none, and its largest value (as in `/v1/notifications`).
+    public static let defaultPageSize = 100
+    public static let maximumPageSize = 1_000
 
-    public func register(on router: inout Router) {
+    /// The five routes, behind an API key.
+    public var routes: [FeatureRoute] {
         let routes = self
-        router.admit(under: "/v1/devices", keys.admission)
-        router.on("PUT", "/v1/devices/{token}", maxBodySize: DeviceLimits.maximumBodyBytes) { request in
-            try await routes.authorized(request, "PUT /v1/devices/{token}", query: []) { try await routes.put($0) }
-        }
-        router.get("/v1/devices/{token}") { request in
-            try await routes.authorized(request, "GET /v1/devices/{token}", query: ["app", "environment"]) {
-                try await routes.read($0)
-            }
-        }
-        router.delete("/v1/devices/{token}") { request in
-            try await routes.authorized(request, "DELETE /v1/devices/{token}", query: ["app", "environment"]) {
-                try await routes.remove($0)
-            }
-        }
-        router.get("/v1/devices") { request in
-            try await routes.authorized(request, "GET /v1/devices", query: Self.listParameters) {
-                try await routes.list($0)
-            }
-        }
-        router.on("POST", "/v1/devices/batch", maxBodySize: DeviceLimits.maximumBatchBodyBytes) { request in
-            try await routes.authorized(request, "POST /v1/devices/batch", query: []) { try await routes.batch($0) }
-        }
-    }
-
-    /// Checks the key and the request's form (query parameters in `known`, a JSON body), then runs
-    /// `body`; a DeviceError it throws becomes its response.
-    private func authorized(
-        _ request: HTTPRequest,
-        _ route: String,
-        query known: [String],
-        _ body: (HTTPRequest) async throws -> HTTPResponse
-    ) async throws -> HTTPResponse {
-        try await keys.authorized(request, route, query: known, answering: DeviceError.self, body)
+        let scope = ["app", "environment"]
+        var group = RouteGroup("/v1/devices", authentication: .apiKey)
+        group.put("/{token}", maxBodySize: DeviceLimits.maximumBodyBytes) { try await routes.put($0) }
+        group.get("/{token}", query: scope) { try await routes.read($0) }
+        group.delete("/{token}", query: scope) { try await routes.remove($0) }
+        group.get("", query: Self.listParameters) { try await routes.list($0) }
+        group.post("/batch", maxBodySize: DeviceLimits.maximumBatchBodyBytes) { try await routes.batch($0) }
+        return group.routes
     }
 
     // MARK: Handlers
@@ -112,12 +89,12 @@ public struct DeviceRoutes: Sendable {
     // MARK: Parsing
 
     /// The path's token, checked as `/v1/notifications` checks tokens (400 `invalid_token`).
-    static func token(_ request: HTTPRequest) throws(DeviceError) -> String {
+    public static func token(_ request: HTTPRequest) throws(DeviceError) -> String {
         try DeviceInput.token(request.parameters["token"] ?? "", field: "token")
     }
 
     /// The `app` and `environment` query parameters, unresolved.
-    static func scope(_ request: HTTPRequest) throws(HTTPError) -> (String?, APNSEnvironment?) {
+    public static func scope(_ request: HTTPRequest) throws(HTTPError) -> (String?, APNSEnvironment?) {
         var environment: APNSEnvironment?
         if let name = request.queryValue("environment") {
             guard name == "production" || name == "sandbox" else {
@@ -130,7 +107,7 @@ public struct DeviceRoutes: Sendable {
             }
             environment = APNSEnvironment(rawValue: name)
         }
-        return (try NotificationRoutes.app(request), environment)
+        return (try app(request), environment)
     }
 
     /// The query of `GET /v1/devices`, checked.
@@ -192,8 +169,37 @@ public struct DeviceRoutes: Sendable {
             userID: userID,
             tag: tag,
             status: status,
-            limit: try NotificationRoutes.limit(request),
+            limit: try limit(request),
             cursor: cursor
         )
+    }
+
+    /// The `app` query parameter, as `/v1/notifications` reads it: 400 `invalid_app` when empty or
+    /// too long.
+    static func app(_ request: HTTPRequest) throws(HTTPError) -> String? {
+        let app = request.queryValue("app")
+        if let app, app.isEmpty || app.utf8.count > DeviceLimits.maximumNameBytes {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_app",
+                message: "app must be the bundle ID of a configured app, 1 to \(DeviceLimits.maximumNameBytes) bytes",
+                field: "app"
+            )
+        }
+        return app
+    }
+
+    /// `limit`: 1 to ``maximumPageSize``, ``defaultPageSize`` when absent.
+    static func limit(_ request: HTTPRequest) throws(HTTPError) -> Int {
+        guard let text = request.queryValue("limit") else { return defaultPageSize }
+        guard let limit = Int(text), (1...maximumPageSize).contains(limit) else {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_limit",
+                message: "limit must be a whole number from 1 to \(maximumPageSize)",
+                field: "limit"
+            )
+        }
+        return limit
     }
 }

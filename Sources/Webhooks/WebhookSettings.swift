@@ -1,5 +1,4 @@
 public import HeraldCore
-public import Webhooks
 
 /// The webhooks' settings for `herald serve`: `HERALD_WEBHOOK_ALLOW_HTTP` (accept `http://`
 /// URLs, default 0), `HERALD_WEBHOOK_ALLOW_PRIVATE` (deliver to non-public addresses, default 0)

@@ -1,14 +1,14 @@
 import APNs
-import Devices
 import Foundation
 import HTTPRouting
 import HeraldCore
+import HeraldFeature
 
 /// A device as the API shows it: every field present, `null` when unset.
-struct DeviceBody: Encodable, Sendable {
+public struct DeviceBody: Encodable, Sendable {
     var device: Device
 
-    init(_ device: Device) {
+    public init(_ device: Device) {
         self.device = device
     }
 
@@ -23,7 +23,7 @@ struct DeviceBody: Encodable, Sendable {
         case lastRegisteredAt = "last_registered_at"
     }
 
-    func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(device.token, forKey: .token)
         try container.encode(device.app, forKey: .app)
@@ -43,9 +43,15 @@ struct DeviceBody: Encodable, Sendable {
     }
 }
 
-struct DeviceListBody: Encodable, Sendable {
+/// A page of devices, and the cursor of the next.
+public struct DeviceListBody: Encodable, Sendable {
     var devices: [DeviceBody]
     var nextCursor: String?
+
+    public init(devices: [DeviceBody], nextCursor: String?) {
+        self.devices = devices
+        self.nextCursor = nextCursor
+    }
 
     enum CodingKeys: String, CodingKey {
         case devices

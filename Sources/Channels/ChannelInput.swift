@@ -35,7 +35,7 @@ enum ChannelInput {
 
     // MARK: Bodies
 
-    static func create(_ body: [UInt8]) throws(HTTPError) -> Create {
+    static func create(_ body: [UInt8]) throws(ChannelError) -> Create {
         let object = try jsonObject(body, example: #"{"app": "com.example.app", "storage_policy": 0}"#)
         try rejectUnknown(object, known: ["app", "environment", "storage_policy"], of: "a channel")
         guard case .integer(let number)? = object["storage_policy"],
@@ -57,7 +57,7 @@ enum ChannelInput {
         )
     }
 
-    static func broadcast(_ body: [UInt8]) throws(HTTPError) -> Broadcast {
+    static func broadcast(_ body: [UInt8]) throws(ChannelError) -> Broadcast {
         let object = try jsonObject(
             body,
             example: #"{"event": "update", "content_state": {"step": 2}}"#
@@ -121,7 +121,7 @@ enum ChannelInput {
     // MARK: Path and query
 
     /// The `{id}` of the path: APNs' base64 channel id, percent-decoded, or written in base64url.
-    static func channelID(_ request: HTTPRequest) throws(HTTPError) -> APNSChannelID {
+    static func channelID(_ request: HTTPRequest) throws(ChannelError) -> APNSChannelID {
         var text = request.parameters["id"] ?? ""
         if text.contains("-") || text.contains("_") {
             text = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
@@ -133,15 +133,21 @@ enum ChannelInput {
         do {
             try id.validate()
         } catch {
-            throw HTTPError(
-                status: 404,
-                code: "unknown_channel",
-                message: "that is not a channel id: use the id POST /v1/channels answered, percent-encoded in the "
-                    + "path or written in base64url",
-                field: "id"
-            )
+            throw .notAChannelID
         }
         return id
+    }
+
+    /// The `app` query parameter: a bundle ID, `nil` when absent (the first configured app).
+    static func app(_ request: HTTPRequest) throws(ChannelError) -> String? {
+        let app = request.queryValue("app")
+        if let app, app.isEmpty || app.utf8.count > NotificationLimits.maximumNameBytes {
+            throw invalid(
+                "app",
+                "app must be the bundle ID of a configured app, 1 to \(NotificationLimits.maximumNameBytes) bytes"
+            )
+        }
+        return app
     }
 
     /// `production` or `sandbox`; `nil` when absent (the app's default).
@@ -149,7 +155,7 @@ enum ChannelInput {
         _ text: String?,
         field: String,
         value: APNSJSONValue? = nil
-    ) throws(HTTPError) -> APNSEnvironment? {
+    ) throws(ChannelError) -> APNSEnvironment? {
         if let value, value != .null, value.stringValue == nil {
             throw invalid(field, "\(field) must be production or sandbox")
         }
@@ -162,28 +168,23 @@ enum ChannelInput {
 
     // MARK: Values
 
-    private static func jsonObject(_ body: [UInt8], example: String) throws(HTTPError) -> [String: APNSJSONValue] {
+    private static func jsonObject(_ body: [UInt8], example: String) throws(ChannelError) -> [String: APNSJSONValue] {
         guard body.count <= ChannelRoutes.maximumBodyBytes else {
-            throw HTTPError(
-                status: 413,
-                code: "body_too_large",
-                message: "the body is \(body.count) bytes: send at most \(ChannelRoutes.maximumBodyBytes)"
+            throw .tooLarge(
+                "body_too_large",
+                "the body is \(body.count) bytes: send at most \(ChannelRoutes.maximumBodyBytes)",
+                field: nil
             )
         }
         if let fault = JSONSyntax.check(body, maximumDepth: maximumDepth) {
-            throw HTTPError(
-                status: 400,
-                code: fault.kind == .duplicateKey ? "duplicate_key" : "invalid_json",
-                message: "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",
+            throw .invalid(
+                fault.kind == .duplicateKey ? "duplicate_key" : "invalid_json",
+                "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",
                 field: fault.pathText
             )
         }
         guard let object = (try? APNSJSONValue(parsing: body))?.objectValue else {
-            throw HTTPError(
-                status: 400,
-                code: "invalid_json",
-                message: "the body must be a JSON object, such as \(example)"
-            )
+            throw .invalid("invalid_json", "the body must be a JSON object, such as \(example)", field: nil)
         }
         return object
     }
@@ -192,20 +193,18 @@ enum ChannelInput {
         _ object: [String: APNSJSONValue],
         known: Set<String>,
         of what: String
-    ) throws(HTTPError) {
+    ) throws(ChannelError) {
         for key in object.keys.sorted() where !known.contains(key) {
             let shown = String(key.prefix(64))
-            throw HTTPError(
-                status: 400,
-                code: "unknown_field",
-                message:
-                    "\(JSONText.quote(shown)) is not a field of \(what): use \(known.sorted().joined(separator: ", "))",
+            throw .invalid(
+                "unknown_field",
+                "\(JSONText.quote(shown)) is not a field of \(what): use \(known.sorted().joined(separator: ", "))",
                 field: shown
             )
         }
     }
 
-    private static func app(_ value: APNSJSONValue?) throws(HTTPError) -> String? {
+    private static func app(_ value: APNSJSONValue?) throws(ChannelError) -> String? {
         switch value {
         case nil, .null?: return nil
         case .string(let text)? where !text.isEmpty && text.utf8.count <= maximumNameBytes: return text
@@ -215,7 +214,7 @@ enum ChannelInput {
     }
 
     /// `{"title", "body", "sound"?}`, plain strings.
-    private static func alert(_ value: APNSJSONValue?) throws(HTTPError) -> APNSLiveActivityAlert? {
+    private static func alert(_ value: APNSJSONValue?) throws(ChannelError) -> APNSLiveActivityAlert? {
         guard let value, value != .null else { return nil }
         let message =
             "alert must be {\"title\": \"…\", \"body\": \"…\", \"sound\"?: \"…\"} with strings of "
@@ -233,13 +232,13 @@ enum ChannelInput {
         return APNSLiveActivityAlert(title: .text(title), body: .text(body), sound: sound)
     }
 
-    private static func optionalTime(_ value: APNSJSONValue?, field: String) throws(HTTPError) -> Date? {
+    private static func optionalTime(_ value: APNSJSONValue?, field: String) throws(ChannelError) -> Date? {
         guard let value, value != .null else { return nil }
         return try time(value, field: field)
     }
 
     /// An RFC 3339 time or Unix seconds.
-    private static func time(_ value: APNSJSONValue, field: String) throws(HTTPError) -> Date {
+    private static func time(_ value: APNSJSONValue, field: String) throws(ChannelError) -> Date {
         switch value {
         case .string(let text):
             if let date = RFC3339.date(from: text) { return date }
@@ -256,95 +255,7 @@ enum ChannelInput {
         throw invalid(field, "\(field) must be an RFC 3339 time such as 2030-01-01T00:00:00Z or Unix seconds")
     }
 
-    private static func invalid(_ field: String, _ message: String) -> HTTPError {
-        HTTPError(
-            status: 400,
-            code: "invalid_\(field.replacingOccurrences(of: ".", with: "_"))",
-            message: message,
-            field: field
-        )
-    }
-}
-
-extension ChannelRoutes {
-    /// APNs' answer, or the trouble reaching it, as this API's error; APNs' reason stays in the
-    /// message.
-    static func apnsError(_ error: any Error) -> HTTPError {
-        if let rejection = error as? APNSRejection {
-            let reason = rejection.reason.rawValue
-            switch rejection.reason {
-            case .channelNotRegistered:
-                return HTTPError(
-                    status: 404,
-                    code: "unknown_channel",
-                    message: "APNs has no such channel for this app and environment (ChannelNotRegistered): "
-                        + "GET /v1/channels lists them",
-                    field: "id"
-                )
-            case .cannotCreateChannelConfig:
-                return HTTPError(
-                    status: 409,
-                    code: "channel_limit_reached",
-                    message: "APNs refused a new channel (CannotCreateChannelConfig): the app has its 10,000 "
-                        + "channels in this environment; delete finished ones"
-                )
-            case .featureNotEnabled:
-                return HTTPError(
-                    status: 422,
-                    code: "broadcast_not_enabled",
-                    message: "APNs says the app lacks the Broadcast Capability (FeatureNotEnabled): enable it for "
-                        + "the App ID on developer.apple.com"
-                )
-            default:
-                break
-            }
-            switch rejection.status {
-            case 413:
-                return HTTPError(
-                    status: 413,
-                    code: "payload_too_large",
-                    message: "APNs refused the payload as too large (\(reason)): a broadcast carries at most 5120 bytes"
-                )
-            case 400:
-                return HTTPError(status: 400, code: "apns_rejected", message: "APNs refused the request: \(reason)")
-            case 403:
-                return HTTPError(
-                    status: 502,
-                    code: "apns_credentials_rejected",
-                    message: "APNs refused Herald's credentials for this app (\(reason)): check its key, team and "
-                        + "bundle ID"
-                )
-            case 429, 500...:
-                return HTTPError(
-                    status: 503,
-                    code: "apns_unavailable",
-                    message: "APNs did not take the request (\(rejection.status) \(reason)): try again later",
-                    headers: ["Retry-After": "5"]
-                )
-            default:
-                return HTTPError(
-                    status: 502,
-                    code: "apns_rejected",
-                    message: "APNs answered \(rejection.status) \(reason)"
-                )
-            }
-        }
-        if let validation = error as? APNSValidationError {
-            let tooLarge = validation.code == .payloadTooLarge
-            return HTTPError(
-                status: tooLarge ? 413 : 400,
-                code: tooLarge ? "payload_too_large" : "invalid_broadcast",
-                message: validation.message
-            )
-        }
-        if let unexpected = error as? APNSUnexpectedResponseError {
-            return HTTPError(status: 502, code: "apns_unexpected_response", message: unexpected.description)
-        }
-        return HTTPError(
-            status: 503,
-            code: "apns_unavailable",
-            message: "APNs cannot be reached right now: try again later",
-            headers: ["Retry-After": "5"]
-        )
+    private static func invalid(_ field: String, _ message: String) -> ChannelError {
+        ChannelError.invalid(field, message)
     }
 }

@@ -1,0 +1,59 @@
+import Channels
+import Devices
+public import HTTPRouting
+public import HeraldCore
+public import HeraldFeature
+import Webhooks
+
+/// The features `herald serve` composes: adding a feature is a new module plus one line in
+/// ``all`` (and its target in Package.swift).
+///
+/// ``assembly`` puts the list together with what no feature owns (``coreSettings``,
+/// ``HeraldSchema/coreMigrations``): the configuration reference and `herald config` list its
+/// settings, the migrator applies its migrations, and `herald serve` registers its routes behind
+/// the shared request machinery (API keys, idempotency, the refusal mapping).
+public enum HeraldFeatures {
+    /// One line per feature.
+    public static let all: [HeraldFeature] = [
+        Channels.feature,
+        Devices.feature,
+        Webhooks.feature,
+    ]
+
+    /// The settings every feature and the server itself share, and those of the domains not yet
+    /// declared as a feature, in the order of the reference.
+    public static let coreSettings: [Setting] = [
+        .host, .port, .maxBodyBytes, .requestTimeout, .maxConnectionsPerIP,
+        .logLevel, .logFormat,
+        .databaseURL, .databaseStatementTimeout, .databaseAcquireTimeout,
+        .apiKeys,
+        .metricsToken,
+        .clientTokenSecret, .clientTokenKeysFile, .clientTokenAudience, .clientMaxDevices, .maxInstancesPerUser,
+        .clientTags, .clientRateLimit, .clientIPRateLimit,
+        .relay, .relayMaxInFlight, .relayIPRateLimit,
+        .apnsAuthKey, .apnsAuthKeyFile, .apnsKeyID, .appleTeamID, .topic, .apnsEnvironment, .appsFile,
+        .apnsProductionURL, .apnsSandboxURL, .apnsManagementProductionURL, .apnsManagementSandboxURL, .apnsCAFile,
+        .jobConcurrency, .jobLeaseSeconds, .jobRetentionHours,
+        .wakeMinInterval,
+        .channelRetention,
+        .cloudKitKeyID, .cloudKitPrivateKey, .cloudKitPrivateKeyFile, .cloudKitURL, .cloudKitCAFile,
+    ]
+
+    /// ``all`` composed with the core: settings, migrations and routes.
+    public static let assembly = FeatureAssembly(
+        coreSettings: coreSettings,
+        coreMigrations: HeraldSchema.coreMigrations,
+        features: all
+    )
+
+    /// Every setting Herald reads, core first, grouped by the reference.
+    public static var settings: [Setting] { assembly.settings }
+}
+
+extension APIKeys: RequestAuthenticator {
+    public func authenticate(_ request: HTTPRequest) async throws {
+        try authorize(request)
+    }
+}
+
+extension IdempotencyStore: IdempotentRunner {}

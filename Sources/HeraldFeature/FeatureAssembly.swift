@@ -1,0 +1,175 @@
+public import HTTPRouting
+public import HeraldCore
+public import Storage
+
+/// Checks a request's credential for the routes that declare one kind of
+/// ``FeatureRoute/Authentication``: HeraldAPI's `APIKeys` for `.apiKey`.
+public protocol RequestAuthenticator: Sendable {
+    /// Run on the request line and headers before the body is read
+    /// (``HTTPRouting/Router/admit(under:_:)``): a refusal is sent without reading the body.
+    var admission: Router.AdmissionCheck { get }
+    /// Checks the request again when it runs (``HTTPRouting/Router/respond(to:)`` without the
+    /// server's admission); throws the refusal.
+    func authenticate(_ request: HTTPRequest) async throws
+}
+
+/// Runs a handler once per `Idempotency-Key` (HeraldAPI's `IdempotencyStore`).
+public protocol IdempotentRunner: Sendable {
+    func run(
+        _ request: HTTPRequest,
+        _ handler: (HTTPRequest) async throws -> HTTPResponse
+    ) async throws -> HTTPResponse
+}
+
+/// The request machinery every feature's routes share, kept in one place (HeraldAPI) and handed to
+/// ``FeatureAssembly/register(on:context:machinery:)``.
+public struct RequestMachinery: Sendable {
+    /// The authenticator of each kind of credential; a route whose kind has none stops start-up.
+    public var authenticators: [FeatureRoute.Authentication: any RequestAuthenticator]
+    /// `nil`: `Idempotency-Key` is ignored.
+    public var idempotency: (any IdempotentRunner)?
+
+    public init(
+        authenticators: [FeatureRoute.Authentication: any RequestAuthenticator] = [:],
+        idempotency: (any IdempotentRunner)? = nil
+    ) {
+        self.authenticators = authenticators
+        self.idempotency = idempotency
+    }
+}
+
+/// A list of features composed for `herald serve`: their settings after the core's (the
+/// configuration reference), their migrations after the core's (the schema), their routes on one
+/// router with the shared request machinery.
+public struct FeatureAssembly: Sendable {
+    public let features: [HeraldFeature]
+    /// The settings no feature owns (the server, logging, the database, API keys, APNs, …).
+    public let coreSettings: [Setting]
+    /// The migrations no feature owns, in their order.
+    public let coreMigrations: [Migration]
+
+    public init(coreSettings: [Setting], coreMigrations: [Migration], features: [HeraldFeature]) {
+        self.coreSettings = coreSettings
+        self.coreMigrations = coreMigrations
+        self.features = features
+    }
+
+    /// Every setting: the core's, then each feature's in the list's order.
+    public var settings: [Setting] {
+        coreSettings + features.flatMap(\.settings)
+    }
+
+    /// Every migration: the core's, then each feature's. The migrator applies them by version.
+    public var migrations: [Migration] {
+        coreMigrations + features.flatMap(\.migrations)
+    }
+
+    /// Who declares each setting: `core` or the feature's name, once per declaration.
+    public var settingOwners: [(setting: Setting, owner: String)] {
+        coreSettings.map { ($0, "core") } + features.flatMap { feature in feature.settings.map { ($0, feature.name) } }
+    }
+
+    /// Refuses a list in which two declarations collide: a feature name, a setting, a migration
+    /// version or a job kind declared twice.
+    public func validate() throws(FeatureError) {
+        var problems: [String] = []
+        func duplicates<Key: Hashable>(_ pairs: [(Key, String)], _ what: String) {
+            var seen: [Key: String] = [:]
+            for (key, owner) in pairs {
+                if let first = seen[key] {
+                    problems.append("\(what) \(key) is declared by both \(first) and \(owner)")
+                } else {
+                    seen[key] = owner
+                }
+            }
+        }
+        duplicates(features.map { ($0.name, $0.name) }, "the feature")
+        duplicates(settingOwners.map { ($0.setting.name, $0.owner) }, "the setting")
+        duplicates(
+            coreMigrations.map { ($0.version, "core") }
+                + features.flatMap { feature in feature.migrations.map { ($0.version, feature.name) } },
+            "migration version"
+        )
+        duplicates(features.flatMap { feature in feature.jobKinds.map { ($0, feature.name) } }, "the job kind")
+        if !problems.isEmpty { throw FeatureError(problems.joined(separator: "; ")) }
+    }
+
+    /// Builds every feature's routes from `context` and adds them to `router`, each behind the
+    /// authentication it declares.
+    ///
+    /// - Throws: ``FeatureError`` when a feature cannot build its routes, a route needs an
+    ///   authenticator `machinery` lacks, or two routes share a method and pattern.
+    public func register(
+        on router: inout Router,
+        context: FeatureContext,
+        machinery: RequestMachinery
+    ) throws(FeatureError) {
+        var declared: [String: String] = [:]
+        var admitted: [(pattern: String, authentication: FeatureRoute.Authentication)] = []
+        for feature in features {
+            let routes: [FeatureRoute]
+            do {
+                routes = try feature.routes(context)
+            } catch {
+                throw FeatureError("\(feature.name) cannot build its routes: \(error)")
+            }
+            for route in routes {
+                if let other = declared[route.name] {
+                    throw FeatureError("\(route.name) is declared by both \(other) and \(feature.name)")
+                }
+                declared[route.name] = feature.name
+                var authenticator: (any RequestAuthenticator)?
+                if route.authentication != .none {
+                    guard let found = machinery.authenticators[route.authentication] else {
+                        throw FeatureError(
+                            "\(feature.name)'s \(route.name) needs a \(route.authentication) authenticator, "
+                                + "and none was given"
+                        )
+                    }
+                    authenticator = found
+                    // Once per prefix: a check admitted under /v1/x covers /v1/x/{id}.
+                    let covered = admitted.contains {
+                        $0.authentication == route.authentication
+                            && (route.pattern == $0.pattern || route.pattern.hasPrefix($0.pattern + "/"))
+                    }
+                    if !covered { admitted.append((route.pattern, route.authentication)) }
+                }
+                let handler = Self.handler(route, authenticator: authenticator, idempotency: machinery.idempotency)
+                if let maxBodySize = route.maxBodySize {
+                    router.on(route.method, route.pattern, maxBodySize: maxBodySize, handler)
+                } else {
+                    router.on(route.method, route.pattern, handler)
+                }
+            }
+        }
+        for (pattern, authentication) in admitted {
+            if let authenticator = machinery.authenticators[authentication] {
+                router.admit(under: pattern, authenticator.admission)
+            }
+        }
+    }
+
+    /// The route's handler behind the shared machinery: the credential, the query, the media type,
+    /// `Idempotency-Key`, and a ``DomainErrorResponse`` answered with its own status.
+    static func handler(
+        _ route: FeatureRoute,
+        authenticator: (any RequestAuthenticator)?,
+        idempotency: (any IdempotentRunner)?
+    ) -> Router.Handler {
+        let handler = route.handler
+        let name = route.name
+        let query = route.query
+        let idempotency = route.idempotent ? idempotency : nil
+        return { request in
+            try await authenticator?.authenticate(request)
+            if let query { try request.rejectUnknownQueryParameters(query, route: name) }
+            try request.requireJSONContentType()
+            do {
+                guard let idempotency else { return try await handler(request) }
+                return try await idempotency.run(request) { try await handler($0) }
+            } catch let error as any DomainErrorResponse {
+                return error.response
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+public import HTTPRouting
+
+/// One route of a feature: method, path pattern, the authentication it needs and its handler.
+///
+/// The feature declares what the request needs; ``FeatureAssembly`` does it the same way for
+/// every feature: checks the credential (before the body is read), the query parameters and the
+/// body's media type, runs the handler under `Idempotency-Key` when ``idempotent``, and answers a
+/// ``DomainErrorResponse`` the handler throws (a ``HeraldCore/Refusal``) with its status.
+public struct FeatureRoute: Sendable {
+    /// The credential a route takes.
+    public enum Authentication: Sendable, Hashable, CustomStringConvertible {
+        /// `Authorization: Bearer <key>` with one of `HERALD_API_KEYS` (the app's backend).
+        case apiKey
+        /// A client token the app's backend minted for a user (the app itself, `/v1/client`).
+        case clientToken
+        /// None: public (health, metrics with their own token, the relay).
+        case none
+
+        public var description: String {
+            switch self {
+            case .apiKey: "API key"
+            case .clientToken: "client token"
+            case .none: "none"
+            }
+        }
+    }
+
+    public var method: String
+    /// `/literal/{parameter}/…`, as ``HTTPRouting/Router`` reads it.
+    public var pattern: String
+    public var authentication: Authentication
+    /// The query parameters the route knows (others are 400 `unknown_parameter`); `nil`: the
+    /// query is not checked.
+    public var query: [String]?
+    /// The largest body, when the route's differs from the server's.
+    public var maxBodySize: Int?
+    /// Whether a retried request with the same `Idempotency-Key` answers the first response
+    /// instead of running again (for routes that create something).
+    public var idempotent: Bool
+    public var handler: Router.Handler
+
+    public init(
+        _ method: String,
+        _ pattern: String,
+        authentication: Authentication,
+        query: [String]? = [],
+        maxBodySize: Int? = nil,
+        idempotent: Bool = false,
+        handler: @escaping Router.Handler
+    ) {
+        self.method = method.uppercased()
+        self.pattern = pattern
+        self.authentication = authentication
+        self.query = query
+        self.maxBodySize = maxBodySize
+        self.idempotent = idempotent
+        self.handler = handler
+    }
+
+    /// `POST /v1/channels`: how messages name the route.
+    public var name: String { "\(method) \(pattern)" }
+}
+
+/// Routes under one path prefix that share an authentication and a body limit.
+///
+/// ```swift
+/// var group = RouteGroup("/v1/channels", authentication: .apiKey, maxBodySize: 16 * 1024)
+/// group.post("", idempotent: true) { request in try await create(request) }
+/// group.get("/{id}", query: ["app", "environment"]) { request in try await read(request) }
+/// return group.routes
+/// ```
+public struct RouteGroup: Sendable {
+    public let prefix: String
+    public let authentication: FeatureRoute.Authentication
+    public let maxBodySize: Int?
+    /// The routes added so far, in order.
+    public private(set) var routes: [FeatureRoute] = []
+
+    public init(_ prefix: String, authentication: FeatureRoute.Authentication, maxBodySize: Int? = nil) {
+        self.prefix = prefix
+        self.authentication = authentication
+        self.maxBodySize = maxBodySize
+    }
+
+    /// Adds `method` at `prefix + path` (`path` empty for the prefix itself).
+    ///
+    /// - Parameter maxBodySize: this route's body limit instead of the group's (GET and DELETE
+    ///   take the server's unless given one).
+    public mutating func on(
+        _ method: String,
+        _ path: String,
+        query: [String]? = [],
+        maxBodySize: Int? = nil,
+        idempotent: Bool = false,
+        _ handler: @escaping Router.Handler
+    ) {
+        let bodiless = method.uppercased() == "GET" || method.uppercased() == "DELETE"
+        routes.append(
+            FeatureRoute(
+                method,
+                prefix + path,
+                authentication: authentication,
+                query: query,
+                maxBodySize: maxBodySize ?? (bodiless ? nil : self.maxBodySize),
+                idempotent: idempotent,
+                handler: handler
+            )
+        )
+    }
+
+    public mutating func get(_ path: String, query: [String]? = [], _ handler: @escaping Router.Handler) {
+        on("GET", path, query: query, handler)
+    }
+
+    public mutating func post(
+        _ path: String,
+        query: [String]? = [],
+        maxBodySize: Int? = nil,
+        idempotent: Bool = false,
+        _ handler: @escaping Router.Handler
+    ) {
+        on("POST", path, query: query, maxBodySize: maxBodySize, idempotent: idempotent, handler)
+    }
+
+    public mutating func put(
+        _ path: String,
+        query: [String]? = [],
+        maxBodySize: Int? = nil,
+        _ handler: @escaping Router.Handler
+    ) {
+        on("PUT", path, query: query, maxBodySize: maxBodySize, handler)
+    }
+
+    public mutating func delete(_ path: String, query: [String]? = [], _ handler: @escaping Router.Handler) {
+        on("DELETE", path, query: query, handler)
+    }
+}

@@ -1,0 +1,117 @@
+import HTTPRouting
+import HeraldAPI
+import HeraldCore
+import HeraldFeature
+import Storage
+import Testing
+
+/// The feature list `herald serve` composes, and the assembly's shared machinery on a router in
+/// memory: each route's declared authentication, its query check and the refusal mapping.
+@Suite struct FeatureAssemblyTests {
+    enum WidgetDomain: RefusalDomain {}
+    typealias WidgetError = Refusal<WidgetDomain>
+
+    static let key = "feature-test-key-0123456789"
+
+    /// Every setting in HeraldCore's catalog is declared by exactly one feature or by the core, and
+    /// nothing else is declared: the reference is generated from the declarations.
+    @Test func everySettingIsDeclaredByExactlyOneFeatureOrTheCore() {
+        var owners: [String: [String]] = [:]
+        for (setting, owner) in HeraldFeatures.assembly.settingOwners {
+            owners[setting.name, default: []].append(owner)
+        }
+        for setting in Setting.all {
+            #expect(owners[setting.name]?.count == 1, "\(setting.name) is declared by \(owners[setting.name] ?? [])")
+        }
+        #expect(Set(owners.keys) == Set(Setting.all.map(\.name)))
+        #expect(HeraldFeatures.settings.count == Setting.all.count)
+    }
+
+    @Test func theFeatureListComposes() throws {
+        try HeraldFeatures.assembly.validate()
+        #expect(HeraldSchema.migrations.count == Set(HeraldSchema.migrations.map(\.version)).count)
+    }
+
+    @Test func twoFeaturesDeclaringOneSettingOrVersionAreRefused() {
+        let migration = Migration(version: 9_001, name: "widgets", sql: "CREATE TABLE widgets (id TEXT)")
+        let first = HeraldFeature(name: "Widgets", settings: [.port], migrations: [migration])
+        let second = HeraldFeature(name: "Gadgets", migrations: [migration])
+        let assembly = FeatureAssembly(coreSettings: [.port], coreMigrations: [], features: [first, second])
+        #expect(throws: FeatureError.self) { try assembly.validate() }
+        do {
+            try assembly.validate()
+        } catch {
+            #expect(error.message.contains("the setting PORT is declared by both core and Widgets"))
+            #expect(error.message.contains("migration version 9001 is declared by both Widgets and Gadgets"))
+        }
+    }
+
+    static func router(_ features: [HeraldFeature]) throws -> Router {
+        let assembly = FeatureAssembly(coreSettings: [], coreMigrations: [], features: features)
+        var router = Router()
+        try assembly.register(
+            on: &router,
+            context: FeatureContext(environment: [:], logger: Logger(label: "test", level: .error)),
+            machinery: RequestMachinery(authenticators: [.apiKey: APIKeys([key])])
+        )
+        return router
+    }
+
+    /// The response, as the server makes one of an ``HTTPError`` the router throws.
+    static func respond(_ router: Router, _ request: HTTPRequest) async throws -> HTTPResponse {
+        do {
+            return try await router.respond(to: request)
+        } catch let error as HTTPError {
+            return error.response
+        }
+    }
+
+    static let widgets = HeraldFeature(name: "Widgets") { _ in
+        var group = RouteGroup("/v1/widgets", authentication: .apiKey)
+        group.get("", query: ["size"]) { _ in .json(["widgets": [String]()]) }
+        group.get("/{id}") { request in
+            throw WidgetError(.notFound, code: "unknown_widget", message: "no widget \(request.parameters["id"] ?? "")")
+        }
+        var open = RouteGroup("/widgets", authentication: .none)
+        open.get("/count") { _ in .json(["count": 0]) }
+        return group.routes + open.routes
+    }
+
+    @Test func routesGetTheAuthenticationTheyDeclare() async throws {
+        let router = try Self.router([Self.widgets])
+        let bearer: HTTPHeaders = ["Authorization": "Bearer \(Self.key)"]
+        #expect(try await Self.respond(router, HTTPRequest(path: "/v1/widgets")).status == 401)
+        #expect(try await Self.respond(router, HTTPRequest(path: "/v1/widgets/7")).status == 401)
+        #expect(try await Self.respond(router, HTTPRequest(path: "/v1/widgets", headers: bearer)).status == 200)
+        #expect(try await Self.respond(router, HTTPRequest(path: "/widgets/count")).status == 200)
+    }
+
+    @Test func aRefusalIsAnsweredWithItsStatusAndAnUnknownParameterIsRefused() async throws {
+        let router = try Self.router([Self.widgets])
+        let bearer: HTTPHeaders = ["Authorization": "Bearer \(Self.key)"]
+        let refused = try await Self.respond(router, HTTPRequest(path: "/v1/widgets/7", headers: bearer))
+        #expect(refused.status == 404)
+        #expect(String(decoding: refused.body, as: UTF8.self).contains(#""code":"unknown_widget""#))
+        let unknown = try await Self.respond(router, HTTPRequest(path: "/v1/widgets?colour=red", headers: bearer))
+        #expect(unknown.status == 400)
+        #expect(String(decoding: unknown.body, as: UTF8.self).contains(#""code":"unknown_parameter""#))
+    }
+
+    @Test func aRouteWithoutItsAuthenticatorOrDeclaredTwiceStopsStartUp() {
+        let tokens = HeraldFeature(name: "Tokens") { _ in
+            [FeatureRoute("GET", "/v1/client/x", authentication: .clientToken) { _ in HTTPResponse(status: 204) }]
+        }
+        #expect(throws: FeatureError.self) { try Self.router([tokens]) }
+        let again = HeraldFeature(name: "Again") { _ in
+            [FeatureRoute("GET", "/widgets/count", authentication: .none) { _ in HTTPResponse(status: 204) }]
+        }
+        #expect(throws: FeatureError.self) { try Self.router([Self.widgets, again]) }
+    }
+
+    @Test func aRefusalSaysWhenToRetry() {
+        let refusal = WidgetError(.unavailable, code: "down", message: "later", retryAfter: 5)
+        #expect(refusal.response.status == 503)
+        #expect(refusal.response.headers["Retry-After"] == "5")
+        #expect(WidgetError(.upstreamRejected, code: "apns_rejected", message: "no").httpStatus == 502)
+    }
+}
