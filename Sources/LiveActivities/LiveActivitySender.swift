@@ -64,7 +64,7 @@ public final class LiveActivitySender: Sendable {
     public let channelRetention: TimeInterval
     let logger: Logger
     let metrics: LiveActivityMetrics
-    private let attached: AttachedQueue
+    private let attached: AttachedJobQueue
     /// Updates and ends accepted at the same time: one transaction and one send job a batch.
     let accepts: GroupCommit<LiveActivityAcceptance, LiveActivityRouteCounts>
 
@@ -86,10 +86,10 @@ public final class LiveActivitySender: Sendable {
         self.channelRetention = channelRetention
         self.logger = logger
         self.metrics = LiveActivityMetrics(registry: metrics)
-        let attached = AttachedQueue()
+        let attached = AttachedJobQueue()
         self.attached = attached
         accepts = GroupCommit(maximumBatch: 256) { batch in
-            try await Self.accept(batch, store: store, queue: try attached.queue, now: clock.now())
+            try await Self.accept(batch, store: store, queue: try attached.attachedQueue, now: clock.now())
         }
     }
 
@@ -99,7 +99,7 @@ public final class LiveActivitySender: Sendable {
     }
 
     var queue: JobQueue {
-        get throws { try attached.queue }
+        get throws { try attached.attachedQueue }
     }
 
     /// Registers every Live Activities job kind.
@@ -416,16 +416,10 @@ public final class LiveActivitySender: Sendable {
 }
 
 /// The job queue, attached after the sender is made (the queue needs the sender's handlers).
-final class AttachedQueue: Sendable {
-    private let box = Mutex<JobQueue?>(nil)
-
-    func attach(_ queue: JobQueue) {
-        box.withLock { $0 = queue }
-    }
-
-    var queue: JobQueue {
+extension AttachedJobQueue {
+    var attachedQueue: JobQueue {
         get throws {
-            guard let queue = box.withLock({ $0 }) else {
+            guard let queue = self.queue else {
                 throw LiveActivityError(.unavailable, code: "not_ready", message: "the job queue is not attached yet")
             }
             return queue

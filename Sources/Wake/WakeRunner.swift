@@ -29,7 +29,7 @@ public final class WakeRunner: Sendable {
     public let maximumInFlight: Int
     let metrics: WakeMetrics
     let logger: Logger
-    private let attached = Mutex<JobQueue?>(nil)
+    private let attached = AttachedJobQueue()
 
     public static let jobKind = WakeJob.kind
     public static let defaultMinimumInterval: TimeInterval = 1_200
@@ -65,7 +65,7 @@ public final class WakeRunner: Sendable {
 
     /// The queue the next occurrences' jobs go to: the one this runner's handler is registered on.
     public func attach(_ queue: JobQueue) {
-        attached.withLock { $0 = queue }
+        attached.attach(queue)
     }
 
     /// Registers the `wake.run` handler: CloudKit's retryable failures are retried 5 times, at
@@ -123,7 +123,7 @@ public final class WakeRunner: Sendable {
             let nextRunAt = schedule.nextRunAt,
             EpochTime.milliseconds(nextRunAt) == EpochTime.milliseconds(payload.due)
         else { return false }
-        guard let queue = attached.withLock({ $0 }) else {
+        guard let queue = attached.queue else {
             throw WakeError(.notConfigured, code: "no_queue", message: "the wake runner has no job queue attached")
         }
         let now = clock.now()

@@ -25,7 +25,7 @@ import Synchronization
 public final class WebhookEvents: Sendable {
     public let store: WebhookStore
     public let configuration: WebhookConfiguration
-    private let attachedQueue = Mutex<JobQueue?>(nil)
+    private let attachedQueue = AttachedJobQueue()
     let logger: Logger
 
     public init(
@@ -40,11 +40,11 @@ public final class WebhookEvents: Sendable {
 
     /// The queue delivery jobs go to; call once, before events are recorded.
     public func attach(_ queue: JobQueue) {
-        attachedQueue.withLock { $0 = queue }
+        attachedQueue.attach(queue)
     }
 
     private func queue() throws -> JobQueue {
-        guard let queue = attachedQueue.withLock({ $0 }) else {
+        guard let queue = attachedQueue.queue else {
             throw JobError(.invalid, "webhook events were recorded before a job queue was attached")
         }
         return queue
@@ -80,7 +80,7 @@ public final class WebhookEvents: Sendable {
     /// Tells this process's job worker that delivery jobs may have been added (PostgreSQL's
     /// `NOTIFY` tells every instance on commit; SQLite needs this).
     public func committed() {
-        attachedQueue.withLock { $0 }?.wake()
+        attachedQueue.queue?.wake()
     }
 
     /// Makes sure a delivery job will read the webhook's outbox after this transaction commits.
