@@ -83,7 +83,7 @@ public struct DeviceRoutes: Sendable {
     func batch(_ request: HTTPRequest) async throws -> HTTPResponse {
         let entries = try DeviceBatch.parse(request.body)
         let outcomes = try await service.register(batch: entries)
-        return .json(BatchBody(outcomes))
+        return BatchBody(outcomes).response
     }
 
     // MARK: Parsing

@@ -19,8 +19,7 @@ extension NotificationStore {
     /// one statement of nine parameters, whatever the number of rows, instead of nine parameters a
     /// row for the server to parse and bind. SQLite, in the same process, takes multi-row
     /// `VALUES` of ``batchSize`` rows, each after reading the statuses it replaces. On PostgreSQL
-    /// the read and the write are one statement: every part of it sees the rows as they were
-    /// before it.
+    /// the statement returns them itself.
     static func upsert(
         _ results: [DeliveryResult],
         of id: UUID,
@@ -30,20 +29,18 @@ extension NotificationStore {
         let columns = "notification_id, token, ordinal, status, reason, apns_id, invalid_at, attempts, updated_at"
         var before: [String: DeliveryStatus] = [:]
         if executor.dialect == .postgres {
+            // Each row's previous status by a lookup of its own key in RETURNING: it sees the rows
+            // as they were before the statement, and always goes by the primary key (a lookup of
+            // the batch's tokens as a set was planned as a scan of the send's rows once analyzed).
             let rows = try await executor.query(
                 """
-                WITH previous AS (
-                    SELECT token, status FROM notification_deliveries
-                    WHERE notification_id = $1 AND token = ANY($2::text[])
-                ), written AS (
-                    INSERT INTO notification_deliveries (\(columns))
-                    SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
-                        $7::bigint[], $8::bigint[], $9::bigint[])
+                INSERT INTO notification_deliveries (\(columns))
+                SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],
+                    $7::bigint[], $8::bigint[], $9::bigint[])
                 """ + onConflict + """
 
-                        RETURNING 1
-                    )
-                    SELECT token, status FROM previous
+                    RETURNING token, (SELECT p.status FROM notification_deliveries p
+                        WHERE p.notification_id = $1 AND p.token = notification_deliveries.token) AS previous
                     """,
                 [
                     SQLValue(id),
@@ -62,7 +59,8 @@ extension NotificationStore {
                 ]
             )
             for row in rows {
-                before[try row.string("token")] = DeliveryStatus(rawValue: try row.string("status")) ?? .pending
+                guard let previous = try row.optionalString("previous") else { continue }
+                before[try row.string("token")] = DeliveryStatus(rawValue: previous) ?? .pending
             }
             return before
         }

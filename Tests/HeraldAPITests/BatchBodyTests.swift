@@ -1,0 +1,55 @@
+import APNs
+import Devices
+import Foundation
+import HTTPRouting
+import HeraldCore
+import Testing
+
+@testable import HeraldAPI
+
+/// The batch answer is written by hand for speed; it must be the bytes the JSON encoder gives.
+@Suite("POST /v1/devices/batch: the hand-written answer is the encoder's, byte for byte")
+struct BatchBodyTests {
+    @Test("registered devices with every field set or missing, refusals with and without field and token")
+    func sameBytes() throws {
+        let at = Date(timeIntervalSince1970: 1_800_000_000.123)
+        let full = Device(
+            token: String(repeating: "ab", count: 32),
+            app: "com.example.app",
+            environment: .sandbox,
+            userID: "user \"quoted\" / slash \u{1}",
+            tags: ["beta", "ünïcode", "tab\there"],
+            locale: "fr_FR",
+            timezone: "Europe/Paris",
+            appVersion: "1.2.3",
+            platform: .ios,
+            status: .invalid,
+            invalidReason: "evicted",
+            invalidAt: at,
+            invalidRecordedAt: at,
+            createdAt: at,
+            updatedAt: at.addingTimeInterval(1),
+            lastRegisteredAt: at
+        )
+        let bare = Device(
+            token: String(repeating: "cd", count: 32),
+            app: "com.example.app",
+            environment: .production,
+            createdAt: at,
+            updatedAt: at,
+            lastRegisteredAt: nil
+        )
+        let outcomes: [DeviceService.BatchOutcome] = [
+            .registered(RegisteredDevice(device: full, created: true)),
+            .refused(token: nil, .invalid("invalid_token", "the token is not hex", field: "devices[1].token")),
+            .registered(RegisteredDevice(device: bare, created: false)),
+            .refused(token: "ef", DeviceError(.tooLarge, code: "too_large", message: "big", field: nil)),
+        ]
+        let body = BatchBody(outcomes)
+        let expected = HTTPResponse.json(body)
+        let written = body.response
+        #expect(written.status == expected.status)
+        #expect(written.headers["Content-Type"] == "application/json")
+        #expect(String(decoding: written.body, as: UTF8.self) == String(decoding: expected.body, as: UTF8.self))
+    }
+}
