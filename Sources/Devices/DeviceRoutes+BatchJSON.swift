@@ -1,5 +1,4 @@
 import APNs
-import Devices
 import Foundation
 import HTTPRouting
 import HeraldCore

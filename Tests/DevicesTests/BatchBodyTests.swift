@@ -1,11 +1,10 @@
 import APNs
-import Devices
 import Foundation
 import HTTPRouting
 import HeraldCore
 import Testing
 
-@testable import HeraldAPI
+@testable import Devices
 
 /// The batch answer is written by hand for speed; it must be the bytes the JSON encoder gives.
 @Suite("POST /v1/devices/batch: the hand-written answer is the encoder's, byte for byte")
