@@ -67,15 +67,14 @@ rm -rf "$install_root"
 # once under ThreadSanitizer, each build in its own scratch path. Any report fails the run (ASan
 # stops at the first one; TSan exits 66 after its first one).
 # LeakSanitizer runs with AddressSanitizer: memory still reachable only from other leaked memory
-# at exit (a reference cycle) fails the run like any leak. The APNs client's own suites
-# (`APNsTests.`) run without it for now: they leave about 2.9 MB of cycles at exit, held by test
-# tasks that never finish, not fixed yet. scripts/lsan-suppressions.txt lists XCTest's, no others.
+# at exit (a reference cycle) fails the run like any leak. scripts/lsan-suppressions.txt lists
+# XCTest's own, no others.
 # The fuzz corpus replay (every saved input through the parsers, the fuzz targets' code) runs
 # under AddressSanitizer only: the harnesses parse on one thread, so ThreadSanitizer has nothing
 # to look at there, while an out-of-bounds read in a parser is what AddressSanitizer exists for.
 sanitized_suites='HeraldIOTests|HTTP2Tests|APNsTests|HTTPServerTests|StorageTests|GroupCommitTests|WebhookDeliveryTests'
 address_only_suites='FuzzReplayTests'
-leaky_suites='^APNsTests\.'
+export ASAN_OPTIONS=halt_on_error=1:exitcode=66:detect_leaks=1
 export TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan-suppressions.txt"
 export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan-suppressions.txt"
 for sanitizer in address thread; do
@@ -83,14 +82,5 @@ for sanitizer in address thread; do
     [ "$sanitizer" = address ] && suites="$suites|$address_only_suites"
     echo "== $sanitizer sanitizer: $suites"
     swift build --build-tests --sanitize="$sanitizer" --scratch-path ".build/${sanitizer:0:1}san"
-    if [ "$sanitizer" = address ]; then
-        echo "-- with LeakSanitizer: all but $leaky_suites"
-        ASAN_OPTIONS=halt_on_error=1:exitcode=66:detect_leaks=1 "$watchdog" -- swift test --skip-build \
-            --scratch-path .build/asan --filter "$suites" --skip "$leaky_suites" --verbose
-        echo "-- without LeakSanitizer: $leaky_suites"
-        ASAN_OPTIONS=halt_on_error=1:exitcode=66:detect_leaks=0 "$watchdog" -- swift test --skip-build \
-            --scratch-path .build/asan --filter "$leaky_suites" --verbose
-    else
-        "$watchdog" -- swift test --skip-build --scratch-path .build/tsan --filter "$suites" --verbose
-    fi
+    "$watchdog" -- swift test --skip-build --scratch-path ".build/${sanitizer:0:1}san" --filter "$suites" --verbose
 done

@@ -76,15 +76,19 @@ func withHarness<T: Sendable>(
         metrics: metrics,
         logs: logs
     )
+    // An interceptor usually captures the harness, which holds the server: dropping it breaks
+    // that cycle, which LeakSanitizer would otherwise report at exit.
     do {
         let result = try await body(harness)
         await pool.shutdown()
         await server.stop()
+        server.intercept(nil)
         logs.expectNoSecrets()
         return result
     } catch {
         await pool.shutdown()
         await server.stop()
+        server.intercept(nil)
         throw error
     }
 }
