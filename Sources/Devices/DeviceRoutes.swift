@@ -191,15 +191,6 @@ public struct DeviceRoutes: Sendable {
 
     /// `limit`: 1 to ``maximumPageSize``, ``defaultPageSize`` when absent.
     static func limit(_ request: HTTPRequest) throws(HTTPError) -> Int {
-        guard let text = request.queryValue("limit") else { return defaultPageSize }
-        guard let limit = Int(text), (1...maximumPageSize).contains(limit) else {
-            throw HTTPError(
-                status: 400,
-                code: "invalid_limit",
-                message: "limit must be a whole number from 1 to \(maximumPageSize)",
-                field: "limit"
-            )
-        }
-        return limit
+        try request.pageLimit(default: defaultPageSize, maximum: maximumPageSize)
     }
 }

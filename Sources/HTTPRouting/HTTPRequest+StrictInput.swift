@@ -38,6 +38,23 @@ extension HTTPRequest {
         )
     }
 
+    /// The `limit` query parameter of a listing: a whole number from 1 to `maximum`,
+    /// `defaultLimit` when absent.
+    ///
+    /// - Throws: ``HTTPError`` 400 `invalid_limit` giving the range.
+    public func pageLimit(default defaultLimit: Int, maximum: Int) throws(HTTPError) -> Int {
+        guard let text = queryValue("limit") else { return defaultLimit }
+        guard let limit = Int(text), (1...maximum).contains(limit) else {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_limit",
+                message: "limit must be a whole number from 1 to \(maximum)",
+                field: "limit"
+            )
+        }
+        return limit
+    }
+
     /// Whether a `Content-Type` value is `application/json`, with at most a UTF-8 `charset`.
     static func isJSON(mediaType value: String) -> Bool {
         // What nearly every client sends, without splitting and lowercasing.

@@ -229,16 +229,7 @@ public struct NotificationRoutes: Sendable {
     }
 
     static func limit(_ request: HTTPRequest) throws(HTTPError) -> Int {
-        guard let text = request.queryValue("limit") else { return defaultPageSize }
-        guard let limit = Int(text), (1...maximumPageSize).contains(limit) else {
-            throw HTTPError(
-                status: 400,
-                code: "invalid_limit",
-                message: "limit must be a whole number from 1 to \(maximumPageSize)",
-                field: "limit"
-            )
-        }
-        return limit
+        try request.pageLimit(default: defaultPageSize, maximum: maximumPageSize)
     }
 
     /// A time query parameter: RFC 3339 or Unix seconds (400 `invalid_<name>` otherwise, with a

@@ -82,18 +82,7 @@ public struct WakeRoutes: Sendable {
     }
 
     func list(_ request: HTTPRequest) async throws -> HTTPResponse {
-        var limit = 50
-        if let text = request.queryValue("limit") {
-            guard let value = Int(text), WakeLimits.pageSizeRange.contains(value) else {
-                throw HTTPError(
-                    status: 400,
-                    code: "invalid_limit",
-                    message: "limit must be a whole number from 1 to \(WakeLimits.pageSizeRange.upperBound)",
-                    field: "limit"
-                )
-            }
-            limit = value
-        }
+        let limit = try request.pageLimit(default: 50, maximum: WakeLimits.pageSizeRange.upperBound)
         let page = try await service.list(limit: limit, cursor: request.queryValue("cursor"))
         return .json(
             WakeScheduleListBody(

@@ -111,6 +111,28 @@ struct StrictInputTests {
         }
     }
 
+    @Test("a listing's limit: the default when absent, 1 to the maximum, else a 400 giving the range")
+    func pageLimit() throws {
+        func limit(_ query: String) throws(HTTPError) -> Int {
+            try HTTPRequest(method: "GET", path: "/v1/x\(query)").pageLimit(default: 50, maximum: 200)
+        }
+        #expect(try limit("") == 50)
+        #expect(try limit("?cursor=abc") == 50)
+        #expect(try limit("?limit=1") == 1)
+        #expect(try limit("?limit=200") == 200)
+        for bad in ["?limit=0", "?limit=201", "?limit=-1", "?limit=ten", "?limit=", "?limit=1.5"] {
+            do {
+                _ = try limit(bad)
+                Issue.record("accepted \(bad)")
+            } catch {
+                #expect(error.status == 400)
+                #expect(error.code == "invalid_limit")
+                #expect(error.field == "limit")
+                #expect(error.message == "limit must be a whole number from 1 to 200")
+            }
+        }
+    }
+
     final class Lines: LogHandler {
         let records = Mutex<[LogRecord]>([])
         func log(_ record: LogRecord) { records.withLock { $0.append(record) } }
