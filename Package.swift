@@ -262,7 +262,7 @@ let package = Package(
         // (the Notifications, Live Activities and Wake suites that need no socket).
         .target(
             name: "APNsTestSupport",
-            dependencies: ["APNs", "HeraldCore"],
+            dependencies: ["APNs", "APNsTransport", "HeraldCore"],
             path: "Tests/APNsTestSupport",
             swiftSettings: swiftSettings
         ),

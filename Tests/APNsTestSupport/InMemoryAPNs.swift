@@ -43,7 +43,7 @@ public final class InMemoryAPNs: APNSTransportFactory {
     }
 
     private let state = Mutex(State())
-    private let clock: any HeraldClock
+    let clock: any HeraldClock
 
     /// - Parameter clock: stamps each request's ``RecordedAPNSRequest/receivedAt`` (the test's
     ///   manual clock, so that retry waits can be read off the requests).

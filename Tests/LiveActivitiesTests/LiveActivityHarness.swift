@@ -119,14 +119,7 @@ struct LiveActivityHarness {
     ) async throws {
         let key = try APNSSigningKey(keyID: "LIVEKEY001", teamID: "LIVETEAM01", privateKey: P256PrivateKey())
         let apns = InMemoryAPNs(clock: clock)
-        let clients = APNSClientProvider(
-            apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(key))],
-            endpoints: APNSEndpoints(),
-            transports: apns,
-            clock: clock,
-            retryPolicy: retryPolicy,
-            logger: Logger(label: "test.apns", level: .error)
-        )
+        let clients = apns.clients(bundleID: topic, key: key, retryPolicy: retryPolicy)
         try await run(backend, clock: clock, clients: clients, channels: channels, simulator: nil, apns: apns, body)
     }
 

@@ -116,14 +116,7 @@ struct NotificationHarness {
         let key = try APNSSigningKey(keyID: "NOTIFKEY01", teamID: "NOTIFTEAM1", privateKey: P256PrivateKey())
         let apns = InMemoryAPNs(clock: clock)
         let metrics = MetricsRegistry()
-        let clients = APNSClientProvider(
-            apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(key))],
-            endpoints: APNSEndpoints(),
-            transports: apns,
-            clock: clock,
-            retryPolicy: retryPolicy,
-            logger: Logger(label: "test.apns", level: .error)
-        )
+        let clients = apns.clients(bundleID: topic, key: key, retryPolicy: retryPolicy)
         try await run(
             backend,
             clients: clients,

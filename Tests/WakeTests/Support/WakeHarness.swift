@@ -176,14 +176,7 @@ struct WakeHarness {
         let key = try APNSSigningKey(keyID: "WAKEKEY001", teamID: "WAKETEAM01", privateKey: P256PrivateKey())
         let clock = ManualClock(Date(timeIntervalSince1970: 1_790_000_000))
         let apns = InMemoryAPNs(clock: clock)
-        let clients = APNSClientProvider(
-            apps: [APNSAppConfiguration(bundleID: topic, credentials: .token(key))],
-            endpoints: APNSEndpoints(),
-            transports: apns,
-            clock: clock,
-            retryPolicy: retryPolicy,
-            logger: Logger(label: "test.apns", level: .error)
-        )
+        let clients = apns.clients(bundleID: topic, key: key, retryPolicy: retryPolicy)
         try await run(
             backend,
             clients: clients,
