@@ -177,16 +177,7 @@ public struct DeviceRoutes: Sendable {
     /// The `app` query parameter, as `/v1/notifications` reads it: 400 `invalid_app` when empty or
     /// too long.
     static func app(_ request: HTTPRequest) throws(HTTPError) -> String? {
-        let app = request.queryValue("app")
-        if let app, app.isEmpty || app.utf8.count > DeviceLimits.maximumNameBytes {
-            throw HTTPError(
-                status: 400,
-                code: "invalid_app",
-                message: "app must be the bundle ID of a configured app, 1 to \(DeviceLimits.maximumNameBytes) bytes",
-                field: "app"
-            )
-        }
-        return app
+        try request.appFilter(maximumBytes: DeviceLimits.maximumNameBytes)
     }
 
     /// `limit`: 1 to ``maximumPageSize``, ``defaultPageSize`` when absent.

@@ -55,6 +55,22 @@ extension HTTPRequest {
         return limit
     }
 
+    /// The `app` query parameter of a listing filtered by app: `nil` when absent.
+    ///
+    /// - Throws: ``HTTPError`` 400 `invalid_app` when it is empty or longer than `maximumBytes`.
+    public func appFilter(maximumBytes: Int) throws(HTTPError) -> String? {
+        let app = queryValue("app")
+        if let app, app.isEmpty || app.utf8.count > maximumBytes {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_app",
+                message: "app must be the bundle ID of a configured app, 1 to \(maximumBytes) bytes",
+                field: "app"
+            )
+        }
+        return app
+    }
+
     /// Whether a `Content-Type` value is `application/json`, with at most a UTF-8 `charset`.
     static func isJSON(mediaType value: String) -> Bool {
         // What nearly every client sends, without splitting and lowercasing.

@@ -261,17 +261,7 @@ public struct NotificationRoutes: Sendable {
 
     /// The `app` query parameter, length-checked.
     static func app(_ request: HTTPRequest) throws(HTTPError) -> String? {
-        let app = request.queryValue("app")
-        if let app, app.isEmpty || app.utf8.count > NotificationLimits.maximumNameBytes {
-            throw HTTPError(
-                status: 400,
-                code: "invalid_app",
-                message:
-                    "app must be the bundle ID of a configured app, 1 to \(NotificationLimits.maximumNameBytes) bytes",
-                field: "app"
-            )
-        }
-        return app
+        try request.appFilter(maximumBytes: NotificationLimits.maximumNameBytes)
     }
 
     static func flag(_ request: HTTPRequest, _ name: String) throws(HTTPError) -> Bool {

@@ -133,6 +133,26 @@ struct StrictInputTests {
         }
     }
 
+    @Test("a listing's app filter: nil when absent, else 1 to the maximum bytes or a 400")
+    func appFilter() throws {
+        func app(_ query: String) throws(HTTPError) -> String? {
+            try HTTPRequest(method: "GET", path: "/v1/x\(query)").appFilter(maximumBytes: 20)
+        }
+        #expect(try app("") == nil)
+        #expect(try app("?app=com.example.a") == "com.example.a")
+        for bad in ["?app=", "?app=" + String(repeating: "a", count: 21)] {
+            do {
+                _ = try app(bad)
+                Issue.record("accepted \(bad)")
+            } catch {
+                #expect(error.status == 400)
+                #expect(error.code == "invalid_app")
+                #expect(error.field == "app")
+                #expect(error.message == "app must be the bundle ID of a configured app, 1 to 20 bytes")
+            }
+        }
+    }
+
     final class Lines: LogHandler {
         let records = Mutex<[LogRecord]>([])
         func log(_ record: LogRecord) { records.withLock { $0.append(record) } }
