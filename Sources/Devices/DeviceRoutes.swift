@@ -95,19 +95,7 @@ public struct DeviceRoutes: Sendable {
 
     /// The `app` and `environment` query parameters, unresolved.
     public static func scope(_ request: HTTPRequest) throws(HTTPError) -> (String?, APNSEnvironment?) {
-        var environment: APNSEnvironment?
-        if let name = request.queryValue("environment") {
-            guard name == "production" || name == "sandbox" else {
-                throw HTTPError(
-                    status: 400,
-                    code: "invalid_environment",
-                    message: "environment must be production or sandbox",
-                    field: "environment"
-                )
-            }
-            environment = APNSEnvironment(rawValue: name)
-        }
-        return (try app(request), environment)
+        (try app(request), try request.environmentFilter())
     }
 
     /// The query of `GET /v1/devices`, checked.
@@ -183,5 +171,23 @@ public struct DeviceRoutes: Sendable {
     /// `limit`: 1 to ``maximumPageSize``, ``defaultPageSize`` when absent.
     static func limit(_ request: HTTPRequest) throws(HTTPError) -> Int {
         try request.pageLimit(default: defaultPageSize, maximum: maximumPageSize)
+    }
+}
+
+extension HTTPRequest {
+    /// The `environment` query parameter of a listing: `nil` when absent.
+    ///
+    /// - Throws: ``HTTPError`` 400 `invalid_environment` when it is neither `production` nor `sandbox`.
+    public func environmentFilter() throws(HTTPError) -> APNSEnvironment? {
+        guard let name = queryValue("environment") else { return nil }
+        guard name == "production" || name == "sandbox" else {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_environment",
+                message: "environment must be production or sandbox",
+                field: "environment"
+            )
+        }
+        return APNSEnvironment(rawValue: name)
     }
 }

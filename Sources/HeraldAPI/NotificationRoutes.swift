@@ -180,18 +180,7 @@ public struct NotificationRoutes: Sendable {
 
     /// `GET /v1/dead-tokens`: every query parameter range-checked (400 naming it).
     public static func parseDeadTokens(_ request: HTTPRequest) throws(HTTPError) -> DeadTokensQuery {
-        var environment: APNSEnvironment?
-        if let name = request.queryValue("environment") {
-            guard name == "production" || name == "sandbox" else {
-                throw HTTPError(
-                    status: 400,
-                    code: "invalid_environment",
-                    message: "environment must be production or sandbox",
-                    field: "environment"
-                )
-            }
-            environment = APNSEnvironment(rawValue: name)
-        }
+        let environment = try request.environmentFilter()
         let since = try time(request, "since")
         var cursor: DeadTokenCursor?
         if let text = request.queryValue("cursor") {
