@@ -1,19 +1,21 @@
 public import Storage
 
-/// The device registry's tables. Versions are one sequence across every module's migrations
-/// (``Storage/StorageMigrations``); never change one that has shipped.
+/// The device registry's tables, numbered in this module (``Storage/Migration``); never change one
+/// that has shipped.
 ///
 /// `devices` holds one row per (app, environment, token); `device_tags` one row per tag of a
 /// device with the device's status copied in (`active` 1 or 0), keyed so that a tag audience is
-/// one range of the key in token order, without a join. Version 7 also moves the dead-token
-/// records of Notifications' `dead_tokens` (version 3) into `devices` as invalid devices and drops
+/// one range of the key in token order, without a join. `Devices 1` also moves the dead-token
+/// records of Notifications' `dead_tokens` (`Notifications 1`) into `devices` as invalid devices and drops
 /// that table; it creates `dead_tokens` first when absent, so the registry's migrations also run
 /// on a database without the notifications' (its own tests).
 public enum DeviceMigrations {
     public static let all: [Migration] = [
         Migration(
-            version: 7,
+            module: "Devices",
+            number: 1,
             name: "create_devices",
+            releasedAs: 7,
             sql: """
                 CREATE TABLE devices (
                     app TEXT NOT NULL,
@@ -72,8 +74,10 @@ public enum DeviceMigrations {
         // so PostgreSQL pages a freshly imported, not yet analyzed registry by it, where
         // `devices_status` or the primary key with a filter were picked by estimates.
         Migration(
-            version: 21,
+            module: "Devices",
+            number: 2,
             name: "devices_active",
+            releasedAs: 21,
             sql: """
                 CREATE INDEX devices_active ON devices (app, environment, token) WHERE status = 'active';
                 """

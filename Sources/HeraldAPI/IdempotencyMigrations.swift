@@ -1,12 +1,14 @@
 public import Storage
 
-/// The `idempotency_keys` table of ``IdempotencyStore``. Versions are one sequence across every
-/// module's migrations (``Storage/StorageMigrations``); never change one that has shipped.
+/// The `idempotency_keys` table of ``IdempotencyStore``. Numbered in its own module,
+/// `Idempotency` (``Storage/Migration``); never change one that has shipped.
 public enum IdempotencyMigrations {
     public static let all: [Migration] = [
         Migration(
-            version: 5,
+            module: "Idempotency",
+            number: 1,
             name: "create_idempotency_keys",
+            releasedAs: 5,
             sql: """
                 CREATE TABLE idempotency_keys (
                     api_key_hash TEXT NOT NULL,

@@ -59,7 +59,8 @@ public struct FeatureAssembly: Sendable {
         coreSettings + features.flatMap(\.settings)
     }
 
-    /// Every migration: the core's, then each feature's. The migrator applies them by version.
+    /// Every migration: the core's, then each feature's. The migrator applies the released ones
+    /// in their old order, then the later ones module by module in this order.
     public var migrations: [Migration] {
         coreMigrations + features.flatMap(\.migrations)
     }
@@ -70,7 +71,7 @@ public struct FeatureAssembly: Sendable {
     }
 
     /// Refuses a list in which two declarations collide: a feature name, a setting, a migration
-    /// version or a job kind declared twice.
+    /// declared twice or a feature's migration of another module, or a job kind declared twice.
     public func validate() throws(FeatureError) {
         var problems: [String] = []
         func duplicates<Key: Hashable>(_ pairs: [(Key, String)], _ what: String) {
@@ -86,10 +87,18 @@ public struct FeatureAssembly: Sendable {
         duplicates(features.map { ($0.name, $0.name) }, "the feature")
         duplicates(settingOwners.map { ($0.setting.name, $0.owner) }, "the setting")
         duplicates(
-            coreMigrations.map { ($0.version, "core") }
-                + features.flatMap { feature in feature.migrations.map { ($0.version, feature.name) } },
-            "migration version"
+            coreMigrations.map { ($0.id, "core") }
+                + features.flatMap { feature in feature.migrations.map { ($0.id, feature.name) } },
+            "the migration"
         )
+        for feature in features {
+            for migration in feature.migrations where migration.module != feature.name {
+                problems.append(
+                    "the feature \(feature.name) declares migration \(migration.id); "
+                        + "a feature's migrations are of its own module (\(feature.name))"
+                )
+            }
+        }
         duplicates(features.flatMap { feature in feature.jobKinds.map { ($0, feature.name) } }, "the job kind")
         if !problems.isEmpty { throw FeatureError(problems.joined(separator: "; ")) }
     }

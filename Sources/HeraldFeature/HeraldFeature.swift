@@ -31,8 +31,8 @@ public struct HeraldFeature: Sendable {
     /// --reference-markdown`, `--env-example`) lists them, and each is declared by exactly one
     /// feature or by the core.
     public var settings: [Setting]
-    /// The tables the feature stores into. Each keeps the version it was first released with
-    /// (versions are never renumbered); ``FeatureAssembly`` refuses two features declaring one.
+    /// The tables the feature stores into: migrations of the feature's own module (`module` is
+    /// ``name``), numbered by it from 1; ``FeatureAssembly`` refuses one of another module.
     public var migrations: [Migration]
     /// The routes, built once at start-up from what `herald serve` provides (``FeatureContext``).
     public var routes: @Sendable (FeatureContext) throws -> [FeatureRoute]

@@ -1,12 +1,14 @@
 public import Storage
 
-/// The `jobs` table the queue keeps its jobs in. Versions are one sequence across every module's
-/// migrations (``Storage/StorageMigrations``); never change one that has shipped.
+/// The `jobs` table the queue keeps its jobs in. Numbered in this module
+/// (``Storage/Migration``); never change one that has shipped.
 public enum JobMigrations {
     public static let all: [Migration] = [
         Migration(
-            version: 2,
+            module: "Jobs",
+            number: 1,
             name: "create_jobs",
+            releasedAs: 2,
             sql: """
                 CREATE TABLE jobs (
                     id TEXT PRIMARY KEY,

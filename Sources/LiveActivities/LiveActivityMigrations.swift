@@ -1,29 +1,31 @@
 public import Storage
 
-/// The Live Activities tables. Versions are one sequence across every module's migrations
-/// (``Storage/StorageMigrations``); never change one that has shipped.
+/// The Live Activities tables, numbered in this module (``Storage/Migration``); never change one
+/// that has shipped.
 ///
-/// Version 11: `push_to_start_tokens` (one row per (app, environment, attributes type, token),
+/// 1: `push_to_start_tokens` (one row per (app, environment, attributes type, token),
 /// with the dead-token columns of `devices`), `live_activities` (one row per activity Herald
 /// started or will start), `live_activity_users` (the users an activity was started for, so a
 /// client token's `sub` can be checked and activities listed by user) and
 /// `live_activity_instances` (where an activity runs: one row per iOS `activity.id`).
-/// Version 12: `live_activity_deliveries`, every push Herald sent for an activity and APNs' answer.
-/// Version 16: `live_activity_instances.registered_after`, the activity's latest timestamp when the
+/// 2: `live_activity_deliveries`, every push Herald sent for an activity and APNs' answer.
+/// 3: `live_activity_instances.registered_after`, the activity's latest timestamp when the
 /// instance was first reported: an update stamped at or before it reaches the instance by the
 /// catch-up job its report enqueued, not by the update's own job, so it is not sent twice.
-/// Version 18: only a user of an activity may report its instances, and the start job now records
+/// 5: only a user of an activity may report its instances, and the start job now records
 /// as users the owners of the push-to-start tokens it sends to (for every audience, `tokens`
 /// too). Activities started before it: their users are backfilled the same way from the
 /// push-to-starts they recorded as sent (`live_activity_deliveries`), so a device that received
 /// one can still report its instance; their `users` audiences were recorded at creation already.
-/// Version 19: an index on each user's push-to-start tokens per app and environment, for the
+/// 6: an index on each user's push-to-start tokens per app and environment, for the
 /// eviction past `HERALD_CLIENT_MAX_DEVICES`.
 public enum LiveActivityMigrations {
     public static let all: [Migration] = [
         Migration(
-            version: 11,
+            module: "LiveActivities",
+            number: 1,
             name: "create_live_activities",
+            releasedAs: 11,
             sql: """
                 CREATE TABLE push_to_start_tokens (
                     app TEXT NOT NULL,
@@ -85,8 +87,10 @@ public enum LiveActivityMigrations {
                 """
         ),
         Migration(
-            version: 12,
+            module: "LiveActivities",
+            number: 2,
             name: "create_live_activity_deliveries",
+            releasedAs: 12,
             sql: """
                 CREATE TABLE live_activity_deliveries (
                     live_activity_id TEXT NOT NULL,
@@ -103,20 +107,26 @@ public enum LiveActivityMigrations {
                 """
         ),
         Migration(
-            version: 16,
+            module: "LiveActivities",
+            number: 3,
             name: "live_activity_instances_registered_after",
+            releasedAs: 16,
             sql: "ALTER TABLE live_activity_instances ADD COLUMN registered_after BIGINT NOT NULL DEFAULT 0;"
         ),
         // 1 while the start job sends the push-to-starts of a scheduled activity: it can no longer
         // be cancelled (devices may be showing it already).
         Migration(
-            version: 17,
+            module: "LiveActivities",
+            number: 4,
             name: "live_activities_starting",
+            releasedAs: 17,
             sql: "ALTER TABLE live_activities ADD COLUMN starting BIGINT NOT NULL DEFAULT 0;"
         ),
         Migration(
-            version: 18,
+            module: "LiveActivities",
+            number: 5,
             name: "live_activity_users_from_push_to_start",
+            releasedAs: 18,
             sql: """
                 INSERT INTO live_activity_users (user_id, live_activity_id)
                 SELECT DISTINCT t.user_id, d.live_activity_id
@@ -129,8 +139,10 @@ public enum LiveActivityMigrations {
                 """
         ),
         Migration(
-            version: 19,
+            module: "LiveActivities",
+            number: 6,
             name: "push_to_start_tokens_user_registered",
+            releasedAs: 19,
             sql: """
                 CREATE INDEX push_to_start_tokens_user_registered ON push_to_start_tokens
                     (app, environment, user_id, status, last_registered_at);

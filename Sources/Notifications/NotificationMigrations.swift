@@ -1,16 +1,18 @@
 public import Storage
 
 /// The notifications, their per-token results (`notification_deliveries`) and the tokens APNs
-/// called dead (`dead_tokens`). Versions are one sequence across every module's migrations
-/// (``Storage/StorageMigrations``); never change one that has shipped.
+/// called dead (`dead_tokens`). Numbered in this module (``Storage/Migration``); never
+/// change one that has shipped.
 ///
 /// The `notifications` rows reference send jobs by id only, so these need ``Jobs/JobMigrations``
 /// only at run time, not for their SQL.
 public enum NotificationMigrations {
     public static let all: [Migration] = [
         Migration(
-            version: 3,
+            module: "Notifications",
+            number: 1,
             name: "create_notifications",
+            releasedAs: 3,
             sql: """
                 CREATE TABLE notifications (
                     id TEXT PRIMARY KEY,
@@ -59,8 +61,10 @@ public enum NotificationMigrations {
                 """
         ),
         Migration(
-            version: 4,
+            module: "Notifications",
+            number: 2,
             name: "notification_send_owner",
+            releasedAs: 4,
             sql: """
                 ALTER TABLE notifications ADD COLUMN send_owner TEXT;
                 ALTER TABLE notifications ADD COLUMN send_lease_expires_at BIGINT;
@@ -69,8 +73,10 @@ public enum NotificationMigrations {
         // GET /v1/notifications lists newest first, keyset-paged on (created_at, id), optionally
         // by status or app: one index per way in, each already in the listing's order.
         Migration(
-            version: 6,
+            module: "Notifications",
+            number: 3,
             name: "notifications_listing",
+            releasedAs: 6,
             sql: """
                 CREATE INDEX notifications_created ON notifications (created_at, id);
                 CREATE INDEX notifications_status_created ON notifications (status, created_at, id);
@@ -81,8 +87,10 @@ public enum NotificationMigrations {
         // far the send has read the device registry (the last token, in token order) and when it
         // read the last page. Rows from before keep NULL kind: a tokens notification, resolved.
         Migration(
-            version: 8,
+            module: "Notifications",
+            number: 4,
             name: "notification_audiences",
+            releasedAs: 8,
             sql: """
                 ALTER TABLE notifications ADD COLUMN audience_kind TEXT;
                 ALTER TABLE notifications ADD COLUMN audience TEXT;
@@ -94,8 +102,10 @@ public enum NotificationMigrations {
         // device gets its `notification_deliveries` row with its first result instead of a
         // `pending` row that the result then updates, which halves the writes of a large send.
         Migration(
-            version: 15,
+            module: "Notifications",
+            number: 5,
             name: "notification_pages",
+            releasedAs: 15,
             sql: """
                 CREATE TABLE notification_pages (
                     notification_id TEXT NOT NULL REFERENCES notifications (id) ON DELETE CASCADE,
@@ -111,8 +121,10 @@ public enum NotificationMigrations {
         // rows). `pending_count` also holds the tokens of stored pages that have no row yet, so the
         // counts add up to `token_count`. Existing rows are counted once here.
         Migration(
-            version: 20,
+            module: "Notifications",
+            number: 6,
             name: "notification_counts",
+            releasedAs: 20,
             sql: """
                 ALTER TABLE notifications ADD COLUMN pending_count BIGINT NOT NULL DEFAULT 0;
                 ALTER TABLE notifications ADD COLUMN sent_count BIGINT NOT NULL DEFAULT 0;

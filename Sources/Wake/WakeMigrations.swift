@@ -1,8 +1,8 @@
 public import Storage
 
-/// The wake schedules (`wake_schedules`, migration 13), their run history (`wake_runs`) and the
-/// last wake ping per device (`wake_pings`, both migration 14). Versions are one sequence across
-/// every module's migrations (``Storage/StorageMigrations``); never change one that has shipped.
+/// The wake schedules (`wake_schedules`, `Wake 1`), their run history (`wake_runs`) and the
+/// last wake ping per device (`wake_pings`, both `Wake 2`). Numbered in this module
+/// (``Storage/Migration``); never change one that has shipped.
 ///
 /// A schedule's occurrences are one-shot `wake.run` jobs chained by the runner; the row's
 /// `generation` and `next_run_at` say which job is current, so that a job made stale by a PATCH
@@ -10,8 +10,10 @@ public import Storage
 public enum WakeMigrations {
     public static let all: [Migration] = [
         Migration(
-            version: 13,
+            module: "Wake",
+            number: 1,
             name: "create_wake_schedules",
+            releasedAs: 13,
             sql: """
                 CREATE TABLE wake_schedules (
                     id TEXT PRIMARY KEY,
@@ -35,8 +37,10 @@ public enum WakeMigrations {
                 """
         ),
         Migration(
-            version: 14,
+            module: "Wake",
+            number: 2,
             name: "create_wake_runs_and_pings",
+            releasedAs: 14,
             sql: """
                 CREATE TABLE wake_runs (
                     schedule_id TEXT NOT NULL REFERENCES wake_schedules (id) ON DELETE CASCADE,

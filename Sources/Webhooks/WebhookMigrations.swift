@@ -1,8 +1,8 @@
 public import Storage
 
-/// The webhooks (`webhooks`, migration 9) and their outbox of events to deliver
-/// (`webhook_outbox`, migration 10). Versions are one sequence across every module's migrations
-/// (``Storage/StorageMigrations``); never change one that has shipped.
+/// The webhooks (`webhooks`, `Webhooks 1`) and their outbox of events to deliver
+/// (`webhook_outbox`, `Webhooks 2`). Numbered in this module (``Storage/Migration``); never
+/// change one that has shipped.
 ///
 /// An outbox row is one event for one webhook: it is written in the transaction that records the
 /// event, leaves `pending` only when the receiver answered 2xx (the row is deleted) or the retry
@@ -10,8 +10,10 @@ public import Storage
 public enum WebhookMigrations {
     public static let all: [Migration] = [
         Migration(
-            version: 9,
+            module: "Webhooks",
+            number: 1,
             name: "create_webhooks",
+            releasedAs: 9,
             sql: """
                 CREATE TABLE webhooks (
                     id TEXT PRIMARY KEY,
@@ -28,8 +30,10 @@ public enum WebhookMigrations {
                 """
         ),
         Migration(
-            version: 10,
+            module: "Webhooks",
+            number: 2,
             name: "create_webhook_outbox",
+            releasedAs: 10,
             sql: """
                 CREATE TABLE webhook_outbox (
                     webhook_id TEXT NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,

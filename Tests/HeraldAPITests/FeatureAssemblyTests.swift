@@ -29,11 +29,11 @@ import Testing
 
     @Test func theFeatureListComposes() throws {
         try HeraldFeatures.assembly.validate()
-        #expect(HeraldSchema.migrations.count == Set(HeraldSchema.migrations.map(\.version)).count)
+        #expect(HeraldSchema.migrations.count == Set(HeraldSchema.migrations.map(\.id)).count)
     }
 
     @Test func twoFeaturesDeclaringOneSettingOrVersionAreRefused() {
-        let migration = Migration(version: 9_001, name: "widgets", sql: "CREATE TABLE widgets (id TEXT)")
+        let migration = Migration(module: "Widgets", number: 1, name: "widgets", sql: "CREATE TABLE widgets (id TEXT)")
         let first = HeraldFeature(name: "Widgets", settings: [.port], migrations: [migration])
         let second = HeraldFeature(name: "Gadgets", migrations: [migration])
         let assembly = FeatureAssembly(coreSettings: [.port], coreMigrations: [], features: [first, second])
@@ -42,7 +42,8 @@ import Testing
             try assembly.validate()
         } catch {
             #expect(error.message.contains("the setting PORT is declared by both core and Widgets"))
-            #expect(error.message.contains("migration version 9001 is declared by both Widgets and Gadgets"))
+            #expect(error.message.contains("the migration Widgets 1 is declared by both Widgets and Gadgets"))
+            #expect(error.message.contains("the feature Gadgets declares migration Widgets 1"))
         }
     }
 

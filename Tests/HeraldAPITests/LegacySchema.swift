@@ -2,11 +2,11 @@ import Storage
 
 /// The single migration list every database created before the modules owned their tables
 /// recorded (`HeraldMigrations.all` in Storage until then), copied verbatim and frozen: the
-/// composed list must equal it, version, name and SQL, so those databases upgrade unchanged.
-/// Never edit it.
+/// composed list must hold it, released as those versions with those names and SQL, so those
+/// databases upgrade unchanged. Never edit it.
 enum LegacySchema {
-    static let migrations: [Migration] = [
-        Migration(
+    static let migrations: [LegacyMigration] = [
+        LegacyMigration(
             version: 1,
             name: "create_kv_settings",
             sql: """
@@ -17,7 +17,7 @@ enum LegacySchema {
                 );
                 """
         ),
-        Migration(
+        LegacyMigration(
             version: 2,
             name: "create_jobs",
             sql: """
@@ -52,7 +52,7 @@ enum LegacySchema {
                 CREATE INDEX jobs_created ON jobs (created_at);
                 """
         ),
-        Migration(
+        LegacyMigration(
             version: 3,
             name: "create_notifications",
             sql: """
@@ -102,7 +102,7 @@ enum LegacySchema {
                 CREATE INDEX dead_tokens_recorded ON dead_tokens (recorded_at, app, environment, token);
                 """
         ),
-        Migration(
+        LegacyMigration(
             version: 4,
             name: "notification_send_owner",
             sql: """
@@ -110,7 +110,7 @@ enum LegacySchema {
                 ALTER TABLE notifications ADD COLUMN send_lease_expires_at BIGINT;
                 """
         ),
-        Migration(
+        LegacyMigration(
             version: 5,
             name: "create_idempotency_keys",
             sql: """
@@ -129,4 +129,55 @@ enum LegacySchema {
                 """
         ),
     ]
+}
+
+/// A migration of the one global sequence, as releases before modules numbered their own
+/// declared it.
+struct LegacyMigration {
+    var version: Int
+    var name: String
+    var sqlite: String
+    var postgres: String
+
+    init(version: Int, name: String, sql: String) {
+        self.init(version: version, name: name, sqlite: sql, postgres: sql)
+    }
+
+    init(version: Int, name: String, sqlite: String, postgres: String) {
+        self.version = version
+        self.name = name
+        self.sqlite = sqlite
+        self.postgres = postgres
+    }
+}
+
+extension LegacySchema {
+    /// Migrates `db` as those releases did: each migration's SQL, recorded in
+    /// `schema_migrations(version, name, applied_at)`.
+    static func apply(_ migrations: [LegacyMigration], to db: any Database) async throws {
+        try await db.transaction { transaction in
+            try await transaction.execute(
+                """
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version BIGINT PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    applied_at BIGINT NOT NULL
+                )
+                """,
+                []
+            )
+            for (index, migration) in migrations.enumerated() {
+                try await transaction.executeScript(
+                    transaction.dialect == .sqlite ? migration.sqlite : migration.postgres
+                )
+                try await transaction.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+                    [
+                        .integer(Int64(migration.version)), .text(migration.name),
+                        .integer(1_700_000_000_000 + Int64(index)),
+                    ]
+                )
+            }
+        }
+    }
 }

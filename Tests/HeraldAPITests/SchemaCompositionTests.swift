@@ -3,46 +3,58 @@ import HeraldAPI
 import Storage
 import Testing
 
-/// Each module owns its migrations; the executable composes them. The single list of before
-/// (``LegacySchema``) is frozen: the composed list holds it unchanged, and later migrations only
-/// append versions after it. A database made by the single list gets just those later ones, and a
-/// new database the same schema and recorded versions as the single list plus them.
+/// Each module owns its migrations and numbers them itself. The single list of before
+/// (``LegacySchema``) is frozen: the composed list holds it as migrations released as those
+/// versions, and later migrations follow it. A database made by the single list gets just those
+/// later ones, and a new database the same schema and record as the single list plus them.
 @Suite("schema composition")
 struct SchemaCompositionTests {
-    /// The migrations added since the single list, by version.
+    /// The migrations added since the single list, in the order they apply.
     static var added: [Migration] {
         let legacy = Set(LegacySchema.migrations.map(\.version))
-        return HeraldSchema.migrations.filter { !legacy.contains($0.version) }.sorted { $0.version < $1.version }
+        return ((try? Migrator.ordered(HeraldSchema.migrations)) ?? []).filter {
+            $0.releasedAs.map { !legacy.contains($0) } ?? true
+        }
     }
 
     @Test("the executable composes every module's migrations in one fixed order, none left out")
-    func compositionOrder() {
+    func compositionOrder() throws {
         // Module by module, in the order `HeraldSchema` appends their lists, then the features'.
         let expected = [
-            "1 create_kv_settings",  // Storage
-            "2 create_jobs",  // Jobs
-            "3 create_notifications", "4 notification_send_owner", "6 notifications_listing",
-            "8 notification_audiences", "15 notification_pages", "20 notification_counts",  // Notifications
-            "5 create_idempotency_keys",  // HeraldAPI
-            "13 create_wake_schedules", "14 create_wake_runs_and_pings",  // Wake
-            "11 create_live_activities", "12 create_live_activity_deliveries",
-            "16 live_activity_instances_registered_after", "17 live_activities_starting",
-            "18 live_activity_users_from_push_to_start", "19 push_to_start_tokens_user_registered",  // LiveActivities
-            "7 create_devices", "21 devices_active",  // the Devices feature (HeraldFeatures.all)
-            "9 create_webhooks", "10 create_webhook_outbox",  // the Webhooks feature
+            "Storage 1 create_kv_settings (1)",
+            "Jobs 1 create_jobs (2)",
+            "Notifications 1 create_notifications (3)", "Notifications 2 notification_send_owner (4)",
+            "Notifications 3 notifications_listing (6)", "Notifications 4 notification_audiences (8)",
+            "Notifications 5 notification_pages (15)", "Notifications 6 notification_counts (20)",
+            "Idempotency 1 create_idempotency_keys (5)",
+            "Wake 1 create_wake_schedules (13)", "Wake 2 create_wake_runs_and_pings (14)",
+            "LiveActivities 1 create_live_activities (11)", "LiveActivities 2 create_live_activity_deliveries (12)",
+            "LiveActivities 3 live_activity_instances_registered_after (16)",
+            "LiveActivities 4 live_activities_starting (17)",
+            "LiveActivities 5 live_activity_users_from_push_to_start (18)",
+            "LiveActivities 6 push_to_start_tokens_user_registered (19)",
+            "Devices 1 create_devices (7)", "Devices 2 devices_active (21)",  // the Devices feature
+            "Webhooks 1 create_webhooks (9)", "Webhooks 2 create_webhook_outbox (10)",  // the Webhooks feature
         ]
-        #expect(HeraldSchema.migrations.map { "\($0.version) \($0.name)" } == expected)
+        #expect(
+            HeraldSchema.migrations.map { "\($0.id) \($0.name) (\($0.releasedAs ?? 0))" }.sorted() == expected.sorted()
+        )
+        // Applied: the released ones in their global order, 1 to 21.
+        let released = try Migrator.ordered(HeraldSchema.migrations).compactMap(\.releasedAs)
+        #expect(released == Array(1...21))
     }
 
-    @Test("the modules' migrations are the single list of before (versions, names and SQL), then later versions")
-    func modulesComposeTheLegacyList() {
-        let byVersion = HeraldSchema.migrations.sorted { $0.version < $1.version }
+    @Test("the modules' migrations hold the single list of before (versions, names and SQL), then later ones")
+    func modulesComposeTheLegacyList() throws {
+        let ordered = try Migrator.ordered(HeraldSchema.migrations)
         let legacy = LegacySchema.migrations
-        #expect(Array(byVersion.prefix(legacy.count)).map(\.version) == legacy.map(\.version))
-        #expect(Array(byVersion.prefix(legacy.count)).map(\.name) == legacy.map(\.name))
-        #expect(Array(byVersion.prefix(legacy.count)) == legacy)
+        let first = Array(ordered.prefix(legacy.count))
+        #expect(first.map(\.releasedAs) == legacy.map(\.version))
+        #expect(first.map(\.name) == legacy.map(\.name))
+        #expect(first.map(\.sqlite) == legacy.map(\.sqlite))
+        #expect(first.map(\.postgres) == legacy.map(\.postgres))
         let latest = legacy.map(\.version).max() ?? 0
-        #expect(Self.added.allSatisfy { $0.version > latest })
+        #expect(Self.added.allSatisfy { ($0.releasedAs ?? Int.max) > latest })
         #expect(
             Self.added.map(\.name) == [
                 "notifications_listing", "create_devices", "notification_audiences", "create_webhooks",
@@ -56,7 +68,7 @@ struct SchemaCompositionTests {
     }
 
     @Test(
-        "herald gives a new database the versions and schema the single list gave",
+        "herald gives a new database the record and schema the single list gave, upgraded",
         arguments: [Backend.sqliteFile, .postgres]
     )
     func newDatabase(backend: Backend) async throws {
@@ -69,19 +81,16 @@ struct SchemaCompositionTests {
             #expect(run.status == 0, "herald jobs stats: \(run.error)")
 
             let legacy = try await byLegacy.open()
-            try await Migrator.migrate(legacy, LegacySchema.migrations, logger: TestDatabase.quiet)
-            try await Migrator.migrate(legacy, LegacySchema.migrations + Self.added, logger: TestDatabase.quiet)
-            let expectedVersions = try await Self.recorded(legacy).map(\.version)
+            try await LegacySchema.apply(LegacySchema.migrations, to: legacy)
+            try await Migrator.migrate(legacy, HeraldSchema.migrations, logger: TestDatabase.quiet)
+            let expectedRecord = try await Self.recorded(legacy)
             let expectedSchema = try await Self.schema(legacy)
             await legacy.close()
 
             let migrated = try await byHerald.open()
             let recorded = try await Self.recorded(migrated)
-            #expect(recorded.map(\.version) == expectedVersions)
-            #expect(
-                recorded.map(\.version)
-                    == (LegacySchema.migrations + Self.added).map { "\($0.version) \($0.name)" }
-            )
+            #expect(recorded == expectedRecord)
+            #expect(recorded == HeraldSchema.migrations.map { "\($0.id) \($0.name)" }.sorted())
             let schema = try await Self.schema(migrated)
             #expect(!schema.isEmpty)
             #expect(schema == expectedSchema)
@@ -96,27 +105,36 @@ struct SchemaCompositionTests {
     }
 
     @Test(
-        "herald finds a database the single list migrated: only the later versions applied, nothing renamed or unknown",
+        "herald finds a database the single list migrated: only the later ones applied, nothing renamed or unknown",
         arguments: [Backend.sqliteFile, .postgres]
     )
     func existingDatabase(backend: Backend) async throws {
         try await withDatabase(backend) { db, test in
-            try await Migrator.migrate(db, LegacySchema.migrations, logger: TestDatabase.quiet)
-            let before = try await Self.recorded(db)
+            try await LegacySchema.apply(LegacySchema.migrations, to: db)
 
             let run = try await JobsCommandTests.herald(["jobs", "stats", "--database-url", test.url])
             #expect(run.status == 0, "herald jobs stats: \(run.error)")
             // herald jobs logs warnings: a renamed or unknown migration would show here.
             #expect(!run.error.contains("recorded under another name"), "stderr: \(run.error)")
             #expect(!run.error.contains("does not know"), "stderr: \(run.error)")
-            let after = try await Self.recorded(db)
-            #expect(Array(after.prefix(before.count)) == before, "no migration was applied again")
-            #expect(after.dropFirst(before.count).map(\.version) == Self.added.map { "\($0.version) \($0.name)" })
+            // The single list's record is read as it was, when each was applied included.
+            let adopted = try await db.query(
+                "SELECT module, number, applied_at FROM herald_migrations WHERE applied_at < $1 ORDER BY applied_at",
+                [.integer(1_700_000_001_000)]
+            )
+            #expect(
+                try adopted.map { "\(try $0.string("module")) \(try $0.int("number")) \(try $0.int("applied_at"))" }
+                    == [
+                        "Storage 1 1700000000000", "Jobs 1 1700000000001", "Notifications 1 1700000000002",
+                        "Notifications 2 1700000000003", "Idempotency 1 1700000000004",
+                    ]
+            )
+            #expect(try await Self.recorded(db) == HeraldSchema.migrations.map { "\($0.id) \($0.name)" }.sorted())
 
             let expected = try await TestDatabase.make(backend)
             do {
                 let reference = try await expected.open()
-                try await Migrator.migrate(reference, LegacySchema.migrations + Self.added, logger: TestDatabase.quiet)
+                try await Migrator.migrate(reference, HeraldSchema.migrations, logger: TestDatabase.quiet)
                 #expect(try await Self.schema(db) == (try await Self.schema(reference)))
                 await reference.close()
             } catch {
@@ -129,17 +147,10 @@ struct SchemaCompositionTests {
 
     // MARK: Reading a database's schema
 
-    /// `schema_migrations` as "version name" and when each was applied, by version.
-    static func recorded(_ db: any Database) async throws -> [Recorded] {
-        let rows = try await db.query("SELECT version, name, applied_at FROM schema_migrations ORDER BY version", [])
-        return try rows.map {
-            Recorded(version: "\(try $0.int("version")) \(try $0.string("name"))", appliedAt: try $0.int("applied_at"))
-        }
-    }
-
-    struct Recorded: Equatable {
-        var version: String
-        var appliedAt: Int64
+    /// `herald_migrations` as "module number name", sorted.
+    static func recorded(_ db: any Database) async throws -> [String] {
+        let rows = try await db.query("SELECT module, number, name FROM herald_migrations", [])
+        return try rows.map { "\(try $0.string("module")) \(try $0.int("number")) \(try $0.string("name"))" }.sorted()
     }
 
     /// Every table, column, index and constraint, one line each, in a stable order.
@@ -170,6 +181,7 @@ struct SchemaCompositionTests {
         for query in queries {
             lines += try await db.query(query, []).map { try $0.string("line") }
         }
-        return lines
+        // The single list's record, kept as it was in a database it migrated; a new one has none.
+        return lines.filter { !$0.contains("schema_migrations") }
     }
 }

@@ -124,9 +124,9 @@ import Testing
             #expect(try await herald.waitForExit(timeout: .seconds(10)) == 0, "log:\n\(herald.log)")
         }
         let database = try await DatabaseFactory.open(url: String(url), logger: Logger(label: "test"))
-        let applied = try await database.query("SELECT version FROM schema_migrations ORDER BY version", [])
-        let versions = try applied.map { try $0.int("version") }
-        #expect(versions == HeraldSchema.migrations.map { Int64($0.version) }.sorted())
+        let applied = try await database.query("SELECT module, number FROM herald_migrations", [])
+        let versions = try applied.map { "\(try $0.string("module")) \(try $0.int("number"))" }.sorted()
+        #expect(versions == HeraldSchema.migrations.map(\.id.description).sorted())
         #expect(!versions.isEmpty)
         await database.close()
         try await admin.execute("DROP DATABASE \(name)", [])

@@ -339,15 +339,15 @@ struct LiveActivityOwnershipTests {
     }
 }
 
-/// Migration 18 on a database of before: an activity already started gets as users the owners of
+/// `LiveActivities 5` (released as 18) on a database of before: an activity already started gets as users the owners of
 /// the push-to-start tokens its deliveries say it was sent to, and no one else.
-@Suite("LiveActivities: migration 18 backfills the users of activities started before it")
+@Suite("LiveActivities: migration 5 backfills the users of activities started before it")
 struct LiveActivityUsersBackfillTests {
     @Test("users come from the recorded push-to-starts", arguments: Backend.allCases)
     func backfill(backend: Backend) async throws {
         try await withDatabase(backend) { db, _ in
             let logger = LiveActivityStoreTests.logger
-            try await Migrator.migrate(db, LiveActivityMigrations.all.filter { $0.version <= 17 }, logger: logger)
+            try await Migrator.migrate(db, LiveActivityMigrations.all.filter { $0.number <= 4 }, logger: logger)
             let id = "6f1c2d3e-0000-4000-8000-000000000018"
             try await db.execute(
                 """

@@ -128,13 +128,13 @@ struct NotificationCountsTests {
     }
 
     @Test(
-        "migration 20 counts the results of notifications stored before it",
+        "Notifications 6 (released as 20) counts the results of notifications stored before it",
         arguments: [Backend.sqliteMemory, .postgres]
     )
     func backfill(_ backend: Backend) async throws {
         try await withDatabase(backend) { database, _ in
             let before = (JobMigrations.all + NotificationMigrations.all + DeviceMigrations.all).filter {
-                $0.version < 20
+                ($0.releasedAs ?? Int.max) < 20
             }
             try await Migrator.migrate(database, before, logger: quietLogger)
             let id = UUID()
