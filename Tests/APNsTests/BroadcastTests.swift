@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HTTP2
 import Testing
 
 @Suite struct BroadcastTests {
@@ -209,5 +210,66 @@ import Testing
         #expect(APNSChannelList.parse(Array(#"{"channels":[]}"#.utf8)) == [])
         #expect(APNSChannelList.parse(Array(#"{"channels":[1]}"#.utf8)) == nil)
         #expect(APNSChannelList.parse(Array("nope".utf8)) == nil)
+    }
+
+    @Test("broadcasts and channel requests: the header block counts what it writes, as the request lists it")
+    func headerBlocksCountWhatTheyWrite() {
+        let plain = APNSBroadcastRequest(
+            bundleID: "com.example.app",
+            channelID: BroadcastTests.channel,
+            storagePolicy: .noMessageStored,
+            payload: BroadcastTests.update
+        )
+        var withID = plain
+        withID.requestID = BroadcastTests.requestID
+        withID.expiration = .at(Date(timeIntervalSince1970: 1_800_000_000))
+        let broadcasts = [plain, withID]
+        let channels: [APNSChannelRequest] = [
+            .create(
+                bundleID: "com.example.app",
+                storagePolicy: .mostRecentMessageStored,
+                requestID: BroadcastTests.requestID
+            ),
+            .read(bundleID: "com.example.app", channelID: BroadcastTests.channel),
+            .delete(
+                bundleID: "com.example.app",
+                channelID: BroadcastTests.channel,
+                requestID: BroadcastTests.requestID
+            ),
+            .listAll(bundleID: "com.example.app"),
+        ]
+        let blocks =
+            broadcasts.map {
+                (
+                    APNSRequestHeaderFields($0, authorizationHeaderValue: "bearer J.W.T"),
+                    $0.httpRequest(authorization: "J.W.T")
+                )
+            }
+            + channels.map {
+                (
+                    APNSRequestHeaderFields($0, authorizationHeaderValue: "bearer J.W.T"),
+                    $0.httpRequest(authorization: "J.W.T")
+                )
+            }
+        for (block, http) in blocks {
+            let expected =
+                [(":path", http.path, http.pathNeverIndexed)] + http.headers.map { ($0.name, $0.value, $0.neverIndex) }
+            let written = HTTP2HeaderBlockWriter.withScratch(fieldCount: block.fieldCount, byteCount: block.byteCount) {
+                writer in
+                block.write(into: &writer)
+                return writer.writtenFields
+            }
+            #expect(written.count == block.fieldCount)
+            #expect(written.map(\.name) == expected.map(\.0))
+            #expect(written.map(\.value) == expected.map(\.1))
+            #expect(written.map(\.neverIndex) == expected.map(\.2))
+            #expect(block.byteCount == expected.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count })
+        }
+        // The request id is written by the same code as a device push's apns-id: lowercase.
+        #expect(
+            withID.headers(authorization: nil).contains {
+                $0.name == "apns-request-id" && $0.value == "8a5b3c8e-1f2d-4e6a-9b7c-0d1e2f3a4b5c" && $0.neverIndex
+            }
+        )
     }
 }

@@ -112,34 +112,15 @@ public struct APNSBroadcastRequest: Sendable, Hashable {
     /// `/4/broadcasts/apps/<bundle ID>`.
     public var path: String { "/4/broadcasts/apps/\(bundleID)" }
 
-    /// `authorization` (when given), `apns-request-id` (when set, never indexed),
-    /// `apns-channel-id`, `apns-push-type: liveactivity`, `apns-expiration`, `apns-priority`.
+    /// The header fields (``APNSRequestHeaderFields``, the one place that builds them), with
+    /// `authorization: bearer <authorization>` when given.
     public func headers(authorization: String?) -> [APNSHTTPHeader] {
-        var headers: [APNSHTTPHeader] = []
-        if let authorization {
-            headers.append(APNSHTTPHeader(name: "authorization", value: "bearer " + authorization))
-        }
-        if let requestID {
-            headers.append(
-                APNSHTTPHeader(name: "apns-request-id", value: requestID.uuidString.lowercased(), neverIndex: true)
-            )
-        }
-        headers.append(APNSHTTPHeader(name: "apns-channel-id", value: channelID.rawValue))
-        headers.append(APNSHTTPHeader(name: "apns-push-type", value: APNSPushType.liveActivity.headerValue))
-        headers.append(
-            APNSHTTPHeader(
-                name: "apns-expiration",
-                value: expiration.headerValue ?? "0",
-                neverIndex: expiration != .immediately
-            )
-        )
-        headers.append(APNSHTTPHeader(name: "apns-priority", value: priority.headerValue))
-        return headers
+        httpRequest(authorization: authorization).headers
     }
 
     /// The HTTP/2 request. Call ``validate()`` first.
     public func httpRequest(authorization: String?) -> APNSHTTPRequest {
-        APNSHTTPRequest(method: "POST", path: path, headers: headers(authorization: authorization), body: payload)
+        APNSRequestHeaderFields(self, authorizationHeaderValue: authorization.map { "bearer " + $0 }).httpRequest
     }
 }
 

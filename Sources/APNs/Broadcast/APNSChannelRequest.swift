@@ -81,29 +81,14 @@ public struct APNSChannelRequest: Sendable, Hashable {
         return Array(#"{"message-storage-policy":\#(policy.rawValue),"push-type":"LiveActivity"}"#.utf8)
     }
 
-    /// `authorization` (when given), `apns-request-id` (when set, never indexed),
-    /// `apns-channel-id` (read and delete).
+    /// The header fields (``APNSRequestHeaderFields``, the one place that builds them), with
+    /// `authorization: bearer <authorization>` when given.
     public func headers(authorization: String?) -> [APNSHTTPHeader] {
-        var headers: [APNSHTTPHeader] = []
-        if let authorization {
-            headers.append(APNSHTTPHeader(name: "authorization", value: "bearer " + authorization))
-        }
-        if let requestID {
-            headers.append(
-                APNSHTTPHeader(name: "apns-request-id", value: requestID.uuidString.lowercased(), neverIndex: true)
-            )
-        }
-        switch operation {
-        case .read(let channelID), .delete(let channelID):
-            headers.append(APNSHTTPHeader(name: "apns-channel-id", value: channelID.rawValue))
-        case .create, .listAll:
-            break
-        }
-        return headers
+        httpRequest(authorization: authorization).headers
     }
 
     /// The HTTP/2 request. Call ``validate()`` first.
     public func httpRequest(authorization: String?) -> APNSHTTPRequest {
-        APNSHTTPRequest(method: method, path: path, headers: headers(authorization: authorization), body: body)
+        APNSRequestHeaderFields(self, authorizationHeaderValue: authorization.map { "bearer " + $0 }).httpRequest
     }
 }
