@@ -179,11 +179,11 @@ let package = Package(
             dependencies: ["HeraldCore", "HeraldCrypto", "HTTPRouting", "APNs"],
             swiftSettings: swiftSettings
         ),
-        // What a feature declares (settings, migrations, routes with their authentication, job kinds,
-        // webhook event types, retention) and the assembly `herald serve` composes a list of them with.
+        // What a feature declares (settings, migrations, routes with their authentication, job kinds
+        // and their handlers, webhook event types, retention) and the assembly `herald serve` composes a list of them with.
         .target(
             name: "HeraldFeature",
-            dependencies: ["HeraldCore", "HTTPRouting", "Storage"],
+            dependencies: ["HeraldCore", "HTTPRouting", "Storage", "Jobs"],
             swiftSettings: swiftSettings
         ),
         // Broadcast channels (/v1/channels): straight to APNs' management and broadcast hosts.

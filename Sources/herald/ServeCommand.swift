@@ -355,7 +355,17 @@ enum ServeCommand {
                 minimumInterval: wakeMinInterval
             )
             wake.register(on: &handlers)
-            let queue = JobQueue(database: database, handlers: handlers)
+            // The features of HeraldFeatures.all: their handlers beside the ones above, started
+            // once the queue exists; their routes are built after, from the same context.
+            var features = FeatureContext(environment: environment, logger: logger)
+            features.provide(clients)
+            features.provide(DeviceService(store: devices, apps: clients.apps))
+            features.provide(webhookStore)
+            features.provide(webhooks)
+            features.provide(WebhookDestinationPolicy(allowPrivate: webhooks.allowPrivate))
+            let featureJobs = try HeraldFeatures.assembly.jobs(context: features, core: handlers)
+            let queue = JobQueue(database: database, handlers: featureJobs.handlers)
+            try await featureJobs.start(on: queue)
             webhookEvents.attach(queue)
             liveActivities.sender.attach(queue)
             try await wake.attach(queue)
@@ -388,16 +398,10 @@ enum ServeCommand {
             ).register(on: &router)
             liveActivities.register(on: &router, keys: apiKeys, clientTokens: clientTokens)
             wake.register(on: &router, queue: queue, apps: clients.apps, keys: apiKeys, idempotency: idempotency)
-            // The features of HeraldFeatures.all, each route behind the authentication it declares.
-            var features = FeatureContext(environment: environment, logger: logger)
-            features.provide(clients)
-            features.provide(DeviceService(store: devices, apps: clients.apps))
-            features.provide(webhookStore)
-            features.provide(webhooks)
-            features.provide(WebhookDestinationPolicy(allowPrivate: webhooks.allowPrivate))
+            // The features' routes, each behind the authentication it declares.
             try HeraldFeatures.assembly.register(
                 on: &router,
-                context: features,
+                context: featureJobs.routeContext(queue: queue),
                 machinery: RequestMachinery(authenticators: [.apiKey: apiKeys], idempotency: idempotency)
             )
             if let simulator {
