@@ -141,7 +141,9 @@ let package = Package(
         ),
         .target(
             name: "Notifications",
-            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "APNsTransport", "Devices"],
+            dependencies: [
+                "HeraldCore", "Storage", "Jobs", "APNs", "APNsTransport", "Devices", "HTTPRouting", "HeraldFeature",
+            ],
             swiftSettings: swiftSettings
         ),
         // Live Activities: push-to-start tokens, activities, instances, routing with the silent fallback.

@@ -3,6 +3,7 @@ import Devices
 public import HTTPRouting
 public import HeraldCore
 public import HeraldFeature
+import Notifications
 import Webhooks
 
 /// The features `herald serve` composes: adding a feature is a new module plus one line in
@@ -18,6 +19,7 @@ public enum HeraldFeatures {
         Channels.feature,
         Devices.feature,
         Webhooks.feature,
+        Notifications.feature,
     ]
 
     /// The settings every feature and the server itself share, and those of the domains not yet

@@ -2,7 +2,6 @@ import Devices
 import HeraldFeature
 import Jobs
 import LiveActivities
-import Notifications
 public import Storage
 import Wake
 import Webhooks
@@ -24,7 +23,7 @@ public enum HeraldSchema {
 
     /// The migrations of the modules that are not (yet) declared as a feature.
     public static let coreMigrations: [Migration] =
-        StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
+        StorageMigrations.all + JobMigrations.all + IdempotencyMigrations.all
         + WakeMigrations.all
         + LiveActivityMigrations.all
 }

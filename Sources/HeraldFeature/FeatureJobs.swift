@@ -44,7 +44,7 @@ public struct FeatureJobs: Sendable {
     }
 
     /// Makes `service` what the routes' context answers for its type (the feature's own routes,
-    /// or a later feature's).
+    /// or a later feature's); an existential as one (``FeatureContext/provide(_:)``).
     public mutating func provide<Service: Sendable>(_ service: Service) {
         provisions.append { $0.provide(service) }
     }

@@ -317,9 +317,8 @@ enum ServeCommand {
             let webhookEvents = WebhookEvents(store: webhookStore, configuration: webhooks)
             let webhookDeliverer = try WebhookDeliverer(store: webhookStore, configuration: webhooks)
 
-            // Durable notifications: the store, the notification.send handler, the queue and its worker.
-            // The device registry: the sender marks the devices of tokens APNs calls dead, and each
-            // device that becomes invalid is a device.invalidated webhook event.
+            // The device registry: the notification sender marks the devices of tokens APNs calls
+            // dead, and each device that becomes invalid is a device.invalidated webhook event.
             // Each user has at most HERALD_CLIENT_MAX_DEVICES active devices per app and environment;
             // a token that moves to another user is a device.reassigned event.
             let devices = DeviceStore(
@@ -327,17 +326,7 @@ enum ServeCommand {
                 events: webhookEvents,
                 maximumDevicesPerUser: clientDevices.maximumDevicesPerUser
             )
-            let sender = NotificationSender(
-                store: NotificationStore(database: database, devices: devices, finishObserver: webhookEvents),
-                clients: clients,
-                // Shorter than the job lease: a job recovered from a dead instance finds its claim expired.
-                sendLease: min(10, jobs.lease / 2),
-                logger: Logger(label: "herald.notifications")
-            )
             var handlers = JobHandlers()
-            NotificationService.register(sender, on: &handlers)
-            let retention = NotificationRetention(store: sender.store, retention: jobs.retention)
-            retention.register(on: &handlers)
             let deviceRetention = DeviceRetention(store: devices, retention: deviceRetention)
             deviceRetention.register(on: &handlers)
             // Idempotency keys expire after 24 h: an hourly job of their own deletes them.
@@ -358,7 +347,12 @@ enum ServeCommand {
             // The features of HeraldFeatures.all: their handlers beside the ones above, started
             // once the queue exists; their routes are built after, from the same context.
             var features = FeatureContext(environment: environment, logger: logger)
+            features.provide(database as any Database)
+            features.provide(jobs)
             features.provide(clients)
+            features.provide(devices)
+            // A notification that finishes is a notification.finished webhook event.
+            features.provide(webhookEvents as any NotificationFinishObserver)
             features.provide(DeviceService(store: devices, apps: clients.apps))
             features.provide(webhookStore)
             features.provide(webhooks)
@@ -369,7 +363,6 @@ enum ServeCommand {
             webhookEvents.attach(queue)
             liveActivities.sender.attach(queue)
             try await wake.attach(queue)
-            try await retention.schedule(on: queue)
             try await deviceRetention.schedule(on: queue)
             try await idempotency.schedule(on: queue)
             let worker = JobWorker(
@@ -378,7 +371,6 @@ enum ServeCommand {
                 owner: ProcessIdentity.jobOwner(),
                 logger: Logger(label: "herald.jobs")
             )
-            let notifications = NotificationService(queue: queue, sender: sender)
 
             var router = Router()
             var checks: [any ReadinessCheck] = [DatabaseReadiness(database: database)]
@@ -389,7 +381,6 @@ enum ServeCommand {
             system.metricsRefreshers = [{ await worker.refreshQueueGauges(olderThan: .seconds(10)) }]
             system.register(on: &router)
             relay?.service.register(on: &router)
-            NotificationRoutes(service: notifications, keys: apiKeys, idempotency: idempotency).register(on: &router)
             // App-facing: /v1/client takes client tokens, not API keys.
             ClientDeviceRoutes(
                 service: DeviceService(store: devices, apps: clients.apps),

@@ -21,8 +21,6 @@ struct SchemaCompositionTests {
         let expected = [
             "1 create_kv_settings",  // Storage
             "2 create_jobs",  // Jobs
-            "3 create_notifications", "4 notification_send_owner", "6 notifications_listing",
-            "8 notification_audiences", "15 notification_pages", "20 notification_counts",  // Notifications
             "5 create_idempotency_keys",  // HeraldAPI
             "13 create_wake_schedules", "14 create_wake_runs_and_pings",  // Wake
             "11 create_live_activities", "12 create_live_activity_deliveries",
@@ -30,6 +28,8 @@ struct SchemaCompositionTests {
             "18 live_activity_users_from_push_to_start", "19 push_to_start_tokens_user_registered",  // LiveActivities
             "7 create_devices", "21 devices_active",  // the Devices feature (HeraldFeatures.all)
             "9 create_webhooks", "10 create_webhook_outbox",  // the Webhooks feature
+            "3 create_notifications", "4 notification_send_owner", "6 notifications_listing",
+            "8 notification_audiences", "15 notification_pages", "20 notification_counts",  // the Notifications feature
         ]
         #expect(HeraldSchema.migrations.map { "\($0.version) \($0.name)" } == expected)
     }
