@@ -168,6 +168,7 @@ let package = Package(
             name: "Wake",
             dependencies: [
                 "HeraldCore", "Storage", "Jobs", "APNs", "APNsTransport", "Devices", "Notifications", "CloudKit",
+                "HTTPRouting", "HeraldFeature",
             ],
             swiftSettings: swiftSettings
         ),

@@ -4,6 +4,7 @@ public import HTTPRouting
 public import HeraldCore
 public import HeraldFeature
 import Notifications
+import Wake
 import Webhooks
 
 /// The features `herald serve` composes: adding a feature is a new module plus one line in
@@ -20,6 +21,7 @@ public enum HeraldFeatures {
         Devices.feature,
         Webhooks.feature,
         Notifications.feature,
+        Wake.feature,
     ]
 
     /// The settings every feature and the server itself share, and those of the domains not yet
@@ -36,7 +38,6 @@ public enum HeraldFeatures {
         .apnsAuthKey, .apnsAuthKeyFile, .apnsKeyID, .appleTeamID, .topic, .apnsEnvironment, .appsFile,
         .apnsProductionURL, .apnsSandboxURL, .apnsManagementProductionURL, .apnsManagementSandboxURL, .apnsCAFile,
         .jobConcurrency, .jobLeaseSeconds, .jobRetentionHours,
-        .wakeMinInterval,
         .channelRetention,
         .cloudKitKeyID, .cloudKitPrivateKey, .cloudKitPrivateKeyFile, .cloudKitURL, .cloudKitCAFile,
     ]

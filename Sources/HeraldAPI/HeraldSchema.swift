@@ -3,7 +3,6 @@ import HeraldFeature
 import Jobs
 import LiveActivities
 public import Storage
-import Wake
 import Webhooks
 
 /// Herald's database schema: every module's migrations, composed in one fixed order, then those
@@ -24,6 +23,5 @@ public enum HeraldSchema {
     /// The migrations of the modules that are not (yet) declared as a feature.
     public static let coreMigrations: [Migration] =
         StorageMigrations.all + JobMigrations.all + IdempotencyMigrations.all
-        + WakeMigrations.all
         + LiveActivityMigrations.all
 }

@@ -121,7 +121,8 @@ enum ServeCommand {
         let deviceRetention = load(DeviceRetention.defaultRetention) { () throws(ConfigurationError) in
             try DeviceSettings.load(environment: environment)
         }
-        let wakeMinInterval = load(WakeRunner.defaultMinimumInterval) { () throws(ConfigurationError) in
+        // Read again by the Wake feature; checked here with the rest.
+        _ = load(WakeRunner.defaultMinimumInterval) { () throws(ConfigurationError) in
             try WakeSettings.load(environment: environment)
         }
         let channelRetention = load(TimeInterval(3_600)) { () throws(ConfigurationError) in
@@ -243,8 +244,7 @@ enum ServeCommand {
                 channelRetention: channelRetention,
                 liveActivityQuotas: liveActivityQuotas,
                 webhooks: webhooks,
-                wakeMinInterval: wakeMinInterval,
-                wakePublisher: CloudKitWakePublisher(settings: cloudKit),
+                cloudKit: cloudKit,
                 simulator: simulator,
                 environment: environment,
                 logger: logger
@@ -279,8 +279,7 @@ enum ServeCommand {
         channelRetention: TimeInterval = 3_600,
         liveActivityQuotas: LiveActivityQuotas = LiveActivityQuotas(),
         webhooks: WebhookConfiguration,
-        wakeMinInterval: TimeInterval = WakeRunner.defaultMinimumInterval,
-        wakePublisher: (any WakeRecordPublisher)? = nil,
+        cloudKit: CloudKitSettings = CloudKitSettings(),
         simulator: DemoSimulator? = nil,
         environment: [String: String] = [:],
         logger: Logger
@@ -336,14 +335,6 @@ enum ServeCommand {
             // Live Activities: push-to-start, updates routed per instance, scheduled start and end.
             let liveActivities = LiveActivityWiring(database, devices, clients, channelRetention, liveActivityQuotas)
             liveActivities.sender.register(on: &handlers)
-            let wake = WakeWiring(
-                database,
-                devices,
-                clients,
-                publisher: wakePublisher,
-                minimumInterval: wakeMinInterval
-            )
-            wake.register(on: &handlers)
             // The features of HeraldFeatures.all: their handlers beside the ones above, started
             // once the queue exists; their routes are built after, from the same context.
             var features = FeatureContext(environment: environment, logger: logger)
@@ -351,6 +342,8 @@ enum ServeCommand {
             features.provide(jobs)
             features.provide(clients)
             features.provide(devices)
+            // CloudKit-mode wake schedules, with the simulator's endpoints under --simulator.
+            features.provide(cloudKit)
             // A notification that finishes is a notification.finished webhook event.
             features.provide(webhookEvents as any NotificationFinishObserver)
             features.provide(DeviceService(store: devices, apps: clients.apps))
@@ -362,7 +355,6 @@ enum ServeCommand {
             try await featureJobs.start(on: queue)
             webhookEvents.attach(queue)
             liveActivities.sender.attach(queue)
-            try await wake.attach(queue)
             try await deviceRetention.schedule(on: queue)
             try await idempotency.schedule(on: queue)
             let worker = JobWorker(
@@ -388,7 +380,6 @@ enum ServeCommand {
                 tags: clientDevices.tags
             ).register(on: &router)
             liveActivities.register(on: &router, keys: apiKeys, clientTokens: clientTokens)
-            wake.register(on: &router, queue: queue, apps: clients.apps, keys: apiKeys, idempotency: idempotency)
             // The features' routes, each behind the authentication it declares.
             try HeraldFeatures.assembly.register(
                 on: &router,

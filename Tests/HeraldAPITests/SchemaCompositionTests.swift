@@ -22,7 +22,6 @@ struct SchemaCompositionTests {
             "1 create_kv_settings",  // Storage
             "2 create_jobs",  // Jobs
             "5 create_idempotency_keys",  // HeraldAPI
-            "13 create_wake_schedules", "14 create_wake_runs_and_pings",  // Wake
             "11 create_live_activities", "12 create_live_activity_deliveries",
             "16 live_activity_instances_registered_after", "17 live_activities_starting",
             "18 live_activity_users_from_push_to_start", "19 push_to_start_tokens_user_registered",  // LiveActivities
@@ -30,6 +29,7 @@ struct SchemaCompositionTests {
             "9 create_webhooks", "10 create_webhook_outbox",  // the Webhooks feature
             "3 create_notifications", "4 notification_send_owner", "6 notifications_listing",
             "8 notification_audiences", "15 notification_pages", "20 notification_counts",  // the Notifications feature
+            "13 create_wake_schedules", "14 create_wake_runs_and_pings",  // the Wake feature
         ]
         #expect(HeraldSchema.migrations.map { "\($0.version) \($0.name)" } == expected)
     }
