@@ -141,7 +141,9 @@ let package = Package(
         ),
         .target(
             name: "Notifications",
-            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "APNsTransport", "Devices"],
+            dependencies: [
+                "HeraldCore", "Storage", "Jobs", "APNs", "APNsTransport", "Devices", "HTTPRouting", "HeraldFeature",
+            ],
             swiftSettings: swiftSettings
         ),
         // Live Activities: push-to-start tokens, activities, instances, routing with the silent fallback.
@@ -166,6 +168,7 @@ let package = Package(
             name: "Wake",
             dependencies: [
                 "HeraldCore", "Storage", "Jobs", "APNs", "APNsTransport", "Devices", "Notifications", "CloudKit",
+                "HTTPRouting", "HeraldFeature",
             ],
             swiftSettings: swiftSettings
         ),
@@ -179,11 +182,11 @@ let package = Package(
             dependencies: ["HeraldCore", "HeraldCrypto", "HTTPRouting", "APNs"],
             swiftSettings: swiftSettings
         ),
-        // What a feature declares (settings, migrations, routes with their authentication, job kinds,
-        // webhook event types, retention) and the assembly `herald serve` composes a list of them with.
+        // What a feature declares (settings, migrations, routes with their authentication, job kinds
+        // and their handlers, webhook event types, retention) and the assembly `herald serve` composes a list of them with.
         .target(
             name: "HeraldFeature",
-            dependencies: ["HeraldCore", "HTTPRouting", "Storage"],
+            dependencies: ["HeraldCore", "HTTPRouting", "Storage", "Jobs"],
             swiftSettings: swiftSettings
         ),
         // Broadcast channels (/v1/channels): straight to APNs' management and broadcast hosts.

@@ -3,6 +3,8 @@ import Devices
 public import HTTPRouting
 public import HeraldCore
 public import HeraldFeature
+import Notifications
+import Wake
 import Webhooks
 
 /// The features `herald serve` composes: adding a feature is a new module plus one line in
@@ -18,6 +20,8 @@ public enum HeraldFeatures {
         Channels.feature,
         Devices.feature,
         Webhooks.feature,
+        Notifications.feature,
+        Wake.feature,
     ]
 
     /// The settings every feature and the server itself share, and those of the domains not yet
@@ -34,7 +38,6 @@ public enum HeraldFeatures {
         .apnsAuthKey, .apnsAuthKeyFile, .apnsKeyID, .appleTeamID, .topic, .apnsEnvironment, .appsFile,
         .apnsProductionURL, .apnsSandboxURL, .apnsManagementProductionURL, .apnsManagementSandboxURL, .apnsCAFile,
         .jobConcurrency, .jobLeaseSeconds, .jobRetentionHours,
-        .wakeMinInterval,
         .channelRetention,
         .cloudKitKeyID, .cloudKitPrivateKey, .cloudKitPrivateKeyFile, .cloudKitURL, .cloudKitCAFile,
     ]

@@ -2,9 +2,7 @@ import Devices
 import HeraldFeature
 import Jobs
 import LiveActivities
-import Notifications
 public import Storage
-import Wake
 import Webhooks
 
 /// Herald's database schema: every module's migrations, composed in one fixed order, then those
@@ -26,7 +24,6 @@ public enum HeraldSchema {
 
     /// The migrations of the modules that are not (yet) declared as a feature.
     public static let coreMigrations: [Migration] =
-        StorageMigrations.all + JobMigrations.all + NotificationMigrations.all + IdempotencyMigrations.all
-        + WakeMigrations.all
+        StorageMigrations.all + JobMigrations.all + IdempotencyMigrations.all
         + LiveActivityMigrations.all
 }

@@ -182,3 +182,19 @@ public struct FeatureAssembly: Sendable {
         }
     }
 }
+
+extension Router {
+    /// Adds `routes` behind `machinery` as ``FeatureAssembly`` adds a feature's: for a test or a
+    /// tool that serves one feature's routes without the feature list.
+    ///
+    /// - Throws: ``FeatureError`` when a route needs an authenticator `machinery` lacks or two
+    ///   routes share a method and pattern.
+    public mutating func register(_ routes: [FeatureRoute], machinery: RequestMachinery) throws(FeatureError) {
+        let feature = HeraldFeature(name: "routes") { _ in routes }
+        try FeatureAssembly(coreSettings: [], coreMigrations: [], features: [feature]).register(
+            on: &self,
+            context: FeatureContext(environment: [:], logger: Logger(label: "herald")),
+            machinery: machinery
+        )
+    }
+}

@@ -21,6 +21,9 @@ public struct FeatureContext: Sendable {
     }
 
     /// Makes `service` what ``service(_:)`` answers for its type, replacing an earlier one.
+    ///
+    /// Provide an existential as one (`context.provide(database as any Database)`): passed bare,
+    /// Swift opens it and it is found only by its concrete type.
     public mutating func provide<Service: Sendable>(_ service: Service) {
         services[ObjectIdentifier(Service.self)] = service
     }

@@ -2,8 +2,8 @@ public import HeraldCore
 public import Storage
 
 /// Everything `herald serve` needs from one feature (a domain module), declared in one value:
-/// its settings, its migrations, its routes with the authentication each needs, its job kinds,
-/// its webhook event types and what it keeps for how long.
+/// its settings, its migrations, its routes with the authentication each needs, its job kinds and
+/// their handlers, its webhook event types and what it keeps for how long.
 ///
 /// A feature module exposes one (`Channels.feature`); HeraldAPI's `HeraldFeatures.all` lists them,
 /// and ``FeatureAssembly`` composes that list into the router, the configuration reference and
@@ -21,6 +21,13 @@ public import Storage
 ///         var group = RouteGroup("/v1/widgets", authentication: .apiKey)
 ///         group.get("", query: ["size"]) { request in try await store.list(request) }
 ///         return group.routes
+///     } jobs: { context in
+///         // Built first: the routes above find the store it provides.
+///         let store = WidgetStore(database: try context.service((any Database).self))
+///         var jobs = FeatureJobs()
+///         jobs.handlers.register("widget.polish") { job in try await store.polish(job) }
+///         jobs.provide(store)
+///         return jobs
 ///     }
 /// }
 /// ```
@@ -38,6 +45,10 @@ public struct HeraldFeature: Sendable {
     public var routes: @Sendable (FeatureContext) throws -> [FeatureRoute]
     /// The job kinds the feature's handlers take (`notification.send`).
     public var jobKinds: [String]
+    /// The handlers of ``jobKinds``, the recurring jobs and what needs the queue, built once at
+    /// start-up before the routes (``FeatureJobs``); a kind handled here must be declared in
+    /// ``jobKinds``.
+    public var jobs: @Sendable (FeatureContext) throws -> FeatureJobs
     /// The webhook event types the feature records (`device.invalidated`).
     public var webhookEventTypes: [String]
     /// What the feature keeps and for how long, one sentence each, naming the setting that bounds
@@ -51,7 +62,8 @@ public struct HeraldFeature: Sendable {
         jobKinds: [String] = [],
         webhookEventTypes: [String] = [],
         retention: [String] = [],
-        routes: @escaping @Sendable (FeatureContext) throws -> [FeatureRoute] = { _ in [] }
+        routes: @escaping @Sendable (FeatureContext) throws -> [FeatureRoute] = { _ in [] },
+        jobs: @escaping @Sendable (FeatureContext) throws -> FeatureJobs = { _ in FeatureJobs() }
     ) {
         self.name = name
         self.settings = settings
@@ -59,6 +71,7 @@ public struct HeraldFeature: Sendable {
         self.jobKinds = jobKinds
         self.webhookEventTypes = webhookEventTypes
         self.retention = retention
+        self.jobs = jobs
         self.routes = routes
     }
 }

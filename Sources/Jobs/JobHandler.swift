@@ -107,6 +107,12 @@ public struct JobHandlers: Sendable {
         register(kind, options: options, handler: ClosureJobHandler(body), onGiveUp: onGiveUp)
     }
 
+    /// Adds every kind of `other`, with its options and give-up hook; a kind both have takes
+    /// `other`'s.
+    public mutating func merge(_ other: JobHandlers) {
+        entries.merge(other.entries) { _, theirs in theirs }
+    }
+
     func giveUpHook(for kind: String) -> (@Sendable (Job, String) async -> Void)? {
         entries[kind]?.onGiveUp
     }

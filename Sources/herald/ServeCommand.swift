@@ -121,7 +121,8 @@ enum ServeCommand {
         let deviceRetention = load(DeviceRetention.defaultRetention) { () throws(ConfigurationError) in
             try DeviceSettings.load(environment: environment)
         }
-        let wakeMinInterval = load(WakeRunner.defaultMinimumInterval) { () throws(ConfigurationError) in
+        // Read again by the Wake feature; checked here with the rest.
+        _ = load(WakeRunner.defaultMinimumInterval) { () throws(ConfigurationError) in
             try WakeSettings.load(environment: environment)
         }
         let channelRetention = load(TimeInterval(3_600)) { () throws(ConfigurationError) in
@@ -243,8 +244,7 @@ enum ServeCommand {
                 channelRetention: channelRetention,
                 liveActivityQuotas: liveActivityQuotas,
                 webhooks: webhooks,
-                wakeMinInterval: wakeMinInterval,
-                wakePublisher: CloudKitWakePublisher(settings: cloudKit),
+                cloudKit: cloudKit,
                 simulator: simulator,
                 environment: environment,
                 logger: logger
@@ -279,8 +279,7 @@ enum ServeCommand {
         channelRetention: TimeInterval = 3_600,
         liveActivityQuotas: LiveActivityQuotas = LiveActivityQuotas(),
         webhooks: WebhookConfiguration,
-        wakeMinInterval: TimeInterval = WakeRunner.defaultMinimumInterval,
-        wakePublisher: (any WakeRecordPublisher)? = nil,
+        cloudKit: CloudKitSettings = CloudKitSettings(),
         simulator: DemoSimulator? = nil,
         environment: [String: String] = [:],
         logger: Logger
@@ -317,9 +316,8 @@ enum ServeCommand {
             let webhookEvents = WebhookEvents(store: webhookStore, configuration: webhooks)
             let webhookDeliverer = try WebhookDeliverer(store: webhookStore, configuration: webhooks)
 
-            // Durable notifications: the store, the notification.send handler, the queue and its worker.
-            // The device registry: the sender marks the devices of tokens APNs calls dead, and each
-            // device that becomes invalid is a device.invalidated webhook event.
+            // The device registry: the notification sender marks the devices of tokens APNs calls
+            // dead, and each device that becomes invalid is a device.invalidated webhook event.
             // Each user has at most HERALD_CLIENT_MAX_DEVICES active devices per app and environment;
             // a token that moves to another user is a device.reassigned event.
             let devices = DeviceStore(
@@ -327,17 +325,7 @@ enum ServeCommand {
                 events: webhookEvents,
                 maximumDevicesPerUser: clientDevices.maximumDevicesPerUser
             )
-            let sender = NotificationSender(
-                store: NotificationStore(database: database, devices: devices, finishObserver: webhookEvents),
-                clients: clients,
-                // Shorter than the job lease: a job recovered from a dead instance finds its claim expired.
-                sendLease: min(10, jobs.lease / 2),
-                logger: Logger(label: "herald.notifications")
-            )
             var handlers = JobHandlers()
-            NotificationService.register(sender, on: &handlers)
-            let retention = NotificationRetention(store: sender.store, retention: jobs.retention)
-            retention.register(on: &handlers)
             let deviceRetention = DeviceRetention(store: devices, retention: deviceRetention)
             deviceRetention.register(on: &handlers)
             // Idempotency keys expire after 24 h: an hourly job of their own deletes them.
@@ -347,19 +335,26 @@ enum ServeCommand {
             // Live Activities: push-to-start, updates routed per instance, scheduled start and end.
             let liveActivities = LiveActivityWiring(database, devices, clients, channelRetention, liveActivityQuotas)
             liveActivities.sender.register(on: &handlers)
-            let wake = WakeWiring(
-                database,
-                devices,
-                clients,
-                publisher: wakePublisher,
-                minimumInterval: wakeMinInterval
-            )
-            wake.register(on: &handlers)
-            let queue = JobQueue(database: database, handlers: handlers)
+            // The features of HeraldFeatures.all: their handlers beside the ones above, started
+            // once the queue exists; their routes are built after, from the same context.
+            var features = FeatureContext(environment: environment, logger: logger)
+            features.provide(database as any Database)
+            features.provide(jobs)
+            features.provide(clients)
+            features.provide(devices)
+            // CloudKit-mode wake schedules, with the simulator's endpoints under --simulator.
+            features.provide(cloudKit)
+            // A notification that finishes is a notification.finished webhook event.
+            features.provide(webhookEvents as any NotificationFinishObserver)
+            features.provide(DeviceService(store: devices, apps: clients.apps))
+            features.provide(webhookStore)
+            features.provide(webhooks)
+            features.provide(WebhookDestinationPolicy(allowPrivate: webhooks.allowPrivate))
+            let featureJobs = try HeraldFeatures.assembly.jobs(context: features, core: handlers)
+            let queue = JobQueue(database: database, handlers: featureJobs.handlers)
+            try await featureJobs.start(on: queue)
             webhookEvents.attach(queue)
             liveActivities.sender.attach(queue)
-            try await wake.attach(queue)
-            try await retention.schedule(on: queue)
             try await deviceRetention.schedule(on: queue)
             try await idempotency.schedule(on: queue)
             let worker = JobWorker(
@@ -368,7 +363,6 @@ enum ServeCommand {
                 owner: ProcessIdentity.jobOwner(),
                 logger: Logger(label: "herald.jobs")
             )
-            let notifications = NotificationService(queue: queue, sender: sender)
 
             var router = Router()
             var checks: [any ReadinessCheck] = [DatabaseReadiness(database: database)]
@@ -379,7 +373,6 @@ enum ServeCommand {
             system.metricsRefreshers = [{ await worker.refreshQueueGauges(olderThan: .seconds(10)) }]
             system.register(on: &router)
             relay?.service.register(on: &router)
-            NotificationRoutes(service: notifications, keys: apiKeys, idempotency: idempotency).register(on: &router)
             // App-facing: /v1/client takes client tokens, not API keys.
             ClientDeviceRoutes(
                 service: DeviceService(store: devices, apps: clients.apps),
@@ -387,17 +380,10 @@ enum ServeCommand {
                 tags: clientDevices.tags
             ).register(on: &router)
             liveActivities.register(on: &router, keys: apiKeys, clientTokens: clientTokens)
-            wake.register(on: &router, queue: queue, apps: clients.apps, keys: apiKeys, idempotency: idempotency)
-            // The features of HeraldFeatures.all, each route behind the authentication it declares.
-            var features = FeatureContext(environment: environment, logger: logger)
-            features.provide(clients)
-            features.provide(DeviceService(store: devices, apps: clients.apps))
-            features.provide(webhookStore)
-            features.provide(webhooks)
-            features.provide(WebhookDestinationPolicy(allowPrivate: webhooks.allowPrivate))
+            // The features' routes, each behind the authentication it declares.
             try HeraldFeatures.assembly.register(
                 on: &router,
-                context: features,
+                context: featureJobs.routeContext(queue: queue),
                 machinery: RequestMachinery(authenticators: [.apiKey: apiKeys], idempotency: idempotency)
             )
             if let simulator {

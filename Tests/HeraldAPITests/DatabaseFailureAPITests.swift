@@ -8,6 +8,7 @@ import HTTPServer
 import HeraldAPI
 import HeraldCore
 import HeraldCrypto
+import HeraldFeature
 import Jobs
 import Notifications
 import Storage
@@ -115,12 +116,13 @@ struct DatabaseFailureAPITests {
         let queue = JobQueue(database: db, handlers: handlers, metrics: metrics)
         let service = NotificationService(queue: queue, sender: sender, metrics: metrics, logger: quiet)
         var router = Router()
-        NotificationRoutes(
-            service: service,
-            keys: APIKeys([key, otherKey]),
-            idempotency: IdempotencyStore(database: db)
+        try router.register(
+            NotificationRoutes(service: service).routes,
+            machinery: RequestMachinery(
+                authenticators: [.apiKey: APIKeys([key, otherKey])],
+                idempotency: IdempotencyStore(database: db)
+            )
         )
-        .register(on: &router)
         var http = HTTPServer.Configuration()
         http.host = "127.0.0.1"
         http.port = 0

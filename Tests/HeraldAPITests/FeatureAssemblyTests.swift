@@ -1,8 +1,11 @@
+import DatabaseTestSupport
 import HTTPRouting
 import HeraldAPI
 import HeraldCore
 import HeraldFeature
+import Jobs
 import Storage
+import Synchronization
 import Testing
 
 /// The feature list `herald serve` composes, and the assembly's shared machinery on a router in
@@ -107,6 +110,95 @@ import Testing
             [FeatureRoute("GET", "/widgets/count", authentication: .none) { _ in HTTPResponse(status: 204) }]
         }
         #expect(throws: FeatureError.self) { try Self.router([Self.widgets, again]) }
+    }
+
+    /// A counter the widget jobs' feature builds with its jobs and its routes read.
+    final class Polished: Sendable {
+        let count = Mutex(0)
+        let queues = Mutex(0)
+    }
+
+    static let polishing = HeraldFeature(
+        name: "Polishing",
+        jobKinds: ["widget.polish", "widgets.prune"]
+    ) { context in
+        let polished = try context.service(Polished.self)
+        let queue = try context.service(JobQueue.self)
+        var group = RouteGroup("/v1/polish", authentication: .none)
+        group.post("") { _ in
+            try await queue.enqueue(NewJob(kind: "widget.polish"))
+            return HTTPResponse(status: 202)
+        }
+        group.get("") { _ in
+            .json(["polished": polished.count.withLock { $0 }, "queues": polished.queues.withLock { $0 }])
+        }
+        return group.routes
+    } jobs: { _ in
+        let polished = Polished()
+        var jobs = FeatureJobs()
+        jobs.handlers.register("widget.polish") { _ in
+            polished.count.withLock { $0 += 1 }
+            return .done
+        }
+        jobs.recur(HourlyJob(kind: "widgets.prune") { _ in })
+        jobs.whenQueued { _ in polished.queues.withLock { $0 += 1 } }
+        jobs.provide(polished)
+        return jobs
+    }
+
+    /// The handlers a feature declares run on the one queue; its start runs once the queue exists;
+    /// its routes get the queue and what its jobs provided.
+    @Test func aFeaturesJobsRunOnTheQueueAndItsRoutesShareWhatTheyBuilt() async throws {
+        try await withDatabase(.sqliteMemory) { db, _ in
+            try await Migrator.migrate(db, HeraldSchema.migrations, logger: TestDatabase.quiet)
+            let assembly = FeatureAssembly(coreSettings: [], coreMigrations: [], features: [Self.polishing])
+            var core = JobHandlers()
+            core.register("core.chore") { _ in .done }
+            let context = FeatureContext(environment: [:], logger: Logger(label: "test", level: .error))
+            let jobs = try assembly.jobs(context: context, core: core)
+            #expect(jobs.handlers.kinds == ["core.chore", "widget.polish", "widgets.prune"])
+            let queue = JobQueue(database: db, handlers: jobs.handlers)
+            try await jobs.start(on: queue)
+            // The recurring job is scheduled once, however often the feature starts.
+            try await jobs.start(on: queue)
+            #expect(try await queue.list(kind: "widgets.prune").count == 1)
+
+            var router = Router()
+            try assembly.register(on: &router, context: jobs.routeContext(queue: queue), machinery: RequestMachinery())
+            #expect(try await router.respond(to: HTTPRequest(method: "POST", path: "/v1/polish")).status == 202)
+            let worker = JobWorker(queue: queue, logger: TestDatabase.quiet)
+            #expect(try await worker.runDueJobs() >= 1)
+            let read = try await router.respond(to: HTTPRequest(path: "/v1/polish"))
+            #expect(String(decoding: read.body, as: UTF8.self) == #"{"polished":1,"queues":2}"#)
+        }
+    }
+
+    /// A job kind handled by a feature that does not declare it, or by two handlers, stops start-up.
+    @Test func aJobKindHandledButUndeclaredOrHandledTwiceIsRefused() throws {
+        let context = FeatureContext(environment: [:], logger: Logger(label: "test", level: .error))
+        let undeclared = HeraldFeature(name: "Sloppy") { _ in
+            []
+        } jobs: { _ in
+            var jobs = FeatureJobs()
+            jobs.handlers.register("widget.polish") { _ in .done }
+            return jobs
+        }
+        #expect(throws: FeatureError.self) {
+            try FeatureAssembly(coreSettings: [], coreMigrations: [], features: [undeclared]).jobs(context: context)
+        }
+        do {
+            _ = try FeatureAssembly(coreSettings: [], coreMigrations: [], features: [undeclared]).jobs(context: context)
+        } catch {
+            #expect(error.message.contains("Sloppy handles the job kind widget.polish without declaring it"))
+        }
+        var core = JobHandlers()
+        core.register("widget.polish") { _ in .done }
+        let assembly = FeatureAssembly(coreSettings: [], coreMigrations: [], features: [Self.polishing])
+        #expect(throws: FeatureError("the job kind widget.polish is handled by both core and Polishing")) {
+            try assembly.jobs(context: context, core: core)
+        }
+        let twice = FeatureAssembly(coreSettings: [], coreMigrations: [], features: [Self.polishing, Self.polishing])
+        #expect(throws: FeatureError.self) { try twice.validate() }
     }
 
     @Test func aRefusalSaysWhenToRetry() {

@@ -88,8 +88,13 @@ struct NotificationAPITests {
             let worker = JobWorker(queue: queue, logger: quiet)
             let service = NotificationService(queue: queue, sender: sender, metrics: metrics, logger: quiet)
             var router = Router()
-            NotificationRoutes(service: service, keys: APIKeys(keys), idempotency: IdempotencyStore(database: db))
-                .register(on: &router)
+            try router.register(
+                NotificationRoutes(service: service).routes,
+                machinery: RequestMachinery(
+                    authenticators: [.apiKey: APIKeys(keys)],
+                    idempotency: IdempotencyStore(database: db)
+                )
+            )
             // The Devices feature, as herald serve composes it.
             var context = FeatureContext(environment: [:], logger: quiet)
             context.provide(DeviceService(store: sender.store.devices, apps: clients.apps))

@@ -6,6 +6,7 @@ import HTTPServer
 import HeraldAPI
 import HeraldCore
 import HeraldCrypto
+import HeraldFeature
 import Jobs
 import Storage
 import Testing
@@ -38,17 +39,20 @@ struct WakeAPITests {
                 clock: ManualClock(),
                 metrics: MetricsRegistry()
             )
-            WakeRoutes(
-                service: WakeService(
-                    store: WakeStore(database: db),
-                    queue: queue,
-                    apps: [APNSAppConfiguration(bundleID: app, credentials: .token(signing))],
-                    cloudKitConfigured: false,
-                    maximumSchedules: maximumSchedules
-                ),
-                keys: APIKeys([key]),
-                idempotency: IdempotencyStore(database: db)
-            ).register(on: &router)
+            let service = WakeService(
+                store: WakeStore(database: db),
+                queue: queue,
+                apps: [APNSAppConfiguration(bundleID: app, credentials: .token(signing))],
+                cloudKitConfigured: false,
+                maximumSchedules: maximumSchedules
+            )
+            try router.register(
+                WakeRoutes(service: service).routes,
+                machinery: RequestMachinery(
+                    authenticators: [.apiKey: APIKeys([key])],
+                    idempotency: IdempotencyStore(database: db)
+                )
+            )
             var http = HTTPServer.Configuration()
             http.host = "127.0.0.1"
             http.port = 0

@@ -1,6 +1,5 @@
 public import Foundation
 public import HeraldCore
-import Wake
 
 /// The wake schedules' settings for `herald serve`: `HERALD_WAKE_MIN_INTERVAL` (the least time
 /// between two wake pings to one device, default 20 minutes).

@@ -3,7 +3,6 @@ import Devices
 import Foundation
 public import HTTPRouting
 import HeraldCore
-public import Notifications
 
 extension NotificationRoutes {
     /// The query parameters of `GET /v1/notifications`.

@@ -3,7 +3,6 @@ import Devices
 import Foundation
 import HeraldCore
 import Jobs
-import Wake
 
 /// `GET /v1/wake-schedules`.
 struct WakeScheduleListBody: Encodable, Sendable {

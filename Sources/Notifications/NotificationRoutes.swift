@@ -3,14 +3,14 @@ public import Devices
 public import Foundation
 public import HTTPRouting
 import HeraldCore
+public import HeraldFeature
 import Jobs
-public import Notifications
 
-/// The durable notifications API under `/v1`, behind ``APIKeys``:
+/// The durable notifications API under `/v1`, behind an API key (``Notifications/feature``):
 ///
 /// - `POST /v1/notifications` with `tokens` or an `audience` → 202 `{"id", "status", "send_at",
 ///   "tokens", "audience_kind"}` once stored; with `?wait=true` (≤ 1,000 tokens, no `send_at`, no
-///   audience resolved at send time) → 200 with every token's result.
+///   audience resolved at send time) → 200 with every token's result. Accepts `Idempotency-Key`.
 /// - `GET /v1/notifications?status=&app=&created_after=&created_before=&limit=&cursor=` → newest
 ///   first, keyset-paged.
 /// - `GET /v1/notifications/{id}?limit=&cursor=` → status, audience, progress (``ProgressBody``),
@@ -23,65 +23,36 @@ public import Notifications
 /// line and column (unlike the relay's routes, which keep feditext-apns' lenient contract).
 public struct NotificationRoutes: Sendable {
     public let service: NotificationService
-    public let keys: APIKeys
-    /// Makes a retried `POST` with the same `Idempotency-Key` answer the first response.
-    public let idempotency: IdempotencyStore
     /// Results or dead tokens per page when `limit` is not given, and the most allowed.
     public static let defaultPageSize = 100
     public static let maximumPageSize = 1_000
 
-    public init(service: NotificationService, keys: APIKeys, idempotency: IdempotencyStore) {
+    public init(service: NotificationService) {
         self.service = service
-        self.keys = keys
-        self.idempotency = idempotency
     }
 
-    public func register(on router: inout Router) {
+    /// The five routes, behind an API key (checked on the headers, before the server reads a
+    /// body of up to 4 MiB here).
+    public var routes: [FeatureRoute] {
         let routes = self
-        // The key is checked on the headers, before the server reads a body (up to 4 MiB here).
-        // By route, not for all of /v1: app-facing /v1/client routes take client tokens instead.
-        for prefix in ["/v1/notifications", "/v1/dead-tokens"] { router.admit(under: prefix, keys.admission) }
+        var notifications = RouteGroup("/v1/notifications", authentication: .apiKey)
         // 10,000 tokens of up to 200 characters: this route alone takes bodies up to 4 MiB.
-        router.on("POST", "/v1/notifications", maxBodySize: NotificationLimits.maximumBodyBytes) { request in
-            try await routes.authorized(request, "POST /v1/notifications", query: ["wait"]) { request in
-                try await routes.idempotency.run(request) { try await routes.create($0) }
-            }
-        }
-        router.get("/v1/notifications") { request in
-            try await routes.authorized(request, "GET /v1/notifications", query: Self.listParameters) {
-                try await routes.list($0)
-            }
-        }
-        router.get("/v1/notifications/{id}") { request in
-            try await routes.authorized(request, "GET /v1/notifications/{id}", query: ["limit", "cursor"]) {
-                try await routes.read($0)
-            }
-        }
-        router.delete("/v1/notifications/{id}") { request in
-            try await routes.authorized(request, "DELETE /v1/notifications/{id}", query: []) {
-                try await routes.cancel($0)
-            }
-        }
-        router.get("/v1/dead-tokens") { request in
-            try await routes.authorized(request, "GET /v1/dead-tokens", query: Self.deadTokenParameters) {
-                try await routes.deadTokens($0)
-            }
-        }
+        notifications.post(
+            "",
+            query: ["wait"],
+            maxBodySize: NotificationLimits.maximumBodyBytes,
+            idempotent: true
+        ) { try await routes.create($0) }
+        notifications.get("", query: Self.listParameters) { try await routes.list($0) }
+        notifications.get("/{id}", query: ["limit", "cursor"]) { try await routes.read($0) }
+        notifications.delete("/{id}") { try await routes.cancel($0) }
+        var deadTokens = RouteGroup("/v1/dead-tokens", authentication: .apiKey)
+        deadTokens.get("", query: Self.deadTokenParameters) { try await routes.deadTokens($0) }
+        return notifications.routes + deadTokens.routes
     }
 
     /// The query parameters of `GET /v1/dead-tokens`.
     static let deadTokenParameters = ["app", "environment", "since", "limit", "cursor"]
-
-    /// Checks the key and the request's form (query parameters in `known`, a JSON body), then runs
-    /// `body`; a NotificationError it throws becomes its response.
-    private func authorized(
-        _ request: HTTPRequest,
-        _ route: String,
-        query known: [String],
-        _ body: (HTTPRequest) async throws -> HTTPResponse
-    ) async throws -> HTTPResponse {
-        try await keys.authorized(request, route, query: known, answering: NotificationError.self, body)
-    }
 
     // MARK: Handlers
 

@@ -1,6 +1,5 @@
 import Devices
 import Foundation
-import Notifications
 
 /// How far a notification has come over the devices resolved so far (`progress` in
 /// `GET /v1/notifications/{id}`):

@@ -1,73 +1,36 @@
 import Foundation
-public import HTTPRouting
+import HTTPRouting
 import HeraldCore
+public import HeraldFeature
 import Jobs
-public import Wake
 
-/// The wake schedules API under `/v1`, behind ``APIKeys``:
+/// The wake schedules API under `/v1`, behind an API key (``Wake/feature``):
 ///
-/// - `POST /v1/wake-schedules` → 201 with the schedule and `Location`.
+/// - `POST /v1/wake-schedules` → 201 with the schedule and `Location`; accepts `Idempotency-Key`.
 /// - `GET /v1/wake-schedules?limit=&cursor=` → `{"wake_schedules": [...], "next_cursor"}`, oldest first.
 /// - `GET /v1/wake-schedules/{id}` → the schedule and its last 50 runs, newest first.
 /// - `PATCH /v1/wake-schedules/{id}` → 200 with the schedule as changed.
 /// - `DELETE /v1/wake-schedules/{id}` → 204.
 public struct WakeRoutes: Sendable {
     public let service: WakeService
-    public let keys: APIKeys
-    public let idempotency: IdempotencyStore
 
-    public init(service: WakeService, keys: APIKeys, idempotency: IdempotencyStore) {
+    public init(service: WakeService) {
         self.service = service
-        self.keys = keys
-        self.idempotency = idempotency
     }
 
-    public func register(on router: inout Router) {
+    /// The five routes, behind an API key.
+    public var routes: [FeatureRoute] {
         let routes = self
-        router.admit(under: "/v1/wake-schedules", keys.admission)
-        router.on("POST", "/v1/wake-schedules", maxBodySize: WakeLimits.maximumBodyBytes) { request in
-            try await routes.keys.authorized(request, "POST /v1/wake-schedules", query: [], answering: WakeError.self) {
-                request in
-                try await routes.idempotency.run(request) { try await routes.create($0) }
-            }
+        var group = RouteGroup("/v1/wake-schedules", authentication: .apiKey, maxBodySize: WakeLimits.maximumBodyBytes)
+        group.post("", idempotent: true) { try await routes.create($0) }
+        group.get("", query: ["limit", "cursor"]) { try await routes.list($0) }
+        group.get("/{id}") { try await routes.read($0) }
+        group.on("PATCH", "/{id}") { try await routes.update($0) }
+        group.delete("/{id}") { request in
+            try await routes.service.delete(id: try Self.id(request))
+            return HTTPResponse(status: 204)
         }
-        router.get("/v1/wake-schedules") { request in
-            try await routes.keys.authorized(
-                request,
-                "GET /v1/wake-schedules",
-                query: ["limit", "cursor"],
-                answering: WakeError.self
-            ) { try await routes.list($0) }
-        }
-        router.get("/v1/wake-schedules/{id}") { request in
-            try await routes.keys.authorized(
-                request,
-                "GET /v1/wake-schedules/{id}",
-                query: [],
-                answering: WakeError.self
-            ) {
-                try await routes.read($0)
-            }
-        }
-        router.on("PATCH", "/v1/wake-schedules/{id}", maxBodySize: WakeLimits.maximumBodyBytes) { request in
-            try await routes.keys.authorized(
-                request,
-                "PATCH /v1/wake-schedules/{id}",
-                query: [],
-                answering: WakeError.self
-            ) { try await routes.update($0) }
-        }
-        router.delete("/v1/wake-schedules/{id}") { request in
-            try await routes.keys.authorized(
-                request,
-                "DELETE /v1/wake-schedules/{id}",
-                query: [],
-                answering: WakeError.self
-            ) { request in
-                try await routes.service.delete(id: try Self.id(request))
-                return HTTPResponse(status: 204)
-            }
-        }
+        return group.routes
     }
 
     func create(_ request: HTTPRequest) async throws -> HTTPResponse {
