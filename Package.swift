@@ -130,7 +130,7 @@ let package = Package(
         // The device registry: devices, tags, the dead-token rule, audience reads.
         .target(
             name: "Devices",
-            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "HTTPRouting", "HeraldFeature"],
+            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "HTTPRouting", "HeraldFeature", "ClientTokens"],
             swiftSettings: swiftSettings
         ),
         // Client tokens: JWTs an app's backend mints for its users, verified for /v1/client.
@@ -151,6 +151,7 @@ let package = Package(
             name: "LiveActivities",
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "Storage", "Jobs", "APNs", "APNsTransport", "Devices", "Notifications",
+                "ClientTokens", "HTTPRouting", "HeraldFeature",
             ],
             swiftSettings: swiftSettings
         ),
@@ -186,7 +187,7 @@ let package = Package(
         // and their handlers, webhook event types, retention) and the assembly `herald serve` composes a list of them with.
         .target(
             name: "HeraldFeature",
-            dependencies: ["HeraldCore", "HTTPRouting", "Storage", "Jobs"],
+            dependencies: ["HeraldCore", "HTTPRouting", "Storage", "Jobs", "ClientTokens"],
             swiftSettings: swiftSettings
         ),
         // Broadcast channels (/v1/channels): straight to APNs' management and broadcast hosts.

@@ -2,6 +2,7 @@ public import ClientTokens
 import Foundation
 public import HTTPRouting
 public import HeraldCore
+import HeraldFeature
 
 /// Checks the client token of requests under `/v1/client` (and only there: API keys are not
 /// accepted there, and client tokens nowhere else).
@@ -42,7 +43,7 @@ public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
     /// The claims of the request's verified client token.
     ///
     /// - Throws: ``HTTPRouting/HTTPError`` 401 naming the reason.
-    public func authenticate(_ request: HTTPRequest) throws(HTTPError) -> ClientTokenClaims {
+    public func verify(_ request: HTTPRequest) throws(HTTPError) -> ClientTokenClaims {
         do throws(ClientTokenError) {
             guard let token = Self.bearer(in: request) else {
                 if request.headers["Authorization"] != nil {
@@ -56,11 +57,11 @@ public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
             return try verifier.verify(token, now: clock.now())
         } catch {
             rejections.increment(labels: [("reason", error.reason.rawValue)])
-            throw Self.httpError(error)
+            throw error.httpError
         }
     }
 
-    /// ``authenticate(_:)`` as a router admission check: a request without a valid token is
+    /// ``verify(_:)`` as a router admission check: a request without a valid token is
     /// refused on its headers, before the server reads its body. With a ``limiter``, the client's
     /// address is counted first (a flood is refused before any signature is checked) and the
     /// token's user after; each request is counted once, when the server admits it.
@@ -68,7 +69,7 @@ public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
         { request in
             if let refusal = limiter?.checkAddress(request) { return refusal }
             do throws(HTTPError) {
-                let claims = try authenticate(request)
+                let claims = try verify(request)
                 return limiter?.checkUser(claims)
             } catch {
                 return error.response
@@ -76,23 +77,6 @@ public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
         }
     }
 
-    /// The status and headers a refusal is sent with: 403 when the token is valid but limited to
-    /// another app, else 401 with a bearer challenge (RFC 6750 §3).
-    public static func httpError(_ error: ClientTokenError) -> HTTPError {
-        if error.reason == .wrongApp {
-            return HTTPError(status: 403, code: error.reason.rawValue, message: error.message)
-        }
-        let challenge =
-            error.reason == .missing || error.reason == .notConfigured ? "Bearer" : #"Bearer error="invalid_token""#
-        return HTTPError(
-            status: 401,
-            code: error.reason.rawValue,
-            message: error.message,
-            headers: ["WWW-Authenticate": challenge]
-        )
-    }
-
-    /// The token after `Bearer ` in the Authorization header, if there is one.
     static func bearer(in request: HTTPRequest) -> String? {
         guard let header = request.headers["Authorization"] else { return nil }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)

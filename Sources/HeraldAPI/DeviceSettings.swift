@@ -1,4 +1,3 @@
-public import Devices
 public import Foundation
 public import HeraldCore
 
@@ -11,51 +10,5 @@ public enum DeviceSettings {
         let days = reader.integer(.invalidDeviceRetentionDays) ?? 30
         try reader.validate()
         return TimeInterval(days) * 86_400
-    }
-}
-
-/// The Live Activities' settings for `herald serve`: `HERALD_CHANNEL_RETENTION` (how long a channel
-/// Herald created outlives its activity, default 1 hour).
-public enum LiveActivitySettings {
-    /// The channel retention, in seconds.
-    public static func load(environment: [String: String]) throws(ConfigurationError) -> TimeInterval {
-        var reader = EnvironmentReader(environment)
-        let seconds = reader.integer(.channelRetention) ?? 3_600
-        try reader.validate()
-        return TimeInterval(seconds)
-    }
-}
-
-/// What a client token may do to its user's devices, for `herald serve`: `HERALD_CLIENT_MAX_DEVICES`
-/// (active devices per user per app and environment, default 20; one more evicts the least
-/// recently registered) and `HERALD_CLIENT_TAGS` (the tags a client may set, default none).
-public struct ClientDeviceSettings: Sendable, Hashable {
-    public var maximumDevicesPerUser: Int
-    public var tags: ClientTagPolicy
-
-    public init(
-        maximumDevicesPerUser: Int = DeviceLimits.defaultMaximumDevicesPerUser,
-        tags: ClientTagPolicy = .noTags
-    ) {
-        self.maximumDevicesPerUser = maximumDevicesPerUser
-        self.tags = tags
-    }
-
-    public static func load(environment: [String: String]) throws(ConfigurationError) -> ClientDeviceSettings {
-        var reader = EnvironmentReader(environment)
-        var settings = ClientDeviceSettings()
-        settings.maximumDevicesPerUser = reader.integer(.clientMaxDevices) ?? DeviceLimits.defaultMaximumDevicesPerUser
-        if let text = reader.string(.clientTags) {
-            do {
-                settings.tags = try ClientTagPolicy.parse(text)
-            } catch {
-                reader.report(
-                    "HERALD_CLIENT_TAGS is not valid: \(error.message) (use \(Setting.clientTags.example), "
-                        + "or leave it unset: \(Setting.clientTags.defaultDescription))"
-                )
-            }
-        }
-        try reader.validate()
-        return settings
     }
 }

@@ -3,6 +3,7 @@ import Devices
 public import HTTPRouting
 public import HeraldCore
 public import HeraldFeature
+import LiveActivities
 import Notifications
 import Wake
 import Webhooks
@@ -22,6 +23,7 @@ public enum HeraldFeatures {
         Webhooks.feature,
         Notifications.feature,
         Wake.feature,
+        LiveActivities.feature,
     ]
 
     /// The settings every feature and the server itself share, and those of the domains not yet
@@ -32,13 +34,12 @@ public enum HeraldFeatures {
         .databaseURL, .databaseStatementTimeout, .databaseAcquireTimeout,
         .apiKeys,
         .metricsToken,
-        .clientTokenSecret, .clientTokenKeysFile, .clientTokenAudience, .clientMaxDevices, .maxInstancesPerUser,
-        .clientTags, .clientRateLimit, .clientIPRateLimit,
+        .clientTokenSecret, .clientTokenKeysFile, .clientTokenAudience, .clientMaxDevices,
+        .clientRateLimit, .clientIPRateLimit,
         .relay, .relayMaxInFlight, .relayIPRateLimit,
         .apnsAuthKey, .apnsAuthKeyFile, .apnsKeyID, .appleTeamID, .topic, .apnsEnvironment, .appsFile,
         .apnsProductionURL, .apnsSandboxURL, .apnsManagementProductionURL, .apnsManagementSandboxURL, .apnsCAFile,
         .jobConcurrency, .jobLeaseSeconds, .jobRetentionHours,
-        .channelRetention,
         .cloudKitKeyID, .cloudKitPrivateKey, .cloudKitPrivateKeyFile, .cloudKitURL, .cloudKitCAFile,
     ]
 
@@ -54,8 +55,16 @@ public enum HeraldFeatures {
 }
 
 extension APIKeys: RequestAuthenticator {
-    public func authenticate(_ request: HTTPRequest) async throws {
+    public func authenticate(_ request: HTTPRequest) async throws -> (any Sendable)? {
         try authorize(request)
+        return nil
+    }
+}
+
+extension ClientTokenAuthenticator: RequestAuthenticator {
+    /// The token's claims, verified; the rate limits are counted once, at admission.
+    public func authenticate(_ request: HTTPRequest) async throws -> (any Sendable)? {
+        try verify(request)
     }
 }
 

@@ -1,7 +1,6 @@
 import Devices
 import HeraldFeature
 import Jobs
-import LiveActivities
 public import Storage
 import Webhooks
 
@@ -25,5 +24,4 @@ public enum HeraldSchema {
     /// The migrations of the modules that are not (yet) declared as a feature.
     public static let coreMigrations: [Migration] =
         StorageMigrations.all + JobMigrations.all + IdempotencyMigrations.all
-        + LiveActivityMigrations.all
 }

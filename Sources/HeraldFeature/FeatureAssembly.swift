@@ -8,9 +8,10 @@ public protocol RequestAuthenticator: Sendable {
     /// Run on the request line and headers before the body is read
     /// (``HTTPRouting/Router/admit(under:_:)``): a refusal is sent without reading the body.
     var admission: Router.AdmissionCheck { get }
-    /// Checks the request again when it runs (``HTTPRouting/Router/respond(to:)`` without the
-    /// server's admission); throws the refusal.
-    func authenticate(_ request: HTTPRequest) async throws
+    /// Checks the request when its handler runs and returns who it comes from (a client token's
+    /// claims; `nil` when the credential names nobody, as an API key), which the handler reads
+    /// as ``HTTPRouting/HTTPRequest/principal``; throws the refusal.
+    func authenticate(_ request: HTTPRequest) async throws -> (any Sendable)?
 }
 
 /// Runs a handler once per `Idempotency-Key` (HeraldAPI's `IdempotencyStore`).
@@ -136,12 +137,7 @@ public struct FeatureAssembly: Sendable {
                         )
                     }
                     authenticator = found
-                    // Once per prefix: a check admitted under /v1/x covers /v1/x/{id}.
-                    let covered = admitted.contains {
-                        $0.authentication == route.authentication
-                            && (route.pattern == $0.pattern || route.pattern.hasPrefix($0.pattern + "/"))
-                    }
-                    if !covered { admitted.append((route.pattern, route.authentication)) }
+                    admitted.append((route.pattern, route.authentication))
                 }
                 let handler = Self.handler(route, authenticator: authenticator, idempotency: machinery.idempotency)
                 if let maxBodySize = route.maxBodySize {
@@ -149,13 +145,43 @@ public struct FeatureAssembly: Sendable {
                 } else {
                     router.on(route.method, route.pattern, handler)
                 }
+                if let loggedPath = route.loggedPath { router.logPaths(of: route.pattern, as: loggedPath) }
             }
         }
-        for (pattern, authentication) in admitted {
+        for (pattern, authentication) in try Self.admissionPrefixes(admitted) {
             if let authenticator = machinery.authenticators[authentication] {
                 router.admit(under: pattern, authenticator.admission)
             }
         }
+    }
+
+    /// The fewest prefixes whose admission checks cover every authenticated route exactly once: a
+    /// check admitted under `/v1/x` covers `/v1/x/{id}` too, so a route under another's pattern
+    /// adds none (a client-token check run twice would count a rate limit twice).
+    ///
+    /// - Throws: ``FeatureError`` when a route lies under another's pattern that needs a
+    ///   different credential: both checks would run on it.
+    static func admissionPrefixes(
+        _ routes: [(pattern: String, authentication: FeatureRoute.Authentication)]
+    ) throws(FeatureError) -> [(pattern: String, authentication: FeatureRoute.Authentication)] {
+        func isUnder(_ pattern: String, _ prefix: String) -> Bool {
+            pattern == prefix || pattern.hasPrefix(prefix + "/")
+        }
+        var prefixes: [(pattern: String, authentication: FeatureRoute.Authentication)] = []
+        // Shortest first: a prefix is kept before the routes under it are looked at.
+        for route in routes.sorted(by: { $0.pattern.count < $1.pattern.count }) {
+            guard let cover = prefixes.first(where: { isUnder(route.pattern, $0.pattern) }) else {
+                prefixes.append(route)
+                continue
+            }
+            if cover.authentication != route.authentication {
+                throw FeatureError(
+                    "\(route.pattern) needs a \(route.authentication) but lies under \(cover.pattern), which "
+                        + "needs a \(cover.authentication): give one of them another path"
+                )
+            }
+        }
+        return prefixes
     }
 
     /// The route's handler behind the shared machinery: the credential, the query, the media type,
@@ -170,7 +196,8 @@ public struct FeatureAssembly: Sendable {
         let query = route.query
         let idempotency = route.idempotent ? idempotency : nil
         return { request in
-            try await authenticator?.authenticate(request)
+            var request = request
+            if let authenticator { request.principal = try await authenticator.authenticate(request) }
             if let query { try request.rejectUnknownQueryParameters(query, route: name) }
             try request.requireJSONContentType()
             do {

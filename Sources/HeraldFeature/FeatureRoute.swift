@@ -38,6 +38,9 @@ public struct FeatureRoute: Sendable {
     /// instead of running again (for routes that create something).
     public var idempotent: Bool
     public var handler: Router.Handler
+    /// How the access log shows this route's paths (a device token shortened, say); `nil`: as
+    /// received.
+    public var loggedPath: (@Sendable (HTTPRequest) -> String)?
 
     public init(
         _ method: String,
@@ -106,6 +109,14 @@ public struct RouteGroup: Sendable {
                 handler: handler
             )
         )
+    }
+
+    /// Has the access log show the paths of the routes at `path` (under ``prefix``) as
+    /// `transform` writes them: a secret in the path, such as a device token, shortened.
+    public mutating func logPaths(of path: String, as transform: @escaping @Sendable (HTTPRequest) -> String) {
+        for index in routes.indices where routes[index].pattern == prefix + path {
+            routes[index].loggedPath = transform
+        }
     }
 
     public mutating func get(_ path: String, query: [String]? = [], _ handler: @escaping Router.Handler) {

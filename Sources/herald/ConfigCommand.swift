@@ -1,9 +1,12 @@
 import APNs
 import ClientTokens
+import Devices
 import Foundation
 import HeraldAPI
 import HeraldCore
+import LiveActivities
 import Storage
+import Wake
 import Webhooks
 
 /// `herald config`: checks the configuration `herald serve` would start with and prints it, secrets
@@ -97,6 +100,17 @@ enum ConfigCommand {
         }
         do {
             _ = try ClientDeviceSettings.load(environment: environment)
+        } catch {
+            problems += error.problems
+        }
+        do {
+            _ = try LiveActivitySettings.load(environment: environment)
+            _ = try LiveActivitySettings.quotas(environment: environment)
+        } catch {
+            problems += error.problems
+        }
+        do {
+            _ = try WakeSettings.load(environment: environment)
         } catch {
             problems += error.problems
         }

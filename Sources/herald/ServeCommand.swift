@@ -125,10 +125,11 @@ enum ServeCommand {
         _ = load(WakeRunner.defaultMinimumInterval) { () throws(ConfigurationError) in
             try WakeSettings.load(environment: environment)
         }
-        let channelRetention = load(TimeInterval(3_600)) { () throws(ConfigurationError) in
+        // Read again by the Live Activities feature; checked here with the rest.
+        _ = load(TimeInterval(3_600)) { () throws(ConfigurationError) in
             try LiveActivitySettings.load(environment: environment)
         }
-        let liveActivityQuotas = load(LiveActivityQuotas()) { () throws(ConfigurationError) in
+        _ = load(LiveActivityQuotas()) { () throws(ConfigurationError) in
             try LiveActivitySettings.quotas(environment: environment)
         }
         var cloudKit = load(CloudKitSettings()) { () throws(ConfigurationError) in
@@ -241,8 +242,6 @@ enum ServeCommand {
                 relaySettings: relaySettings,
                 jobs: jobs,
                 deviceRetention: deviceRetention,
-                channelRetention: channelRetention,
-                liveActivityQuotas: liveActivityQuotas,
                 webhooks: webhooks,
                 cloudKit: cloudKit,
                 simulator: simulator,
@@ -276,8 +275,6 @@ enum ServeCommand {
         relaySettings: RelaySettings = RelaySettings(),
         jobs: JobWorkerConfiguration,
         deviceRetention: TimeInterval = DeviceRetention.defaultRetention,
-        channelRetention: TimeInterval = 3_600,
-        liveActivityQuotas: LiveActivityQuotas = LiveActivityQuotas(),
         webhooks: WebhookConfiguration,
         cloudKit: CloudKitSettings = CloudKitSettings(),
         simulator: DemoSimulator? = nil,
@@ -333,8 +330,6 @@ enum ServeCommand {
             idempotency.register(on: &handlers)
             webhookDeliverer.register(on: &handlers)
             // Live Activities: push-to-start, updates routed per instance, scheduled start and end.
-            let liveActivities = LiveActivityWiring(database, devices, clients, channelRetention, liveActivityQuotas)
-            liveActivities.sender.register(on: &handlers)
             // The features of HeraldFeatures.all: their handlers beside the ones above, started
             // once the queue exists; their routes are built after, from the same context.
             var features = FeatureContext(environment: environment, logger: logger)
@@ -354,7 +349,6 @@ enum ServeCommand {
             let queue = JobQueue(database: database, handlers: featureJobs.handlers)
             try await featureJobs.start(on: queue)
             webhookEvents.attach(queue)
-            liveActivities.sender.attach(queue)
             try await deviceRetention.schedule(on: queue)
             try await idempotency.schedule(on: queue)
             let worker = JobWorker(
@@ -373,18 +367,16 @@ enum ServeCommand {
             system.metricsRefreshers = [{ await worker.refreshQueueGauges(olderThan: .seconds(10)) }]
             system.register(on: &router)
             relay?.service.register(on: &router)
-            // App-facing: /v1/client takes client tokens, not API keys.
-            ClientDeviceRoutes(
-                service: DeviceService(store: devices, apps: clients.apps),
-                authenticator: ClientTokenAuthenticator(clientTokens, limiter: ClientRateLimiter(clientLimits)),
-                tags: clientDevices.tags
-            ).register(on: &router)
-            liveActivities.register(on: &router, keys: apiKeys, clientTokens: clientTokens)
-            // The features' routes, each behind the authentication it declares.
+            // The features' routes, each behind the authentication it declares: /v1 takes API keys,
+            // the app-facing /v1/client client tokens.
+            let clientAuthenticator = ClientTokenAuthenticator(clientTokens, limiter: ClientRateLimiter(clientLimits))
             try HeraldFeatures.assembly.register(
                 on: &router,
                 context: featureJobs.routeContext(queue: queue),
-                machinery: RequestMachinery(authenticators: [.apiKey: apiKeys], idempotency: idempotency)
+                machinery: RequestMachinery(
+                    authenticators: [.apiKey: apiKeys, .clientToken: clientAuthenticator],
+                    idempotency: idempotency
+                )
             )
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")

@@ -5,6 +5,7 @@ import Foundation
 import HTTPRouting
 import HeraldAPI
 import HeraldCore
+import HeraldFeature
 import Testing
 
 /// `/v1/client` in process: without client-token keys every route answers 401 saying so, and a
@@ -16,10 +17,13 @@ import Testing
         let test = try await TestDatabase.make(.sqliteMemory)
         let database = try await test.open()
         var router = Router()
-        ClientDeviceRoutes(
-            service: DeviceService(store: DeviceStore(database: database, metrics: MetricsRegistry()), apps: []),
-            authenticator: ClientTokenAuthenticator(ClientTokenConfiguration(), metrics: MetricsRegistry())
-        ).register(on: &router)
+        let authenticator = ClientTokenAuthenticator(ClientTokenConfiguration(), metrics: MetricsRegistry())
+        try router.register(
+            ClientDeviceRoutes(
+                service: DeviceService(store: DeviceStore(database: database, metrics: MetricsRegistry()), apps: [])
+            ).routes,
+            machinery: RequestMachinery(authenticators: [.clientToken: authenticator])
+        )
         for (method, path) in [
             ("GET", "/v1/client/devices"), ("PUT", "/v1/client/devices/\(Self.device)"),
             ("DELETE", "/v1/client/devices/\(Self.device)"),

@@ -4,6 +4,7 @@ import HTTPRouting
 import HeraldAPI
 import HeraldCore
 import HeraldCrypto
+import HeraldFeature
 import Testing
 
 /// `/v1/client`'s authentication: the 401 (or 403) a refused client token gets, and its count.
@@ -37,7 +38,7 @@ import Testing
             metrics: metrics
         )
         let token = try Self.token()
-        #expect(try authenticator.authenticate(Self.request("Bearer \(token)")).subject == "u1")
+        #expect(try authenticator.verify(Self.request("Bearer \(token)")).subject == "u1")
 
         let cases: [(String?, String, String)] = [
             (nil, "missing", "Bearer"),
@@ -60,7 +61,7 @@ import Testing
 
         // 59 s after exp it is still valid; at 60 s it has expired (the injected clock).
         clock.set(Self.issued.addingTimeInterval(3_659))
-        #expect(try authenticator.authenticate(Self.request("Bearer \(token)")).subject == "u1")
+        #expect(try authenticator.verify(Self.request("Bearer \(token)")).subject == "u1")
         clock.set(Self.issued.addingTimeInterval(3_660))
         let expired = refusal(authenticator, Self.request("Bearer \(token)"))
         #expect(expired.status == 401)
@@ -81,7 +82,7 @@ import Testing
     }
 
     @Test func aTokenLimitedToAnotherAppIs403() throws {
-        let error = ClientTokenAuthenticator.httpError(ClientTokenError(.wrongApp, "limited to com.example.a"))
+        let error = ClientTokenError(.wrongApp, "limited to com.example.a").httpError
         #expect(error.status == 403)
         #expect(error.code == "wrong_app")
     }

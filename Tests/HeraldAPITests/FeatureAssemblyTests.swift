@@ -112,6 +112,77 @@ import Testing
         #expect(throws: FeatureError.self) { try Self.router([Self.widgets, again]) }
     }
 
+    /// A credential that names its bearer, and counts how often it is checked on the headers.
+    struct Badges: RequestAuthenticator {
+        let admissions = Counted()
+
+        final class Counted: Sendable {
+            let count = Mutex(0)
+        }
+
+        var admission: Router.AdmissionCheck {
+            { request in
+                admissions.count.withLock { $0 += 1 }
+                return request.headers["Badge"] == nil ? HTTPResponse(status: 401) : nil
+            }
+        }
+
+        func authenticate(_ request: HTTPRequest) async throws -> (any Sendable)? {
+            guard let badge = request.headers["Badge"] else {
+                throw HTTPError(status: 401, code: "no_badge", message: "")
+            }
+            return badge
+        }
+    }
+
+    /// A client-token route's handler reads who the credential named; its check runs once per
+    /// request on the headers, however many of the feature's routes lie under one another.
+    @Test func aRouteReadsItsPrincipalAndItsAdmissionRunsOnce() async throws {
+        let badges = HeraldFeature(name: "Badges") { _ in
+            var group = RouteGroup("/v1/client/badges", authentication: .clientToken)
+            group.get("/{id}") { request in .json(["holder": request.principal as? String ?? "nobody"]) }
+            group.get("") { _ in HTTPResponse(status: 204) }
+            group.get("/{id}/history") { _ in HTTPResponse(status: 204) }
+            return group.routes
+        }
+        let authenticator = Badges()
+        var router = Router()
+        try FeatureAssembly(coreSettings: [], coreMigrations: [], features: [badges]).register(
+            on: &router,
+            context: FeatureContext(environment: [:], logger: Logger(label: "test", level: .error)),
+            machinery: RequestMachinery(authenticators: [.clientToken: authenticator])
+        )
+        for path in ["/v1/client/badges", "/v1/client/badges/7", "/v1/client/badges/7/history"] {
+            let before = authenticator.admissions.count.withLock { $0 }
+            guard case .readBody = router.admit(HTTPRequest(path: path, headers: ["Badge": "ann"])) else {
+                Issue.record("\(path) was refused")
+                continue
+            }
+            #expect(authenticator.admissions.count.withLock { $0 } == before + 1, "\(path)")
+        }
+        let read = try await Self.respond(router, HTTPRequest(path: "/v1/client/badges/7", headers: ["Badge": "ann"]))
+        #expect(String(decoding: read.body, as: UTF8.self) == #"{"holder":"ann"}"#)
+        #expect(try await Self.respond(router, HTTPRequest(path: "/v1/client/badges/7")).status == 401)
+    }
+
+    /// A route under another's pattern that needs another credential would run both checks.
+    @Test func aRouteUnderAnotherCredentialsPatternStopsStartUp() {
+        let mixed = HeraldFeature(name: "Mixed") { _ in
+            [
+                FeatureRoute("GET", "/v1/mixed", authentication: .apiKey) { _ in HTTPResponse(status: 204) },
+                FeatureRoute("GET", "/v1/mixed/{id}", authentication: .clientToken) { _ in HTTPResponse(status: 204) },
+            ]
+        }
+        var router = Router()
+        #expect(throws: FeatureError.self) {
+            try FeatureAssembly(coreSettings: [], coreMigrations: [], features: [mixed]).register(
+                on: &router,
+                context: FeatureContext(environment: [:], logger: Logger(label: "test", level: .error)),
+                machinery: RequestMachinery(authenticators: [.apiKey: APIKeys([Self.key]), .clientToken: Badges()])
+            )
+        }
+    }
+
     /// A counter the widget jobs' feature builds with its jobs and its routes read.
     final class Polished: Sendable {
         let count = Mutex(0)

@@ -1,13 +1,12 @@
 import APNs
 import ClientTokens
-public import Devices
 import Foundation
-public import HTTPRouting
+import HTTPRouting
 import HeraldCore
-import HeraldFeature
+public import HeraldFeature
 
 /// The app-facing device routes under `/v1/client`, behind a client token
-/// (``ClientTokenAuthenticator``) instead of an API key: the user is the token's `sub`.
+/// instead of an API key (``Devices/feature``): the user is the token's `sub`.
 ///
 /// - `PUT /v1/client/devices/{token}` → 201 when the device is new to the user (unknown, or
 ///   registered to another user or to none: it moves to this one), 200 when it was already the
@@ -23,65 +22,37 @@ import HeraldFeature
 /// Bodies, validation and the device's JSON are those of ``DeviceRoutes``.
 public struct ClientDeviceRoutes: Sendable {
     public let service: DeviceService
-    public let authenticator: ClientTokenAuthenticator
     /// The tags a client may set.
     public let tags: ClientTagPolicy
 
-    public init(service: DeviceService, authenticator: ClientTokenAuthenticator, tags: ClientTagPolicy = .noTags) {
+    public init(service: DeviceService, tags: ClientTagPolicy = .noTags) {
         self.service = service
-        self.authenticator = authenticator
         self.tags = tags
     }
 
-    public func register(on router: inout Router) {
+    /// The routes, behind a client token checked on the headers, before any body is read; API
+    /// keys are not accepted here.
+    public var routes: [FeatureRoute] {
         let routes = self
-        // Checked on the headers, before a body is read; API keys are not accepted here.
-        router.admit(under: ClientTokenAuthenticator.prefix, authenticator.admission)
-        router.on("PUT", "/v1/client/devices/{token}", maxBodySize: DeviceLimits.maximumBodyBytes) { request in
-            try await routes.authenticated(request, "PUT /v1/client/devices/{token}", query: []) {
-                try await routes.put($0, $1)
-            }
+        var client = RouteGroup("/v1/client/devices", authentication: .clientToken)
+        client.put("/{token}", maxBodySize: DeviceLimits.maximumBodyBytes) {
+            try await routes.put($0, try $0.clientClaims())
         }
-        router.get("/v1/client/devices") { request in
-            try await routes.authenticated(request, "GET /v1/client/devices", query: Self.listParameters) {
-                try await routes.list($0, $1)
-            }
-        }
-        router.delete("/v1/client/devices/{token}") { request in
-            try await routes.authenticated(request, "DELETE /v1/client/devices/{token}", query: ["app", "environment"])
-            {
-                try await routes.remove($0, $1)
-            }
+        client.get("", query: Self.listParameters) { try await routes.list($0, try $0.clientClaims()) }
+        client.delete("/{token}", query: ["app", "environment"]) {
+            try await routes.remove($0, try $0.clientClaims())
         }
         // The access log shows the device token shortened, as the relay's does.
-        router.logPaths(of: "/v1/client/devices/{token}") { request in
+        client.logPaths(of: "/{token}") { request in
             let prefix = "/v1/client/devices/"
             let token = request.rawPath.hasPrefix(prefix) ? String(request.rawPath.dropFirst(prefix.count)) : ""
             return prefix + APNSDeviceToken.shortened(token)
         }
+        return client.routes
     }
 
     /// The query parameters of `GET /v1/client/devices`.
     static let listParameters = ["app", "environment", "limit", "cursor"]
-
-    /// Checks the client token and the request's form, then runs `body` with the token's claims.
-    private func authenticated(
-        _ request: HTTPRequest,
-        _ route: String,
-        query known: [String],
-        _ body: (HTTPRequest, ClientTokenClaims) async throws -> HTTPResponse
-    ) async throws -> HTTPResponse {
-        let claims = try authenticator.authenticate(request)
-        try request.rejectUnknownQueryParameters(known, route: route)
-        try request.requireJSONContentType()
-        do {
-            return try await body(request, claims)
-        } catch let error as DeviceError {
-            return error.response
-        } catch let error as ClientTokenError {
-            return ClientTokenAuthenticator.httpError(error).response
-        }
-    }
 
     // MARK: Handlers
 

@@ -1,7 +1,6 @@
 import APNs
 import Foundation
 import HTTPRouting
-import LiveActivities
 
 /// An activity as the API shows it.
 struct LiveActivityBody: Encodable, Sendable {

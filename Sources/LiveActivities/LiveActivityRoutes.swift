@@ -1,11 +1,10 @@
 import APNs
 import Foundation
-public import HTTPRouting
+import HTTPRouting
 import HeraldCore
-import HeraldFeature
-public import LiveActivities
+public import HeraldFeature
 
-/// The Live Activities API under `/v1`, behind ``APIKeys``:
+/// The Live Activities API under `/v1`, behind an API key (``LiveActivities/feature``):
 ///
 /// - `POST /v1/live-activities` → 201 with the activity (200 for a repeated id with the same body).
 /// - `GET /v1/live-activities/{id}` → the activity with its `instances` and last 100 `deliveries`.
@@ -22,66 +21,32 @@ public import LiveActivities
 /// The app-facing routes are in ``ClientLiveActivityRoutes``.
 public struct LiveActivityRoutes: Sendable {
     public let service: LiveActivityService
-    public let keys: APIKeys
 
-    public init(service: LiveActivityService, keys: APIKeys) {
+    public init(service: LiveActivityService) {
         self.service = service
-        self.keys = keys
     }
 
-    public func register(on router: inout Router) {
+    /// The routes, behind an API key checked on the headers, before any body is read.
+    public var routes: [FeatureRoute] {
         let routes = self
-        router.admit(under: "/v1/live-activities", keys.admission)
-        router.admit(under: "/v1/users", keys.admission)
-        router.on("POST", "/v1/live-activities", maxBodySize: LiveActivityLimits.maximumCreateBodyBytes) { request in
-            try await routes.authorized(request, "POST /v1/live-activities") { try await routes.create($0) }
+        var activities = RouteGroup(
+            "/v1/live-activities",
+            authentication: .apiKey,
+            maxBodySize: LiveActivityLimits.maximumBodyBytes
+        )
+        activities.post("", maxBodySize: LiveActivityLimits.maximumCreateBodyBytes) { try await routes.create($0) }
+        activities.get("/{id}") { try await routes.read($0) }
+        activities.get("", query: ["user_id", "state", "attributes_type", "limit", "cursor"]) {
+            try await routes.list($0)
         }
-        router.get("/v1/live-activities/{id}") { request in
-            try await routes.authorized(request, "GET /v1/live-activities/{id}") { try await routes.read($0) }
-        }
-        router.get("/v1/live-activities") { request in
-            try await routes.authorized(
-                request,
-                "GET /v1/live-activities",
-                query: ["user_id", "state", "attributes_type", "limit", "cursor"]
-            ) { try await routes.list($0) }
-        }
-        router.delete("/v1/live-activities/{id}") { request in
-            try await routes.authorized(request, "DELETE /v1/live-activities/{id}") { try await routes.cancel($0) }
-        }
+        activities.delete("/{id}") { try await routes.cancel($0) }
         for event in [LiveActivityUpdate.Event.update, .end] {
-            let path = "/v1/live-activities/{id}/\(event.rawValue)"
-            router.on("POST", path, maxBodySize: LiveActivityLimits.maximumBodyBytes) { request in
-                try await routes.authorized(request, "POST \(path)") { try await routes.send($0, event) }
-            }
+            activities.post("/{id}/\(event.rawValue)") { try await routes.send($0, event) }
         }
-        router.on(
-            "POST",
-            "/v1/live-activities/{id}/instances",
-            maxBodySize: LiveActivityLimits.maximumBodyBytes
-        ) { request in
-            try await routes.authorized(request, "POST /v1/live-activities/{id}/instances") {
-                try await routes.reportInstance($0)
-            }
-        }
-        router.on(
-            "PUT",
-            "/v1/users/{user_id}/push-to-start-tokens",
-            maxBodySize: LiveActivityLimits.maximumBodyBytes
-        ) { request in
-            try await routes.authorized(request, "PUT /v1/users/{user_id}/push-to-start-tokens") {
-                try await routes.putToken($0)
-            }
-        }
-    }
-
-    private func authorized(
-        _ request: HTTPRequest,
-        _ route: String,
-        query known: [String] = [],
-        _ body: (HTTPRequest) async throws -> HTTPResponse
-    ) async throws -> HTTPResponse {
-        try await keys.authorized(request, route, query: known, answering: LiveActivityError.self, body)
+        activities.post("/{id}/instances") { try await routes.reportInstance($0) }
+        var users = RouteGroup("/v1/users", authentication: .apiKey, maxBodySize: LiveActivityLimits.maximumBodyBytes)
+        users.put("/{user_id}/push-to-start-tokens") { try await routes.putToken($0) }
+        return activities.routes + users.routes
     }
 
     // MARK: Handlers

@@ -1,0 +1,55 @@
+import APNsTransport
+import Devices
+import HeraldCore
+public import HeraldFeature
+import Jobs
+import Storage
+
+/// Live Activities as a feature: `/v1/live-activities` and `/v1/users/{user_id}/push-to-start-tokens`
+/// behind an API key (``LiveActivityRoutes``), `/v1/client/push-to-start-tokens` and
+/// `/v1/client/live-activities/{id}/instances` behind a client token (``ClientLiveActivityRoutes``),
+/// `HERALD_CHANNEL_RETENTION` and `HERALD_MAX_INSTANCES_PER_USER` (``LiveActivitySettings``), the
+/// Live Activity tables, and the jobs that start, send, end, expire and delete channels
+/// (``LiveActivityJobKind``).
+///
+/// Its jobs are built from what `herald serve` provides: the database, the ``DeviceStore`` (users'
+/// devices, for the silent fallback) and the ``APNSClientProvider`` (pushes, and the management
+/// clients channels are created and deleted through). The jobs provide the ``LiveActivitySender``
+/// the routes accept updates with; it gets the queue once it exists.
+public enum LiveActivities {
+    public static let feature = HeraldFeature(
+        name: "LiveActivities",
+        settings: [.channelRetention, .maxInstancesPerUser],
+        migrations: LiveActivityMigrations.all,
+        jobKinds: [
+            LiveActivityJobKind.start, LiveActivityJobKind.send, LiveActivityJobKind.scheduledEnd,
+            LiveActivityJobKind.expire, LiveActivityJobKind.deleteChannel,
+        ],
+        retention: [
+            "A channel Herald created for an activity: HERALD_CHANNEL_RETENTION after the activity ended, "
+                + "then deleted on APNs."
+        ]
+    ) { context in
+        let service = LiveActivityService(
+            sender: try context.service(LiveActivitySender.self),
+            quotas: try LiveActivitySettings.quotas(environment: context.environment)
+        )
+        return LiveActivityRoutes(service: service).routes + ClientLiveActivityRoutes(service: service).routes
+    } jobs: { context in
+        let clients = try context.service(APNSClientProvider.self)
+        let sender = LiveActivitySender(
+            store: LiveActivityStore(database: try context.service((any Database).self)),
+            devices: try context.service(DeviceStore.self),
+            clients: clients,
+            channels: clients,
+            clock: context.clock,
+            channelRetention: try LiveActivitySettings.load(environment: context.environment)
+        )
+        var jobs = FeatureJobs()
+        sender.register(on: &jobs.handlers)
+        // Accepted updates enqueue their send jobs on the queue the handlers run on.
+        jobs.whenQueued { queue in sender.attach(queue) }
+        jobs.provide(sender)
+        return jobs
+    }
+}
