@@ -16,8 +16,9 @@ public struct HTTPRequest: Sendable {
     /// the router does not run its admission checks a second time (a check may count the
     /// request, as a rate limit does). Requests built in memory have it unset.
     public var isAdmitted = false
-    /// Who the route's authentication found the request to come from (a client token's claims),
-    /// set once before the handler runs; `nil` for routes that need no credential.
+    /// Who the route's admission check found the request to come from (a client token's claims),
+    /// set once, before the body is read (``Router/AdmissionCheck``); `nil` for routes that need
+    /// no credential or whose credential names nobody (an API key).
     public var principal: (any Sendable)?
 
     /// The method in upper case, e.g. `GET`.

@@ -42,8 +42,10 @@ public protocol HTTPResponder: Sendable {
 
 /// What ``HTTPResponder/admit(_:)`` decided from a request's headers.
 public enum HTTPAdmission: Sendable {
-    /// Read the body, up to `maxBodySize` bytes (`nil`: the server's limit).
-    case readBody(maxBodySize: Int?)
+    /// Read the body, up to `maxBodySize` bytes (`nil`: the server's limit), and hand the
+    /// request to its handler with `principal`, who the admission checks found it to come from
+    /// (``HTTPRequest/principal``).
+    case readBody(maxBodySize: Int?, principal: (any Sendable)? = nil)
     /// Answer with this response without reading the body (a 401, 404 or 405, say).
     case answer(HTTPResponse)
 }
@@ -213,7 +215,7 @@ public struct MiddlewareChain: HTTPResponder {
     /// (``refused(_:with:)``), so that it is logged, counted and given a request id.
     public func admit(_ request: HTTPRequest) -> HTTPAdmission {
         switch responder.admit(request) {
-        case .readBody(let limit): return .readBody(maxBodySize: limit)
+        case .readBody(let limit, let principal): return .readBody(maxBodySize: limit, principal: principal)
         case .answer(let response): return .answer(refused(request, with: response))
         }
     }

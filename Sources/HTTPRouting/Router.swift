@@ -39,8 +39,10 @@ public struct Router: HTTPResponder {
     /// the route's async handler (``HTTPResponder/respondLater(to:completion:)``).
     public typealias LaterHandler = @Sendable (HTTPRequest, @escaping @Sendable (HTTPResponse) -> Void) -> Bool
     /// Decides from the request line and headers alone (the request's body is empty): `nil` lets
-    /// the request in, a response refuses it before its body is read (``admit(under:_:)``).
-    public typealias AdmissionCheck = @Sendable (HTTPRequest) -> HTTPResponse?
+    /// the request in, a response refuses it before its body is read (``admit(under:_:)``). A
+    /// check that finds who the request comes from (a credential's claims) sets
+    /// ``HTTPRequest/principal``, which the handler then reads: the credential is checked once.
+    public typealias AdmissionCheck = @Sendable (inout HTTPRequest) -> HTTPResponse?
 
     /// A class, so that matching passes routes around with one retain instead of copying them.
     final class Route: Sendable {
@@ -287,10 +289,12 @@ public struct Router: HTTPResponder {
         switch resolve(request) {
         case .answer(let response):
             return response
-        case .route(let route, let routed, let headFallback):
+        case .route(let route, var routed, let headFallback):
             RouteRecorder.current?.record(route.pattern, loggedPath: route.loggedPath)
             for check in route.admission where !routed.isAdmitted {
-                if let refusal = check(routed) { return Self.finish(refusal, route: route, headFallback: headFallback) }
+                if let refusal = check(&routed) {
+                    return Self.finish(refusal, route: route, headFallback: headFallback)
+                }
             }
             return Self.finish(try await route.handler(routed), route: route, headFallback: headFallback)
         }
@@ -302,10 +306,12 @@ public struct Router: HTTPResponder {
         switch resolve(request) {
         case .answer(let response):
             return response
-        case .route(let route, let routed, let headFallback):
+        case .route(let route, var routed, let headFallback):
             guard let immediate = route.immediate else { return nil }
             for check in route.admission where !routed.isAdmitted {
-                if let refusal = check(routed) { return Self.finish(refusal, route: route, headFallback: headFallback) }
+                if let refusal = check(&routed) {
+                    return Self.finish(refusal, route: route, headFallback: headFallback)
+                }
             }
             guard let response = immediate(routed) else { return nil }
             return Self.finish(response, route: route, headFallback: headFallback)
@@ -344,13 +350,13 @@ public struct Router: HTTPResponder {
         switch resolve(request) {
         case .answer(let response):
             return .answer(response)
-        case .route(let route, let routed, let headFallback):
+        case .route(let route, var routed, let headFallback):
             for check in route.admission {
-                if let refusal = check(routed) {
+                if let refusal = check(&routed) {
                     return .answer(Self.finish(refusal, route: route, headFallback: headFallback))
                 }
             }
-            return .readBody(maxBodySize: headFallback ? nil : route.maxBodySize)
+            return .readBody(maxBodySize: headFallback ? nil : route.maxBodySize, principal: routed.principal)
         }
     }
 

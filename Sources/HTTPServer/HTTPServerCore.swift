@@ -295,11 +295,13 @@ final class HTTPServerCore: Sendable {
             )
         )
         let routeLimit: Int?
+        let principal: (any Sendable)?
         switch admission {
         case .answer(let response):
             return reject(response, context: context)
-        case .readBody(let limit):
+        case .readBody(let limit, let admitted):
             routeLimit = limit
+            principal = admitted
         }
         let bodyLimit = routeLimit ?? limits.maxBodySize
         var expectedLength = 0
@@ -319,7 +321,8 @@ final class HTTPServerCore: Sendable {
             target: target,
             path: path,
             headers: headers,
-            remoteAddress: remoteAddress
+            remoteAddress: remoteAddress,
+            principal: principal
         )
         context.state.withLock { state in
             swap(&state.head, &head)

@@ -43,6 +43,8 @@ final class RequestContext: Sendable {
         var path: String
         var headers: HTTPHeaders
         var remoteAddress: String
+        /// Who the admission checks found the request to come from (``HTTPRequest/principal``).
+        var principal: (any Sendable)?
 
         /// The request these headers start, with `body` (consuming: the fields move into it).
         /// Only admitted requests get a head (``HTTPResponder/admit(_:)``): the request says so.
@@ -57,6 +59,7 @@ final class RequestContext: Sendable {
                 remoteAddress: remoteAddress
             )
             request.isAdmitted = true
+            request.principal = principal
             return request
         }
     }

@@ -70,6 +70,8 @@ public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
             if let refusal = limiter?.checkAddress(request) { return refusal }
             do throws(HTTPError) {
                 let claims = try verify(request)
+                // The handler reads them (`request.clientClaims()`) instead of verifying again.
+                request.principal = claims
                 return limiter?.checkUser(claims)
             } catch {
                 return error.response

@@ -1,6 +1,6 @@
 import Channels
 import Devices
-public import HTTPRouting
+import HTTPRouting
 public import HeraldCore
 public import HeraldFeature
 import LiveActivities
@@ -54,18 +54,8 @@ public enum HeraldFeatures {
     public static var settings: [Setting] { assembly.settings }
 }
 
-extension APIKeys: RequestAuthenticator {
-    public func authenticate(_ request: HTTPRequest) async throws -> (any Sendable)? {
-        try authorize(request)
-        return nil
-    }
-}
+extension APIKeys: RequestAuthenticator {}
 
-extension ClientTokenAuthenticator: RequestAuthenticator {
-    /// The token's claims, verified; the rate limits are counted once, at admission.
-    public func authenticate(_ request: HTTPRequest) async throws -> (any Sendable)? {
-        try verify(request)
-    }
-}
+extension ClientTokenAuthenticator: RequestAuthenticator {}
 
 extension IdempotencyStore: IdempotentRunner {}

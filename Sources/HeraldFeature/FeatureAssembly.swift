@@ -3,15 +3,14 @@ public import HeraldCore
 public import Storage
 
 /// Checks a request's credential for the routes that declare one kind of
-/// ``FeatureRoute/Authentication``: HeraldAPI's `APIKeys` for `.apiKey`.
+/// ``FeatureRoute/Authentication``: HeraldAPI's `APIKeys` for `.apiKey`, its
+/// `ClientTokenAuthenticator` for `.clientToken`.
 public protocol RequestAuthenticator: Sendable {
-    /// Run on the request line and headers before the body is read
-    /// (``HTTPRouting/Router/admit(under:_:)``): a refusal is sent without reading the body.
+    /// Run once per request, on the request line and headers before the body is read
+    /// (``HTTPRouting/Router/admit(under:_:)``): a refusal is sent without reading the body; an
+    /// admitted request carries who it comes from (a client token's claims) as
+    /// ``HTTPRouting/HTTPRequest/principal`` to the handler, which does not check again.
     var admission: Router.AdmissionCheck { get }
-    /// Checks the request when its handler runs and returns who it comes from (a client token's
-    /// claims; `nil` when the credential names nobody, as an API key), which the handler reads
-    /// as ``HTTPRouting/HTTPRequest/principal``; throws the refusal.
-    func authenticate(_ request: HTTPRequest) async throws -> (any Sendable)?
 }
 
 /// Runs a handler once per `Idempotency-Key` (HeraldAPI's `IdempotencyStore`).
@@ -128,18 +127,16 @@ public struct FeatureAssembly: Sendable {
                     throw FeatureError("\(route.name) is declared by both \(other) and \(feature.name)")
                 }
                 declared[route.name] = feature.name
-                var authenticator: (any RequestAuthenticator)?
                 if route.authentication != .none {
-                    guard let found = machinery.authenticators[route.authentication] else {
+                    guard machinery.authenticators[route.authentication] != nil else {
                         throw FeatureError(
                             "\(feature.name)'s \(route.name) needs a \(route.authentication) authenticator, "
                                 + "and none was given"
                         )
                     }
-                    authenticator = found
                     admitted.append((route.pattern, route.authentication))
                 }
-                let handler = Self.handler(route, authenticator: authenticator, idempotency: machinery.idempotency)
+                let handler = Self.handler(route, idempotency: machinery.idempotency)
                 if let maxBodySize = route.maxBodySize {
                     router.on(route.method, route.pattern, maxBodySize: maxBodySize, handler)
                 } else {
@@ -184,20 +181,15 @@ public struct FeatureAssembly: Sendable {
         return prefixes
     }
 
-    /// The route's handler behind the shared machinery: the credential, the query, the media type,
-    /// `Idempotency-Key`, and a ``DomainErrorResponse`` answered with its own status.
-    static func handler(
-        _ route: FeatureRoute,
-        authenticator: (any RequestAuthenticator)?,
-        idempotency: (any IdempotentRunner)?
-    ) -> Router.Handler {
+    /// The route's handler behind the shared machinery: the query, the media type,
+    /// `Idempotency-Key`, and a ``DomainErrorResponse`` answered with its own status. The
+    /// credential was checked by the route's admission, before the body was read.
+    static func handler(_ route: FeatureRoute, idempotency: (any IdempotentRunner)?) -> Router.Handler {
         let handler = route.handler
         let name = route.name
         let query = route.query
         let idempotency = route.idempotent ? idempotency : nil
         return { request in
-            var request = request
-            if let authenticator { request.principal = try await authenticator.authenticate(request) }
             if let query { try request.rejectUnknownQueryParameters(query, route: name) }
             try request.requireJSONContentType()
             do {

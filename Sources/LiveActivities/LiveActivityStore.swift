@@ -240,8 +240,10 @@ public struct LiveActivityStore: Sendable {
                 + "LIMIT \(bind(.integer(Int64(limit + 1))))",
             binds
         )
-        var items: [LiveActivity] = []
-        for row in rows.prefix(limit) { items.append(try await decode(row, on: database)) }
+        // One query for the users of the whole page, not one per activity.
+        let page = Array(rows.prefix(limit))
+        let users = try await users(of: try page.map { try $0.uuid("id") }, on: database)
+        let items = try page.map { row in try Self.decode(row, users: users[try row.uuid("id")] ?? []) }
         let next =
             rows.count > limit
             ? items.last.map { "\(EpochTime.milliseconds($0.createdAt)):\(LiveActivityID.text($0.id))" } : nil
@@ -262,12 +264,26 @@ public struct LiveActivityStore: Sendable {
 
     private func decode(_ row: SQLRow, on executor: any DatabaseExecutor) async throws -> LiveActivity {
         let id = try row.uuid("id")
-        let users = try await executor.query(
-            "SELECT user_id FROM live_activity_users WHERE live_activity_id = $1 ORDER BY user_id",
-            [.text(LiveActivityID.text(id))]
-        ).map { try $0.string("user_id") }
-        return LiveActivity(
-            id: id,
+        return try Self.decode(row, users: try await users(of: [id], on: executor)[id] ?? [])
+    }
+
+    /// The users of each of `ids`, each list sorted, in one query.
+    private func users(of ids: [UUID], on executor: any DatabaseExecutor) async throws -> [UUID: [String]] {
+        guard !ids.isEmpty else { return [:] }
+        let placeholders = ids.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
+        let rows = try await executor.query(
+            "SELECT live_activity_id, user_id FROM live_activity_users WHERE live_activity_id IN (\(placeholders)) "
+                + "ORDER BY live_activity_id, user_id",
+            ids.map { .text(LiveActivityID.text($0)) }
+        )
+        var users: [UUID: [String]] = [:]
+        for row in rows { users[try row.uuid("live_activity_id"), default: []].append(try row.string("user_id")) }
+        return users
+    }
+
+    private static func decode(_ row: SQLRow, users: [String]) throws -> LiveActivity {
+        LiveActivity(
+            id: try row.uuid("id"),
             app: try row.string("app"),
             environment: APNSEnvironment(rawValue: try row.string("environment")) ?? .production,
             attributesType: try row.string("attributes_type"),

@@ -149,6 +149,37 @@ struct EarlyAnswerTests {
         }
     }
 
+    /// The admission check finds who the request comes from once, on the headers; the handler
+    /// reads it after the body arrives, and the check does not run a second time.
+    @Test("who the admission check found reaches the handler, checked once")
+    func principalReachesTheHandler() async throws {
+        let checks = Runs()
+        var router = makeTestRouter()
+        router.on("POST", "/who", maxBodySize: 1024) { request in
+            .text("\(request.principal as? String ?? "nobody") sent \(request.body.count)")
+        }
+        router.admit(under: "/who") { request in
+            checks.count.add(1, ordering: .relaxed)
+            guard let name = request.headers["X-Name"] else { return HTTPResponse(status: 401) }
+            request.principal = name
+            return nil
+        }
+        try await withServer(responder: router) { _, port in
+            let connection = try await RawConnection.open(
+                port: port,
+                sending: "POST /who HTTP/1.1\r\nHost: x\r\nX-Name: ann\r\nContent-Length: 3\r\n\r\nabc"
+            )
+            defer { connection.close() }
+            let response = try await connection.readResponse()
+            #expect(response.status == 200)
+            #expect(String(decoding: response.body, as: UTF8.self) == "ann sent 3")
+            #expect(checks.count.load(ordering: .relaxed) == 1)
+        }
+        // In memory, without a server, the router runs the check and hands on what it found.
+        let local = try await router.respond(to: HTTPRequest(method: "POST", path: "/who", headers: ["X-Name": "bo"]))
+        #expect(String(decoding: local.body, as: UTF8.self) == "bo sent 0")
+    }
+
     @Test("a router run without a server applies its admission checks too")
     func routerAppliesAdmission() async throws {
         let router = Self.router()
@@ -160,7 +191,7 @@ struct EarlyAnswerTests {
             return
         }
         #expect(answer.status == 401)
-        guard case .readBody(let limit) = router.admit(HTTPRequest(method: "POST", path: "/echo")) else {
+        guard case .readBody(let limit, _) = router.admit(HTTPRequest(method: "POST", path: "/echo")) else {
             Issue.record("admit refused an open route")
             return
         }

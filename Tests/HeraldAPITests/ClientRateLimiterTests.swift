@@ -43,14 +43,24 @@ import Testing
         )
     }
 
+    /// An admission check as a function of a request, which it may change (it sets the claims).
+    static func checking(_ check: @escaping Router.AdmissionCheck) -> (HTTPRequest) -> HTTPResponse? {
+        { request in
+            var request = request
+            return check(&request)
+        }
+    }
+
     @Test func aUserOverTheirRateGets429WithRetryAfterAndOthersAreUnaffected() throws {
         let clock = ManualClock(Self.issued)
         let metrics = MetricsRegistry()
-        let admit = Self.authenticator(
-            ClientRateLimiter.Limits(user: RateLimit(rate: 1, burst: 2)),
-            clock: clock,
-            metrics: metrics
-        ).admission
+        let admit = Self.checking(
+            Self.authenticator(
+                ClientRateLimiter.Limits(user: RateLimit(rate: 1, burst: 2)),
+                clock: clock,
+                metrics: metrics
+            ).admission
+        )
         let u1 = try Self.token("u1")
         #expect(admit(Self.request(u1)) == nil)
         #expect(admit(Self.request(u1)) == nil)
@@ -70,11 +80,13 @@ import Testing
     @Test func theAddressLimitRefusesBeforeTheTokenIsChecked() throws {
         let clock = ManualClock(Self.issued)
         let metrics = MetricsRegistry()
-        let admit = Self.authenticator(
-            ClientRateLimiter.Limits(address: RateLimit(rate: 1, period: 60, burst: 1)),
-            clock: clock,
-            metrics: metrics
-        ).admission
+        let admit = Self.checking(
+            Self.authenticator(
+                ClientRateLimiter.Limits(address: RateLimit(rate: 1, period: 60, burst: 1)),
+                clock: clock,
+                metrics: metrics
+            ).admission
+        )
         #expect(admit(Self.request("not-a-token"))?.status == 401)
         // The bucket is empty: refused on the address, without a look at the token.
         let refused = try #require(admit(Self.request("not-a-token")))

@@ -89,7 +89,8 @@ import Testing
 
     /// The admission check's answer, which must be a refusal.
     private func refusal(_ authenticator: ClientTokenAuthenticator, _ request: HTTPRequest) -> HTTPResponse {
-        guard let response = authenticator.admission(request) else {
+        var request = request
+        guard let response = authenticator.admission(&request) else {
             Issue.record("the request was admitted")
             return HTTPResponse(status: 200)
         }

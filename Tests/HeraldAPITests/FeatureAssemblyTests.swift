@@ -123,15 +123,10 @@ import Testing
         var admission: Router.AdmissionCheck {
             { request in
                 admissions.count.withLock { $0 += 1 }
-                return request.headers["Badge"] == nil ? HTTPResponse(status: 401) : nil
+                guard let badge = request.headers["Badge"] else { return HTTPResponse(status: 401) }
+                request.principal = badge
+                return nil
             }
-        }
-
-        func authenticate(_ request: HTTPRequest) async throws -> (any Sendable)? {
-            guard let badge = request.headers["Badge"] else {
-                throw HTTPError(status: 401, code: "no_badge", message: "")
-            }
-            return badge
         }
     }
 

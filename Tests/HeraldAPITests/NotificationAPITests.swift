@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import APNsTransport
 import AsyncTestSupport
+import ClientTokens
 import DatabaseTestSupport
 import Devices
 import Foundation
@@ -101,7 +102,10 @@ struct NotificationAPITests {
             try FeatureAssembly(coreSettings: [], coreMigrations: [], features: [Devices.feature]).register(
                 on: &router,
                 context: context,
-                machinery: RequestMachinery(authenticators: [.apiKey: APIKeys(keys)])
+                machinery: RequestMachinery(authenticators: [
+                    .apiKey: APIKeys(keys),
+                    .clientToken: ClientTokenAuthenticator(ClientTokenConfiguration(), metrics: metrics),
+                ])
             )
             var http = HTTPServer.Configuration()
             http.host = "127.0.0.1"
