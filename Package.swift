@@ -205,7 +205,7 @@ let package = Package(
                 "APNsTransport", "Devices",
                 "ClientTokens",
                 "Webhooks",
-                "Wake", "LiveActivities",
+                "Wake", "LiveActivities", "CloudKit",
             ],
             swiftSettings: swiftSettings
         ),
@@ -228,7 +228,7 @@ let package = Package(
             name: "FuzzHarness",
             dependencies: [
                 "HTTPRouting", "HeraldAPI", "Notifications", "Relay", "APNs", "APNsSimulator", "HeraldCrypto",
-                "Storage", "ClientTokens", "CloudKit", "Devices", "Webhooks",
+                "Storage", "ClientTokens", "CloudKit", "Devices", "Webhooks", "APNsTransport",
                 "HeraldCore", "HeraldFeature",
             ],
             swiftSettings: swiftSettings

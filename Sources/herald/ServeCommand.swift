@@ -305,52 +305,22 @@ enum ServeCommand {
             let relay = try apns.flatMap { apns in
                 try relaySettings.enabled ? RelayWiring(settings: apns, relay: relaySettings, clients: clients) : nil
             }
-            try await Migrator.migrate(database, HeraldSchema.migrations, logger: logger)
-
-            // Webhooks: events are recorded in the transactions that cause them (a notification
-            // finishing), delivered by webhook.deliver jobs.
-            let webhookStore = WebhookStore(database: database)
-            let webhookEvents = WebhookEvents(store: webhookStore, configuration: webhooks)
-            let webhookDeliverer = try WebhookDeliverer(store: webhookStore, configuration: webhooks)
-
-            // The device registry: the notification sender marks the devices of tokens APNs calls
-            // dead, and each device that becomes invalid is a device.invalidated webhook event.
-            // Each user has at most HERALD_CLIENT_MAX_DEVICES active devices per app and environment;
-            // a token that moves to another user is a device.reassigned event.
-            let devices = DeviceStore(
+            var inputs = HeraldComposition.Inputs(
                 database: database,
-                events: webhookEvents,
-                maximumDevicesPerUser: clientDevices.maximumDevicesPerUser
+                clients: clients,
+                apiKeys: apiKeys,
+                webhooks: webhooks,
+                logger: logger
             )
-            var handlers = JobHandlers()
-            let deviceRetention = DeviceRetention(store: devices, retention: deviceRetention)
-            deviceRetention.register(on: &handlers)
-            // Idempotency keys expire after 24 h: an hourly job of their own deletes them.
-            let idempotency = IdempotencyStore(database: database)
-            idempotency.register(on: &handlers)
-            webhookDeliverer.register(on: &handlers)
-            // Live Activities: push-to-start, updates routed per instance, scheduled start and end.
-            // The features of HeraldFeatures.all: their handlers beside the ones above, started
-            // once the queue exists; their routes are built after, from the same context.
-            var features = FeatureContext(environment: environment, logger: logger)
-            features.provide(database as any Database)
-            features.provide(jobs)
-            features.provide(clients)
-            features.provide(devices)
-            // CloudKit-mode wake schedules, with the simulator's endpoints under --simulator.
-            features.provide(cloudKit)
-            // A notification that finishes is a notification.finished webhook event.
-            features.provide(webhookEvents as any NotificationFinishObserver)
-            features.provide(DeviceService(store: devices, apps: clients.apps))
-            features.provide(webhookStore)
-            features.provide(webhooks)
-            features.provide(WebhookDestinationPolicy(allowPrivate: webhooks.allowPrivate))
-            let featureJobs = try HeraldFeatures.assembly.jobs(context: features, core: handlers)
-            let queue = JobQueue(database: database, handlers: featureJobs.handlers)
-            try await featureJobs.start(on: queue)
-            webhookEvents.attach(queue)
-            try await deviceRetention.schedule(on: queue)
-            try await idempotency.schedule(on: queue)
+            inputs.clientTokens = clientTokens
+            inputs.clientLimits = clientLimits
+            inputs.clientDevices = clientDevices
+            inputs.jobs = jobs
+            inputs.deviceRetention = deviceRetention
+            inputs.cloudKit = cloudKit
+            inputs.environment = environment
+            let composed = try await HeraldComposition.compose(inputs)
+            let queue = composed.queue
             let worker = JobWorker(
                 queue: queue,
                 configuration: jobs,
@@ -358,7 +328,8 @@ enum ServeCommand {
                 logger: Logger(label: "herald.jobs")
             )
 
-            var router = Router()
+            // Every feature's routes, and beside them the server's own and the relay's.
+            var router = composed.router
             var checks: [any ReadinessCheck] = [DatabaseReadiness(database: database)]
             if apns != nil { checks.append(APNsReadiness(clients: clients)) }
             var system = SystemRoutes(checks: checks)
@@ -367,17 +338,6 @@ enum ServeCommand {
             system.metricsRefreshers = [{ await worker.refreshQueueGauges(olderThan: .seconds(10)) }]
             system.register(on: &router)
             relay?.service.register(on: &router)
-            // The features' routes, each behind the authentication it declares: /v1 takes API keys,
-            // the app-facing /v1/client client tokens.
-            let clientAuthenticator = ClientTokenAuthenticator(clientTokens, limiter: ClientRateLimiter(clientLimits))
-            try HeraldFeatures.assembly.register(
-                on: &router,
-                context: featureJobs.routeContext(queue: queue),
-                machinery: RequestMachinery(
-                    authenticators: [.apiKey: apiKeys, .clientToken: clientAuthenticator],
-                    idempotency: idempotency
-                )
-            )
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it
@@ -434,7 +394,7 @@ enum ServeCommand {
                 }
                 try await tasks.waitForAll()
             }
-            await webhookDeliverer.close()
+            await composed.close()
         } catch {
             await clients.shutdown()
             await database.close()
