@@ -9,11 +9,15 @@
 # `herald bench` sending as many pushes to the same sink in the same run. Also per update, during
 # the updates: herald_cpu_us (CPU of herald serve), load_cpu_us (wrk and the sink), and
 # bench_cpu_us (CPU of herald bench per push: the APNs side alone), budget_us, what the target
-# leaves for all of it on this machine's cores (nproc / (0.5 x herald bench's rate)); on SQLite,
-# sqlite_floor_us and sqlite_floor_rate, what SQLite alone costs (sqlite_floor below).
+# leaves for all of it on this machine's cores (nproc / (0.5 x herald bench's rate)). The C floor of
+# the same run: mhd_floor_us (libmicrohttpd answering the same requests, doing nothing: mhd_floor
+# below), sqlite_floor_us or pg_floor_us (the database's own cost of the writes: db_floor below),
+# floor_us = mhd_floor_us + bench_cpu_us + sqlite_floor_us|pg_floor_us, and
+# floor_ratio_cpu = herald_cpu_us / floor_us.
 #   ACTIVITIES=10000 BACKENDS="sqlite postgres" CONNECTIONS=64 SINK_PORT=8443 HERALD=.build/release/herald \
 #     Benchmarks/live-activities.sh
-# Target: a rate of at least 0.5 x herald bench's.
+# Targets: a rate of at least 0.5 x herald bench's; floor_ratio_cpu at most 1.5 on SQLite and 2 on
+# PostgreSQL (median of three runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 activities=${ACTIVITIES:-10000}
@@ -55,8 +59,13 @@ function delay()
   if sent >= #ids then return 3600000 end
   return 0
 end
+-- ANSWERED_FILE, when set (the libmicrohttpd floor), is created once as many answers as ids came back.
+local answered = 0
+local answered_file = os.getenv("ANSWERED_FILE")
 function response(status, headers, body)
   if status ~= 202 and status ~= 200 then failed = failed + 1 end
+  answered = answered + 1
+  if answered_file and answered == #ids then io.open(answered_file, "w"):close() end
 end
 local threads = {}
 function setup(thread) threads[#threads + 1] = thread end
@@ -66,31 +75,45 @@ function done(summary, latency, requests)
 end
 LUA
 
-# The floor SQLite alone puts under any implementation (printed as sqlite_floor_rate): on a copy of
-# the run's database, the sqlite3 shell replays only the writes an accepted and delivered update
-# cannot do without, as Herald's statements write them: its activity's new latest state and
-# timestamp, its share of a send job (one job per 256 updates) and its delivery row, 256 updates a
-# transaction, with Herald's pragmas, a 64 MiB page cache and no checkpoint. No reads, no
-# instances, no HTTP, no APNs: the rate is updates per CPU second (user + system) of sqlite3, on
-# one core with nothing else to do. Skipped when the sqlite3 shell is not installed.
-sqlite_floor() {
-  command -v sqlite3 >/dev/null || return 0
-  cp "$1" "$work/floor.sqlite"
-  python3 - "$work/floor.sqlite" "$work/floor.sql" <<'PY'
-import json, os, resource, sqlite3, subprocess, sys, time, uuid
-database, script = sys.argv[1], sys.argv[2]
-with sqlite3.connect(database) as connection:
-    ids = [row[0] for row in connection.execute("SELECT id FROM live_activities ORDER BY random()")]
+# The floor the database alone puts under any implementation (sqlite_floor_us, pg_floor_us): on a
+# copy of the run's database, the database's own shell replays only the writes an accepted and
+# delivered update cannot do without, as Herald's statements write them: its activity's new latest
+# state and timestamp, its share of a send job (one job per 256 updates) and its delivery row, 256
+# updates a transaction. No reads, no instances, no HTTP, no APNs. SQLite: the sqlite3 shell, with
+# Herald's pragmas, a 64 MiB page cache and no checkpoint, its CPU (user + system) per update.
+# PostgreSQL: psql on a database copied from the run's (CREATE DATABASE ... TEMPLATE), the CPU of
+# the postgres backend serving it per update (read from /proc, so the server must be local).
+# Prints microseconds per update; prints nothing when the shell is not installed.
+db_floor() { # backend database-file-or-url
+  local backend=$1 target=$2
+  case $backend in
+    sqlite) command -v sqlite3 >/dev/null || return 0; cp "$target" "$work/floor.sqlite"; target=$work/floor.sqlite ;;
+    postgres)
+      command -v psql >/dev/null || return 0
+      psql -q -v ON_ERROR_STOP=1 "${target%/*}/template1" -c "SET client_min_messages = warning" \
+        -c "DROP DATABASE IF EXISTS herald_floor" \
+        -c "CREATE DATABASE herald_floor TEMPLATE ${target##*/}" >/dev/null
+      target=${target%/*}/herald_floor ;;
+  esac
+  python3 - "$backend" "$target" "$work/ids.txt" <<'PY'
+import json, random, resource, subprocess, sys, time, uuid
+backend, target, ids_file = sys.argv[1], sys.argv[2], sys.argv[3]
+ids = [line.strip() for line in open(ids_file) if line.strip()]
+random.shuffle(ids)
 stamp = int(time.time()) + 60
 quote = lambda text: "'" + text.replace("'", "''") + "'"
-lines = [".output /dev/null", "PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;", "PRAGMA temp_store=MEMORY;",
-         "PRAGMA cache_size=-65536;", "PRAGMA wal_autocheckpoint=0;"]
+if backend == "sqlite":
+    lines = [".output /dev/null", "PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;", "PRAGMA temp_store=MEMORY;",
+             "PRAGMA cache_size=-65536;", "PRAGMA wal_autocheckpoint=0;"]
+    begin = "BEGIN IMMEDIATE;"
+else:
+    lines, begin = [], "BEGIN;"
 for start in range(0, len(ids), 256):
     batch = ids[start:start + 256]
     update = {"contentState": {"step": 1}, "event": "update", "priority": 10, "timestamp": stamp}
     sends = json.dumps({"sends": [{"id": i, "update": update} for i in batch]}, separators=(",", ":"))
     rows = ", ".join("(%s, %d, %s, '{\"step\":1}')" % (quote(i), stamp, quote(json.dumps(update))) for i in batch)
-    lines += ["BEGIN IMMEDIATE;",
+    lines += [begin,
               "WITH v (id, last_timestamp, last_update, content_state) AS (VALUES %s) UPDATE live_activities SET "
               "last_timestamp = v.last_timestamp, last_update = v.last_update, content_state = v.content_state, "
               "updated_at = %d FROM v WHERE live_activities.id = v.id;" % (rows, stamp * 1000),
@@ -104,13 +127,50 @@ for start in range(0, len(ids), 256):
                   % (quote(i), stamp * 1000, n, uuid.uuid4().hex[:17], quote(str(uuid.uuid4())))
                   for n, i in enumerate(batch)),
               "COMMIT;"]
-with open(script, "w") as out: out.write("\n".join(lines) + "\n")
-before = resource.getrusage(resource.RUSAGE_CHILDREN)
-with open(script) as source: subprocess.run(["sqlite3", database], stdin=source, check=True)
-after = resource.getrusage(resource.RUSAGE_CHILDREN)
-cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-print("%.0f" % (len(ids) / cpu))
+script = "\n".join(lines) + "\n"
+if backend == "sqlite":
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(["sqlite3", target], input=script.encode(), check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+else:
+    # One psql session: its backend's pid first, then the writes, then a marker once they are done.
+    psql = subprocess.Popen(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", target], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    ask = lambda sql: (psql.stdin.write(sql), psql.stdin.flush())
+    ask("SELECT pg_backend_pid();\n")
+    pid = int(psql.stdout.readline())
+    ticks = lambda: sum(int(f) for f in open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[11:13])
+    before = ticks()
+    ask(script + "SELECT 'floor-done';\n")
+    while psql.stdout.readline().strip() != "floor-done": pass
+    cpu = (ticks() - before) / float(subprocess.check_output(["getconf", "CLK_TCK"]))
+    psql.stdin.close(); psql.wait()
+print("%.1f" % (cpu / len(ids) * 1e6))
 PY
+}
+
+# The floor of the HTTP side (mhd_floor_us): libmicrohttpd in C, set up as Herald's server, answering
+# 202 and doing nothing else (Benchmarks/mhd-floor.c, as Benchmarks/relay-load.sh uses it), sent the
+# same updates by the same wrk script; its CPU per update. Prints nothing without gcc/libmicrohttpd.
+mhd_floor() {
+  [ -x "$work/mhd-floor" ] || gcc -O2 -o "$work/mhd-floor" Benchmarks/mhd-floor.c -lmicrohttpd 2>"$work/gcc.log" \
+    || return 0
+  local floor_port floor_pid wrk_pid before
+  floor_port=$(free_port)
+  "$work/mhd-floor" "$floor_port" &
+  floor_pid=$!
+  for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$floor_port/" && break; sleep 0.1; done
+  rm -f "$work/floor.answered"
+  before=$(cpu_ticks "$floor_pid")
+  ANSWERED_FILE="$work/floor.answered" wrk -t1 -c"$connections" -d600s -s "$work/updates.lua" \
+    "http://127.0.0.1:$floor_port" >/dev/null 2>&1 &
+  wrk_pid=$!
+  for _ in $(seq 6000); do [ -f "$work/floor.answered" ] && break; sleep 0.1; done
+  awk -v t="$(($(cpu_ticks "$floor_pid") - before))" -v n="$activities" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN {printf "%.1f", t / hz / n * 1e6}'
+  kill -INT "$wrk_pid"; wait "$wrk_pid" 2>/dev/null || true
+  kill "$floor_pid"; wait "$floor_pid" 2>/dev/null || true
 }
 
 # CPU time (user + system, in clock ticks) the processes have used so far.
@@ -133,8 +193,9 @@ run_backend() {
   esac
   local api_port
   api_port=$(free_port)
+  # Every simulated app reports from 127.0.0.1: the per-address limit of /v1/client is off here.
   PORT=$api_port HOST=127.0.0.1 DATABASE_URL=$url HERALD_API_KEYS=$key HERALD_CLIENT_TOKEN_SECRET=$secret \
-    LOG_LEVEL=warning "$herald" serve >"$work/serve-$backend.log" 2>&1 &
+    HERALD_CLIENT_IP_RATE_LIMIT=off LOG_LEVEL=warning "$herald" serve >"$work/serve-$backend.log" 2>&1 &
   serve_pid=$!
   for _ in $(seq 300); do curl -sf "http://127.0.0.1:$api_port/healthz" >/dev/null && break; sleep 0.1; done
   curl -sf "http://127.0.0.1:$api_port/healthz" >/dev/null \
@@ -261,8 +322,9 @@ PY
     || { echo "live-activities: some updates failed: $(cat "$work/wrk.out")" >&2; return 1; }
   read -r accept_seconds seconds rate via_token via_silent delivered <<<"$result"
   kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true; serve_pid=
-  local floor=""
-  if [ "$backend" = sqlite ]; then floor=$(sqlite_floor "$work/herald.sqlite"); fi
+  local db_floor_us mhd_floor_us
+  db_floor_us=$(db_floor "$backend" "${url#sqlite:}")
+  mhd_floor_us=$(mhd_floor)
 
   # Reference: herald bench, same sink, same count, right after.
   local line bench_rate
@@ -273,15 +335,21 @@ PY
   bench_cpu=$(awk '{u = $(NF - 1); s = $NF; gsub(/s/, "", u); gsub(/s/, "", s); split(u, a, "m"); split(s, b, "m")
     print a[1] * 60 + a[2] + b[1] * 60 + b[2]}' <<<"$line")
   bench_rate=$(sed -E 's/.* rate=([0-9.]+)\/s.*/\1/' <<<"$line")
+  local db_floor_name=sqlite_floor_us
+  [ "$backend" = postgres ] && db_floor_name=pg_floor_us
   echo "live-activities[$backend]: activities=$activities update_token=$via_token silent=$via_silent" \
     "delivered=$delivered accept_seconds=$accept_seconds seconds=$seconds rate=$rate/s bench_rate=$bench_rate/s" \
-    "ratio=$(awk -v a="$rate" -v b="$bench_rate" 'BEGIN {printf "%.2f", a/b}')${floor:+ sqlite_floor_rate=$floor/s}"\
-    "${floor:+floor_ratio=$(awk -v a="$floor" -v b="$bench_rate" 'BEGIN {printf "%.2f", a/b}')}" \
-    "$(awk -v h="$herald_ticks" -v l="$load_ticks" -v n="$activities" -v t="$(getconf CLK_TCK)" -v f="${floor:-0}" \
-      -v b="$bench_rate" -v c="$(nproc)" -v p="$bench_cpu" 'BEGIN {
-        printf "herald_cpu_us=%.0f load_cpu_us=%.0f", h / t / n * 1e6, l / t / n * 1e6
-        if (f > 0) printf " sqlite_floor_us=%.0f", 1e6 / f
-        printf " bench_cpu_us=%.0f", p / n * 1e6
+    "ratio=$(awk -v a="$rate" -v b="$bench_rate" 'BEGIN {printf "%.2f", a/b}')" \
+    "$(awk -v h="$herald_ticks" -v l="$load_ticks" -v n="$activities" -v t="$(getconf CLK_TCK)" -v d="${db_floor_us:-}" \
+      -v m="${mhd_floor_us:-}" -v name="$db_floor_name" -v b="$bench_rate" -v c="$(nproc)" -v p="$bench_cpu" 'BEGIN {
+        herald = h / t / n * 1e6; bench = p / n * 1e6
+        printf "herald_cpu_us=%.0f load_cpu_us=%.0f bench_cpu_us=%.1f", herald, l / t / n * 1e6, bench
+        if (d != "") printf " %s=%.1f", name, d
+        if (m != "") printf " mhd_floor_us=%.1f", m
+        if (d != "" && m != "") {
+          floor = m + bench + d
+          printf " floor_us=%.1f floor_ratio_cpu=%.2f", floor, herald / floor
+        }
         printf " budget_us=%.0f", c * 1e6 / (0.5 * b) }')" \
     "load=$(cut -d' ' -f1 /proc/loadavg)"
   if [ "$backend" = postgres ]; then stop_throwaway_postgres; fi
