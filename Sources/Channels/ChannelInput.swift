@@ -176,7 +176,7 @@ enum ChannelInput {
                 field: nil
             )
         }
-        if let fault = JSONSyntax.check(body, maximumDepth: maximumDepth) {
+        if let fault = JSONValue.check(body, maximumDepth: maximumDepth) {
             throw .invalid(
                 fault.kind == .duplicateKey ? "duplicate_key" : "invalid_json",
                 "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",

@@ -61,7 +61,7 @@ public struct ClientTokenKeysFile: Sendable {
         let shape =
             "one JSON object mapping each kid to a PEM public key, or to {\"pem\": \"-----BEGIN PUBLIC KEY-----…\", "
             + "\"apps\": [\"com.example.app\"]}"
-        if let fault = JSONSyntax.check(bytes, maximumDepth: 3) {
+        if let fault = JSONValue.check(bytes, maximumDepth: 3) {
             throw ConfigurationError(problems: ["\(source) is not valid JSON: \(fault)"])
         }
         guard bytes.first(where: { $0 > 0x20 }) == UInt8(ascii: "{"),

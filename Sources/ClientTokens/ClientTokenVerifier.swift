@@ -179,7 +179,7 @@ public struct ClientTokenVerifier: Sendable, CustomStringConvertible {
     /// Decodes a header or payload: one strict JSON object (no duplicate keys: two readers could
     /// otherwise disagree on which value counts).
     static func decodeJSON<Value: Decodable>(_ bytes: [UInt8], _ name: String) throws(ClientTokenError) -> Value {
-        if let fault = JSONSyntax.check(bytes, maximumDepth: 4) {
+        if let fault = JSONValue.check(bytes, maximumDepth: 4) {
             throw malformed("the \(name) is not strict JSON: \(fault.message)")
         }
         guard bytes.first(where: { $0 > 0x20 }) == UInt8(ascii: "{") else {

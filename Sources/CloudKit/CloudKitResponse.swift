@@ -19,7 +19,7 @@ enum CloudKitResponse {
 
     /// The top-level JSON object of `body`, or nil when it is not one.
     static func object(_ body: [UInt8]) -> [String: Any]? {
-        guard !body.isEmpty, JSONSyntax.check(body, maximumDepth: 64) == nil else { return nil }
+        guard !body.isEmpty, JSONValue.check(body, maximumDepth: 64) == nil else { return nil }
         return (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
     }
 

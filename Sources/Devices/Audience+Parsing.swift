@@ -1,9 +1,10 @@
 import APNs
 import Foundation
+import HeraldCore
 
 extension Audience {
     /// Parses an audience object out of a body already through the strict JSON check
-    /// (`HeraldCore/JSONSyntax`) and `JSONSerialization`.
+    /// (`HeraldCore/JSONValue.check`) and `JSONSerialization`.
     ///
     /// - Parameters:
     ///   - value: the value of the audience field.

@@ -95,7 +95,7 @@ public struct DeviceInput: Sendable, Hashable {
     /// Checks `body` strictly (no duplicate keys or trailing commas, bounded depth) and parses it
     /// into a JSON object.
     public static func jsonObject(_ body: [UInt8], example: String) throws(DeviceError) -> [String: Any] {
-        if let fault = JSONSyntax.check(body, maximumDepth: DeviceLimits.maximumDepth) {
+        if let fault = JSONValue.check(body, maximumDepth: DeviceLimits.maximumDepth) {
             switch fault.kind {
             case .tooDeep:
                 throw .invalid(

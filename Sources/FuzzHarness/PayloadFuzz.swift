@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HeraldCore
 import Notifications
 
 /// Target `payload`: the APNs payload checks on arbitrary bytes — the JSON syntax check, the
@@ -31,7 +32,7 @@ public enum PayloadFuzz {
     static func checkParser(_ data: [UInt8]) {
         let parsed = try? APNSJSONValue(parsing: data)
         let reference: APNSJSONValue?? =
-            APNSJSONSyntax.isValid(data)
+            JSONValue.check(data, maximumDepth: JSONValue.payloadMaximumDepth) == nil
             ? (try? JSONSerialization.jsonObject(with: Data(data), options: [.fragmentsAllowed])).map(foundation) : nil
         switch (parsed, reference) {
         case (nil, nil): break

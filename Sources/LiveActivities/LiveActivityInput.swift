@@ -141,7 +141,7 @@ public enum LiveActivityInput {
             throw .tooLarge("body_too_large", "the body is \(body.count) bytes: send at most \(limit)", field: nil)
         }
         if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return [:] }
-        if let fault = JSONSyntax.check(body, maximumDepth: LiveActivityLimits.maximumDepth) {
+        if let fault = JSONValue.check(body, maximumDepth: LiveActivityLimits.maximumDepth) {
             switch fault.kind {
             case .tooDeep:
                 throw .invalid(

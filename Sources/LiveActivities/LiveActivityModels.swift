@@ -1,6 +1,6 @@
 public import APNs
 public import Foundation
-import HeraldCore
+public import HeraldCore
 
 /// Where a Live Activity is in its life.
 ///

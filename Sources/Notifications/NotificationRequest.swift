@@ -153,7 +153,7 @@ public struct NotificationRequest: Sendable, Hashable {
         }
         // JSONSerialization accepts trailing commas and keeps the last of duplicate keys: a strict
         // pass first refuses both, with the line and column to fix.
-        if let fault = JSONSyntax.check(body, maximumDepth: NotificationLimits.maximumDepth) {
+        if let fault = JSONValue.check(body, maximumDepth: NotificationLimits.maximumDepth) {
             throw Self.error(for: fault)
         }
         let parsed: Any
@@ -245,7 +245,7 @@ public struct NotificationRequest: Sendable, Hashable {
     }
 
     /// The refusal for a body the strict JSON check faulted.
-    static func error(for fault: JSONSyntax.Fault) -> NotificationError {
+    static func error(for fault: JSONFault) -> NotificationError {
         switch fault.kind {
         case .tooDeep:
             var key: String?

@@ -13,7 +13,7 @@ enum WakeInput {
                 message: "the body is \(body.count) bytes: send at most \(WakeLimits.maximumBodyBytes)"
             )
         }
-        if let fault = JSONSyntax.check(body, maximumDepth: WakeLimits.maximumDepth) {
+        if let fault = JSONValue.check(body, maximumDepth: WakeLimits.maximumDepth) {
             throw .invalid(
                 fault.kind == .duplicateKey ? "duplicate_key" : "invalid_json",
                 "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",

@@ -22,7 +22,7 @@ public struct WebhookRequest: Sendable, Hashable {
                 message: "the body is \(body.count) bytes: send at most \(WebhookLimits.maximumBodyBytes)"
             )
         }
-        if let fault = JSONSyntax.check(body, maximumDepth: WebhookLimits.maximumDepth) {
+        if let fault = JSONValue.check(body, maximumDepth: WebhookLimits.maximumDepth) {
             throw .invalid(
                 fault.kind == .duplicateKey ? "duplicate_key" : "invalid_json",
                 "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",

@@ -3,6 +3,7 @@ import APNsSimulator
 import APNsTransport
 import Foundation
 import HTTP2
+import HeraldCore
 import Testing
 
 /// Broadcast channels and broadcasts, through the project's client and raw where it refuses.

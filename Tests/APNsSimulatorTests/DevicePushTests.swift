@@ -3,6 +3,7 @@ import APNsSimulator
 import APNsTransport
 import Foundation
 import HTTP2
+import HeraldCore
 import Testing
 
 /// Device pushes sent by the project's client (``APNSClient`` on an ``APNSConnectionPool``) over

@@ -3,6 +3,7 @@ import APNsSimulator
 import APNsTransport
 import Foundation
 import HTTP2
+import HeraldCore
 import Testing
 
 /// Clients that are not ours — `curl --http2` and `h2load` — get the same answers as the project's

@@ -1,5 +1,6 @@
 public import APNs
 public import Foundation
+public import HeraldCore
 
 /// One request the in-memory APNs received: where it went, its header fields and body as the
 /// client wrote them, and the status it was answered with (`nil` for a transport error).

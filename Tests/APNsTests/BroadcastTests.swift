@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import HTTP2
+import HeraldCore
 import Testing
 
 @Suite struct BroadcastTests {

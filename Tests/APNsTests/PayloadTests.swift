@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HeraldCore
 import Testing
 
 @Suite struct PayloadTests {
@@ -253,7 +254,7 @@ import Testing
             "", "{", "{'a':1}", "[1,]", #"{"a":1,}"#, #"{"a":1} x"#, #"{"a":01}"#, #"{"a":1.}"#, #"{"a":.5}"#,
             #"{"a":+1}"#, #"{"a":tru}"#, #"{"a":"\x"}"#, #"{"a":"\u12G4"}"#, "{\"a\":\"\u{1}\"}", #"{"a" 1}"#,
             #"{a:1}"#, "{\"a\":1}\u{0}", #"{"a":NaN}"#, nested, "tru", "nul", "fals", "1 2", #""\ud800""#,
-            #""\udc00\ud800""#, "1e999",
+            #""\udc00\ud800""#, "1e999", #"{"a":1,"a":2}"#, "\u{FEFF}{}",
         ] {
             #expect((try? APNSJSONValue(parsing: Array(text.utf8))) == Optional.none, "\(text)")
         }

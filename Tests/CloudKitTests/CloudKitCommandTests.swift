@@ -3,6 +3,7 @@ import APNsSimulator
 import AsyncTestSupport
 import CloudKit
 import Foundation
+import HeraldCore
 import HeraldCrypto
 import ProcessTestSupport
 import Testing

@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import Foundation
+import HeraldCore
 import HeraldCrypto
 import Testing
 

@@ -1,3 +1,5 @@
+public import HeraldCore
+
 /// The body of an alert push: the `aps` keys Apple defines, plus the app's own top-level keys.
 ///
 /// ```swift

@@ -1,3 +1,5 @@
+public import HeraldCore
+
 /// The `aps.sound` value: a sound file's name, or a critical alert's dictionary.
 public enum APNSSound: Sendable, Hashable, Encodable {
     /// A file in the app bundle or `Library/Sounds`, or `default`.

@@ -1,4 +1,5 @@
 public import Foundation
+public import HeraldCore
 public import HeraldCrypto
 
 /// A provider token taken apart, for checking one as APNs does (the simulator, tests).

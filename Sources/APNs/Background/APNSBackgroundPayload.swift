@@ -1,3 +1,5 @@
+public import HeraldCore
+
 /// The body of a background push: `{"aps":{"content-available":1}}` plus the app's own keys —
 /// Apple allows nothing else in `aps` (APNS.md §4).
 public struct APNSBackgroundPayload: APNSPayload, Hashable, Encodable {

@@ -1,4 +1,5 @@
 public import Foundation
+import HeraldCore
 
 /// A Live Activity update or end sent to every subscriber of a broadcast channel:
 /// `POST /4/broadcasts/apps/<bundle ID>` on the push host (APNS.md §7).

@@ -1,3 +1,5 @@
+import HeraldCore
+
 /// A channel's settings, as a read answers them: `{"message-storage-policy":n,"push-type":"LiveActivity"}`.
 public struct APNSChannelConfiguration: Sendable, Hashable {
     public var storagePolicy: APNSChannelMessageStoragePolicy

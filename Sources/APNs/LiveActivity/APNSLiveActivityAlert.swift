@@ -1,3 +1,5 @@
+public import HeraldCore
+
 /// The `aps.alert` of a Live Activity push: title and body, each plain or localised, and a sound.
 public struct APNSLiveActivityAlert: Sendable, Hashable, Encodable {
     public var title: APNSLocalizableText

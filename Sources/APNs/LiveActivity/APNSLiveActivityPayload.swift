@@ -1,4 +1,5 @@
 public import Foundation
+public import HeraldCore
 
 /// The body of a Live Activity push (ActivityKit; APNS.md §6), to a device token or a broadcast
 /// channel.

@@ -1,3 +1,5 @@
+public import HeraldCore
+
 /// Text shown as given, or a key into the app's `Localizable.strings` with its arguments
 /// (`{"loc-key": …, "loc-args": […]}`).
 public enum APNSLocalizableText: Sendable, Hashable, Encodable, ExpressibleByStringLiteral {

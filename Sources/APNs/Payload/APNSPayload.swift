@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// Something that produces the JSON body of a push.
 ///

@@ -1,3 +1,5 @@
+import HeraldCore
+
 extension APNSRequest {
     /// The largest `apns-collapse-id`, in UTF-8 bytes.
     public static let maxCollapseIDSize = 64
@@ -95,7 +97,8 @@ enum APNSRequestChecks {
         try payloadSize(payload, limit: limit, pushType: pushType)
         let start = payload.firstIndex { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
         // ASCII (the usual payload) is UTF-8 without building a String to find out.
-        guard let start, payload[start] == UInt8(ascii: "{"), APNSJSONSyntax.isValid(payload),
+        guard let start, payload[start] == UInt8(ascii: "{"),
+            JSONValue.check(payload, maximumDepth: JSONValue.payloadMaximumDepth) == nil,
             payload.allSatisfy({ $0 < 0x80 }) || String(validating: payload, as: UTF8.self) != nil
         else {
             throw notAnObject

@@ -1,3 +1,5 @@
+public import HeraldCore
+
 /// The body of a `widgets` or `controls` push: `{"aps":{"content-changed":true}}`, which asks
 /// WidgetKit to reload the app's widgets or controls (APNS.md §4).
 public struct APNSContentChangedPayload: APNSPayload, Hashable, Encodable {

@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HeraldCore
 
 /// Reads the control API's CloudKit bodies, strictly: unknown fields are errors.
 enum CloudKitControlInput {

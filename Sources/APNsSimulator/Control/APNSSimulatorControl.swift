@@ -260,7 +260,8 @@ public struct APNSSimulatorControl: HTTPResponder {
         writer.integer("timestamp", delivery.timestamp.map(SimulatorRejection.milliseconds))
         writer.raw(
             "payload",
-            APNSJSONSyntax.isValid(delivery.payload) ? String(decoding: delivery.payload, as: UTF8.self) : "null"
+            (JSONValue.check(delivery.payload, maximumDepth: JSONValue.payloadMaximumDepth) == nil)
+                ? String(decoding: delivery.payload, as: UTF8.self) : "null"
         )
         writer.integer("payload_size", delivery.payload.count)
         if let token = delivery.providerToken {

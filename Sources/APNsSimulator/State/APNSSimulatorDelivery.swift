@@ -1,5 +1,6 @@
 public import APNs
 public import Foundation
+public import HeraldCore
 
 /// One device push or broadcast the simulator received, with its answer: what `GET /deliveries`
 /// lists. Rejected requests are recorded too, with the fields they carried.
@@ -59,7 +60,7 @@ public struct APNSSimulatorDelivery: Sendable, Hashable {
 
     /// The payload parsed, when it is JSON.
     public var payloadJSON: APNSJSONValue? {
-        guard APNSJSONSyntax.isValid(payload) else { return nil }
+        guard JSONValue.check(payload, maximumDepth: JSONValue.payloadMaximumDepth) == nil else { return nil }
         return try? APNSJSONValue(parsing: payload)
     }
 }

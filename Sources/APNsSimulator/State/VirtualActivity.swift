@@ -1,5 +1,6 @@
 public import APNs
 public import Foundation
+public import HeraldCore
 
 /// A Live Activity on one of the simulator's virtual devices: what an iPhone's Lock Screen would
 /// show, and how each change reached it.

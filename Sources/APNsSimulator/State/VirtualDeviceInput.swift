@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HeraldCore
 
 /// The Live Activity content of one push or broadcast, as iOS reads it (APNS.md §6).
 struct LiveActivityMessage: Sendable, Hashable {

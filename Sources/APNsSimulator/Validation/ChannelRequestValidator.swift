@@ -1,4 +1,5 @@
 import APNs
+import HeraldCore
 
 /// A channel management operation that passed every check that does not depend on the store.
 enum ChannelOperation: Sendable, Hashable {

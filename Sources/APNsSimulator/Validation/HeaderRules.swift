@@ -1,4 +1,5 @@
 import APNs
+import HeraldCore
 
 /// The value checks APNs applies to single header fields and bodies, shared by device pushes,
 /// broadcasts and channel management.
@@ -69,7 +70,7 @@ enum HeaderRules {
         guard let first = body.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }),
             first == UInt8(ascii: "{")
         else { return false }
-        return APNSJSONSyntax.isValid(body)
+        return JSONValue.check(body, maximumDepth: JSONValue.payloadMaximumDepth) == nil
     }
 
     /// A known push type suffix (`.voip`, `.push-type.liveactivity`, …) that `topic` ends with.

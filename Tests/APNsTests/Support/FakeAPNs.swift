@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HeraldCore
 import HeraldCrypto
 import Synchronization
 
