@@ -150,7 +150,7 @@ let package = Package(
         .target(
             name: "LiveActivities",
             dependencies: [
-                "HeraldCore", "HeraldCrypto", "Storage", "Jobs", "APNs", "APNsTransport", "Devices", "Notifications",
+                "HeraldCore", "HeraldCrypto", "Storage", "Jobs", "APNs", "APNsTransport", "Devices",
                 "ClientTokens", "HTTPRouting", "HeraldFeature",
             ],
             swiftSettings: swiftSettings

@@ -7,6 +7,7 @@ public import HTTPRouting
 public import HeraldCore
 import HeraldFeature
 public import Jobs
+import LiveActivities
 import Notifications
 public import Storage
 public import Webhooks
@@ -115,6 +116,8 @@ public struct HeraldComposition: Sendable {
         features.provide(inputs.jobs)
         features.provide(inputs.clients)
         features.provide(devices)
+        // Live Activities read the users of a tags or everyone audience from the registry.
+        features.provide(DeviceRegistryUsers(devices: devices) as any LiveActivityUserDirectory)
         // CloudKit-mode wake schedules, with the simulator's endpoints under --simulator.
         features.provide(inputs.cloudKit)
         // A notification that finishes is a notification.finished webhook event.

@@ -1,5 +1,4 @@
 import APNsTransport
-import Devices
 import HeraldCore
 public import HeraldFeature
 import Jobs
@@ -12,10 +11,10 @@ import Storage
 /// Live Activity tables, and the jobs that start, send, end, expire and delete channels
 /// (``LiveActivityJobKind``).
 ///
-/// Its jobs are built from what `herald serve` provides: the database, the ``DeviceStore`` (users'
-/// devices, for the silent fallback) and the ``APNSClientProvider`` (pushes, and the management
-/// clients channels are created and deleted through). The jobs provide the ``LiveActivitySender``
-/// the routes accept updates with; it gets the queue once it exists.
+/// Its jobs are built from what `herald serve` provides: the database, a ``LiveActivityUserDirectory``
+/// (the users an audience of tags or everyone names) and the ``APNSClientProvider`` (pushes, and the management
+/// clients channels are created and deleted through). The jobs provide the ``LiveActivityJobs``
+/// whose acceptor the routes accept updates with; it gets the queue once it exists.
 public enum LiveActivities {
     public static let feature = HeraldFeature(
         name: "LiveActivities",
@@ -31,25 +30,25 @@ public enum LiveActivities {
         ]
     ) { context in
         let service = LiveActivityService(
-            sender: try context.service(LiveActivitySender.self),
+            jobs: try context.service(LiveActivityJobs.self),
             quotas: try LiveActivitySettings.quotas(environment: context.environment)
         )
         return LiveActivityRoutes(service: service).routes + ClientLiveActivityRoutes(service: service).routes
     } jobs: { context in
         let clients = try context.service(APNSClientProvider.self)
-        let sender = LiveActivitySender(
+        let liveActivityJobs = LiveActivityJobs(
             store: LiveActivityStore(database: try context.service((any Database).self)),
-            devices: try context.service(DeviceStore.self),
+            users: try context.service((any LiveActivityUserDirectory).self),
             clients: clients,
             channels: clients,
             clock: context.clock,
             channelRetention: try LiveActivitySettings.load(environment: context.environment)
         )
         var jobs = FeatureJobs()
-        sender.register(on: &jobs.handlers)
+        liveActivityJobs.register(on: &jobs.handlers)
         // Accepted updates enqueue their send jobs on the queue the handlers run on.
-        jobs.whenQueued { queue in sender.attach(queue) }
-        jobs.provide(sender)
+        jobs.whenQueued { queue in liveActivityJobs.attach(queue) }
+        jobs.provide(liveActivityJobs)
         return jobs
     }
 }

@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import HeraldCore
+import Jobs
 
 /// The stored JSON of what every update writes and reads (the job payload, the activity's latest
 /// update and content state), built from and read into ``APNSJSONValue`` directly: `JSONEncoder`
@@ -127,5 +128,45 @@ extension LiveActivitySendJob {
         }
         guard case .array(let items) = stored else { throw LiveActivityStoredJSONError(what: "sends is not an array") }
         self.init(sends: try items.map(LiveActivitySend.init(json:)))
+    }
+}
+
+extension LiveActivityJob {
+    /// `{"id", "tokens"?, "round"?, "channel"?}`.
+    var json: APNSJSONValue {
+        var members: [String: APNSJSONValue] = ["id": .string(LiveActivityID.text(id))]
+        if let tokens { members["tokens"] = .array(tokens.map { .string($0) }) }
+        if let round { members["round"] = .integer(Int64(round)) }
+        if let channel { members["channel"] = .string(channel) }
+        return .object(members)
+    }
+
+    /// Reads a job's payload, as this writes it or as Herald wrote it with `JSONEncoder` (an
+    /// upper-case id).
+    init(_ job: Job) throws {
+        try self.init(payload: job.payload)
+    }
+
+    /// Reads a job's payload text.
+    init(payload: String) throws {
+        let json = try LiveActivityStore.value(payload)
+        guard let id = RequestIdentifier.uuid(try json.string("id")) else {
+            throw LiveActivityStoredJSONError(what: "a job's id is not a UUID")
+        }
+        var tokens: [String]?
+        switch json["tokens"] {
+        case nil, .null: tokens = nil
+        case .array(let items):
+            tokens = try items.map { item in
+                guard case .string(let token) = item else {
+                    throw LiveActivityStoredJSONError(what: "a job's tokens are not strings")
+                }
+                return token
+            }
+        default: throw LiveActivityStoredJSONError(what: "a job's tokens are not an array")
+        }
+        var channel: String?
+        if let stored = json["channel"], stored != .null { channel = try json.string("channel") }
+        self.init(id: id, tokens: tokens, round: try json.optionalInteger("round").map { Int($0) }, channel: channel)
     }
 }

@@ -4,27 +4,26 @@ public import Foundation
 public import HeraldCore
 import HeraldCrypto
 import Jobs
-import Notifications
 import Storage
 
 /// What the Live Activities routes call: creating, reading, listing and cancelling activities,
 /// accepting updates and ends, registering push-to-start tokens and instances. Sending is the
-/// jobs' (``LiveActivitySender``).
+/// jobs' (``LiveActivityJobs``).
 ///
 /// ```swift
-/// let service = LiveActivityService(sender: sender)
+/// let service = LiveActivityService(jobs: jobs)
 /// let (activity, created) = try await service.create(try LiveActivityInput.parseCreate(body, now: Date()))
 /// let routes = try await service.update(activity.id, update)
 /// ```
 public struct LiveActivityService: Sendable {
-    public let sender: LiveActivitySender
+    public let jobs: LiveActivityJobs
     /// What one user may hold: instances per activity, push-to-start tokens.
     public let quotas: LiveActivityQuotas
-    public var store: LiveActivityStore { sender.store }
-    var clock: any HeraldClock { sender.clock }
+    public var store: LiveActivityStore { jobs.store }
+    var clock: any HeraldClock { jobs.clock }
 
-    public init(sender: LiveActivitySender, quotas: LiveActivityQuotas = LiveActivityQuotas()) {
-        self.sender = sender
+    public init(jobs: LiveActivityJobs, quotas: LiveActivityQuotas = LiveActivityQuotas()) {
+        self.jobs = jobs
         self.quotas = quotas
     }
 
@@ -39,7 +38,7 @@ public struct LiveActivityService: Sendable {
         environment: APNSEnvironment?
     ) throws(LiveActivityError) -> (APNSAppConfiguration, APNSEnvironment) {
         do {
-            return try APNSAppConfiguration.resolve(in: sender.clients.apps, app: app, environment: environment)
+            return try APNSAppConfiguration.resolve(in: jobs.clients.apps, app: app, environment: environment)
         } catch {
             throw LiveActivityError(error)
         }
@@ -85,7 +84,7 @@ public struct LiveActivityService: Sendable {
             updatedAt: now,
             users: request.users
         )
-        guard try await !sender.pushToStartTokens(activity).tokens.isEmpty else {
+        guard try await !jobs.lifecycle.pushToStartTokens(activity).tokens.isEmpty else {
             throw LiveActivityError(
                 .unprocessable,
                 code: "no_push_to_start_token",
@@ -100,7 +99,7 @@ public struct LiveActivityService: Sendable {
             activity.channelID = channel
         case .create(let policy):
             do {
-                activity.channelID = try await sender.channels.create(
+                activity.channelID = try await jobs.channels.create(
                     app: app,
                     environment: environment,
                     storagePolicy: APNSChannelMessageStoragePolicy(rawValue: policy) ?? .noMessageStored
@@ -118,14 +117,14 @@ public struct LiveActivityService: Sendable {
         case nil:
             break
         }
-        let queue = try sender.queue
+        let queue = try jobs.lifecycle.queue
         let created = activity
         let inserted: Bool
         do {
             inserted = try await store.database.transaction { tx in
                 guard try await self.store.insert(created, on: tx) else { return false }
                 _ = try await queue.enqueue(
-                    LiveActivitySender.job(LiveActivityJobKind.start, LiveActivityJob(id: id), at: created.startAt),
+                    LiveActivityJob(id: id).newJob(LiveActivityJobKind.start, at: created.startAt),
                     on: tx
                 )
                 return true
@@ -134,13 +133,13 @@ public struct LiveActivityService: Sendable {
             // Nothing stored, so nothing would ever delete the channel made for it: try now.
             if activity.channelCreated, let channel = activity.channelID {
                 do {
-                    try await sender.channels.delete(
+                    try await jobs.channels.delete(
                         app: app,
                         environment: environment,
                         channelID: APNSChannelID(rawValue: channel)
                     )
                 } catch let deletion {
-                    sender.logger.warning(
+                    jobs.parts.logger.warning(
                         "a broadcast channel made for a Live Activity that was not stored could not be deleted",
                         metadata: ["channel_id": .string(channel), "error": .string("\(deletion)")]
                     )
@@ -154,10 +153,7 @@ public struct LiveActivityService: Sendable {
         }
         if activity.channelCreated, let channel = activity.channelID {
             // The channel made for this call has no activity: the one that won keeps its own.
-            var deletion = try LiveActivitySender.job(
-                LiveActivityJobKind.deleteChannel,
-                LiveActivityJob(id: id, channel: channel)
-            )
+            var deletion = try LiveActivityJob(id: id, channel: channel).newJob(LiveActivityJobKind.deleteChannel)
             deletion.uniqueKey = nil
             _ = try await queue.enqueue(deletion)
             queue.wake()
@@ -203,7 +199,7 @@ public struct LiveActivityService: Sendable {
     /// - Throws: ``LiveActivityError`` not found, or conflict once it started.
     public func cancel(_ id: UUID) async throws -> LiveActivity {
         let now = clock.now()
-        let queue = try sender.queue
+        let queue = try jobs.lifecycle.queue
         defer { queue.wake() }
         return try await store.database.transaction { tx in
             guard let activity = try await self.store.lockedActivity(id, on: tx) else {
@@ -225,7 +221,7 @@ public struct LiveActivityService: Sendable {
                         + "end a started one with POST /v1/live-activities/{id}/end"
                 )
             }
-            if let deletion = try LiveActivitySender.channelDeletion(of: activity, at: now) {
+            if let deletion = try LiveActivityLifecycle.channelDeletion(of: activity, at: now) {
                 _ = try await queue.enqueue(deletion, on: tx)
             }
             var cancelled = activity
@@ -234,9 +230,9 @@ public struct LiveActivityService: Sendable {
         }
     }
 
-    /// Accepts an update (``LiveActivitySender/accept(_:for:keepContent:)``).
+    /// Accepts an update (``LiveActivityAcceptor/accept(_:for:keepContent:)``).
     public func update(_ id: UUID, _ update: LiveActivityUpdate) async throws -> LiveActivityRouteCounts {
-        try await sender.accept(update, for: id)
+        try await jobs.acceptor.accept(update, for: id)
     }
 
     /// Accepts an end; without content it ends with the latest content.
@@ -244,7 +240,7 @@ public struct LiveActivityService: Sendable {
     {
         var end = update
         end.event = .end
-        return try await sender.accept(end, for: id, keepContent: !hasContent)
+        return try await jobs.acceptor.accept(end, for: id, keepContent: !hasContent)
     }
 
     // MARK: App-facing
@@ -290,7 +286,7 @@ public struct LiveActivityService: Sendable {
         userID: String,
         app permitted: String?
     ) async throws -> (LiveActivityInstance, created: Bool) {
-        let queue = try sender.queue
+        let queue = try jobs.lifecycle.queue
         let now = clock.now()
         let result = try await store.database.transaction { tx -> (LiveActivityInstance, Bool) in
             guard let activity = try await self.store.lockedActivity(id, on: tx) else {
@@ -318,7 +314,7 @@ public struct LiveActivityService: Sendable {
                 activity.state == .started || activity.state == .ended, activity.channelID == nil
             {
                 _ = try await queue.enqueue(
-                    contentsOf: try LiveActivitySender.sendJobs([
+                    contentsOf: try LiveActivitySendJob.jobs([
                         LiveActivitySend(id: id, update: latest, instance: instance.activityID)
                     ]),
                     on: tx

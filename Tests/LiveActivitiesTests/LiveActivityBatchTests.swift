@@ -55,7 +55,7 @@ struct LiveActivityBatchTests {
                     keepContent: false
                 )
             }
-            let accepted = try await LiveActivitySender.accept(batch, store: stack.store, queue: stack.queue, now: t)
+            let accepted = try await LiveActivityAcceptor.accept(batch, store: stack.store, queue: stack.queue, now: t)
             #expect(try accepted.map { try $0.get().silent } == [1, 1])
             let jobs = try await stack.queue.list(statuses: [.pending], kind: LiveActivityJobKind.send)
             #expect(jobs.count == 1, "one job for the batch")
@@ -112,6 +112,29 @@ struct LiveActivityBatchTests {
         #expect(again == batch)
     }
 
+    @Test("a start, end, expiry or channel job's payload reads back, also as JSONEncoder wrote it before")
+    func jobPayloads() throws {
+        let id = UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!
+        let payloads = [
+            LiveActivityJob(id: id),
+            LiveActivityJob(id: id, tokens: ["ab", "cd"], round: 2),
+            LiveActivityJob(id: id, channel: "dHVuYQ=="),
+        ]
+        for payload in payloads {
+            let job = try payload.newJob(LiveActivityJobKind.start)
+            #expect(try LiveActivityJob(payload: job.payload) == payload)
+            #expect(
+                job.uniqueKey == "live_activity.start:e621e1f8-c36c-495a-93fc-0c247a3e6e5f"
+                    + (payload.round.map { ":\($0)" } ?? "")
+            )
+        }
+        let written = #"{"id":"E621E1F8-C36C-495A-93FC-0C247A3E6E5F","round":2,"tokens":["ab","cd"]}"#
+        #expect(try LiveActivityJob(payload: written) == payloads[1])
+        for broken in [#"{"id":"nope"}"#, #"{"id":"E621E1F8-C36C-495A-93FC-0C247A3E6E5F","tokens":[1]}"#, "[]"] {
+            #expect(throws: (any Error).self, "\(broken)") { try LiveActivityJob(payload: broken) }
+        }
+    }
+
     @Test("a batch too large for one job payload is split into jobs that each fit")
     func payloadSplit() throws {
         let big = APNSJSONValue.string(String(repeating: "x", count: 4_000))
@@ -121,7 +144,7 @@ struct LiveActivityBatchTests {
                 update: LiveActivityUpdate(event: .update, contentState: .object(["note": big]))
             )
         }
-        let jobs = try LiveActivitySender.sendJobs(sends)
+        let jobs = try LiveActivitySendJob.jobs(sends)
         #expect(jobs.count > 1)
         #expect(jobs.allSatisfy { $0.payload.utf8.count <= JobQueue.maximumPayloadBytes })
         let decoded = try jobs.flatMap { try LiveActivitySendJob(json: try LiveActivityStore.value($0.payload)).sends }

@@ -44,7 +44,7 @@ struct LiveActivityChannelsTests {
                 hasContent: true
             )
             try await harness.worker.runDueJobs()
-            clock.advance(harness.sender.channelRetention)
+            clock.advance(harness.jobs.parts.channelRetention)
             try await harness.worker.runDueJobs()
             #expect(try await management.allChannels(bundleID: LiveActivityHarness.topic).isEmpty)
             #expect(harness.clients.pools.count == 2)

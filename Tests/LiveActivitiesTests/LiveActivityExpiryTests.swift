@@ -63,7 +63,7 @@ struct LiveActivityExpiryTests {
             #expect(
                 deletions.first?.dueAt == t.addingTimeInterval(LiveActivityLimits.maximumActivityDuration + 3_600)
             )
-            #expect(try LiveActivitySender.payload(try #require(deletions.first)).id == running.id)
+            #expect(try LiveActivityJob(try #require(deletions.first)).id == running.id)
             try await stack.worker.runDueJobs()
             #expect(channels.deleted.isEmpty)
             clock.advance(3_600)

@@ -43,14 +43,14 @@ struct LiveActivityHarness {
     static let topic = "com.example.live"
     static let logger = Logger(label: "herald.live-activities.test", level: .error, handler: RecordingLogHandler())
 
-    let sender: LiveActivitySender
+    let jobs: LiveActivityJobs
     let queue: JobQueue
     let worker: JobWorker
     let service: LiveActivityService
     let clients: APNSClientProvider
     private let simulatorIfStarted: APNSSimulator?
     private let apnsIfInMemory: InMemoryAPNs?
-    var store: LiveActivityStore { sender.store }
+    var store: LiveActivityStore { jobs.store }
     var app: APNSAppConfiguration { clients.apps[0] }
 
     /// The simulator the clients send to (its faults, deliveries and virtual devices), for a
@@ -138,9 +138,9 @@ struct LiveActivityHarness {
                 JobMigrations.all + DeviceMigrations.all + LiveActivityMigrations.all,
                 logger: logger
             )
-            let sender = LiveActivitySender(
+            let jobs = LiveActivityJobs(
                 store: LiveActivityStore(database: db),
-                devices: DeviceStore(database: db),
+                users: UsersByTag(),
                 clients: clients,
                 channels: channels(clients),
                 clock: clock,
@@ -149,11 +149,11 @@ struct LiveActivityHarness {
                 metrics: MetricsRegistry()
             )
             var handlers = JobHandlers()
-            sender.register(on: &handlers)
+            jobs.register(on: &handlers)
             let queue = JobQueue(database: db, handlers: handlers, clock: clock, metrics: MetricsRegistry())
-            sender.attach(queue)
+            jobs.attach(queue)
             let harness = LiveActivityHarness(
-                sender: sender,
+                jobs: jobs,
                 queue: queue,
                 worker: JobWorker(
                     queue: queue,
@@ -161,7 +161,7 @@ struct LiveActivityHarness {
                     owner: "live-a",
                     logger: logger
                 ),
-                service: LiveActivityService(sender: sender),
+                service: LiveActivityService(jobs: jobs),
                 clients: clients,
                 simulatorIfStarted: simulator,
                 apnsIfInMemory: apns
@@ -206,5 +206,21 @@ struct LiveActivityHarness {
             audience: .users(["u1"]),
             channel: channel
         )
+    }
+}
+
+/// The users of a tags or everyone audience, from a table instead of the device registry: these
+/// suites send push-to-start to tokens and users; `herald serve`'s suites resolve tags through the
+/// registry (`DeviceRegistryUsers`).
+struct UsersByTag: LiveActivityUserDirectory {
+    var tags: [String: [String]] = [:]
+
+    func users(app: String, environment: APNSEnvironment, matching selector: LiveActivityUserSelector) -> [String] {
+        switch selector {
+        case .anyTag(let wanted): Array(Set(wanted.flatMap { tags[$0] ?? [] })).sorted()
+        case .allTags(let wanted):
+            Array(wanted.map { Set(tags[$0] ?? []) }.reduce(Set(tags.values.joined())) { $0.intersection($1) }).sorted()
+        case .all: Array(Set(tags.values.joined())).sorted()
+        }
     }
 }

@@ -168,7 +168,7 @@ struct LiveActivityOwnershipTests {
         try await LiveActivityHarness.with(backend, clock: ManualClock(t)) { stack in
             _ = try await Self.register(stack.store, Self.token(1), user: "u1", at: t)
             let service = LiveActivityService(
-                sender: stack.sender,
+                jobs: stack.jobs,
                 quotas: LiveActivityQuotas(maximumInstancesPerUser: 4)
             )
             var request = LiveActivityHarness.request(channel: nil)

@@ -144,7 +144,7 @@ struct LiveActivityStoreTests {
                 )
             }
             for now in [t, t, t.addingTimeInterval(-100), t.addingTimeInterval(10)] {
-                let results = try await LiveActivitySender.accept([update(id)], store: store, queue: queue, now: now)
+                let results = try await LiveActivityAcceptor.accept([update(id)], store: store, queue: queue, now: now)
                 #expect(try results.map { try $0.get() } == [LiveActivityRouteCounts(pending: 1)])
             }
             let base = EpochTime.seconds(t)
@@ -156,7 +156,7 @@ struct LiveActivityStoreTests {
                 update(id, step: 2), update(UUID()), update(id, step: 3), update(scheduled),
                 update(id, .end, step: 4), update(id, step: 5),
             ]
-            let results = try await LiveActivitySender.accept(batch, store: store, queue: queue, now: t)
+            let results = try await LiveActivityAcceptor.accept(batch, store: store, queue: queue, now: t)
             #expect(results.map { (try? $0.get()) != nil } == [true, false, true, false, true, false])
             #expect((results[1].failureValue as? LiveActivityError)?.code == "not_found")
             #expect((results[3].failureValue as? LiveActivityError)?.code == "not_started")

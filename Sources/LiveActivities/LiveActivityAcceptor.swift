@@ -12,7 +12,25 @@ struct LiveActivityAcceptance: Sendable {
     var keepContent: Bool
 }
 
-extension LiveActivitySender {
+/// Accepts updates and ends: each is stamped and stored as its activity's latest, with the
+/// `live_activity.send` job that ``LiveActivitySender`` runs, in one transaction.
+public final class LiveActivityAcceptor: LiveActivityPart {
+    let parts: LiveActivityParts
+    /// Updates and ends accepted at the same time: one transaction and one send job a batch.
+    private let accepts: GroupCommit<LiveActivityAcceptance, LiveActivityRouteCounts>
+
+    init(parts: LiveActivityParts) {
+        self.parts = parts
+        accepts = GroupCommit(maximumBatch: 256) { batch in
+            try await Self.accept(
+                batch,
+                store: parts.store,
+                queue: try parts.attached.attachedQueue,
+                now: parts.clock.now()
+            )
+        }
+    }
+
     /// Accepts an update or end: takes its timestamp (strictly after the last), stores it as the
     /// latest, ends the activity for an end, and commits the `live_activity.send` job in the same
     /// transaction, so a 202 is never lost. Returns how many pushes it will take, by route.
@@ -80,7 +98,7 @@ extension LiveActivitySender {
                 }
                 guard !order.isEmpty else { return outcomes.map { $0.map { _ in LiveActivityRouteCounts() } } }
                 try await store.store(order.compactMap { latest[$0] }, now: now, on: tx)
-                _ = try await queue.enqueue(contentsOf: try sendJobs(sends), on: tx)
+                _ = try await queue.enqueue(contentsOf: try LiveActivitySendJob.jobs(sends), on: tx)
                 let perDevice = order.filter { heads[$0]?.channelID == nil }
                 let instances = try await store.routeInstances(of: perDevice, on: tx)
                 return outcomes.map { outcome in
