@@ -58,6 +58,9 @@ struct LiveActivityParts: Sendable {
     var logger: Logger
     var metrics: LiveActivityMetrics
     var attached: AttachedJobQueue
+    /// Sends a batch's pushes, at most 256 waiting for APNs at once (the client's budget bounds
+    /// what waits across senders).
+    var fanOut: APNSFanOut
 }
 
 /// A type built on ``LiveActivityParts``: reads them as its own properties.
@@ -132,7 +135,8 @@ public final class LiveActivityJobs: Sendable {
             channelRetention: channelRetention,
             logger: logger,
             metrics: LiveActivityMetrics(registry: metrics),
-            attached: AttachedJobQueue()
+            attached: AttachedJobQueue(),
+            fanOut: APNSFanOut(maximumInFlight: 256, clock: clock)
         )
         self.parts = parts
         acceptor = LiveActivityAcceptor(parts: parts)

@@ -7,8 +7,8 @@ import Storage
 
 /// The jobs of an activity's life other than its updates: the push-to-start at `start_at`, the
 /// end at `end_at`, the 8-hour expiry and the deletion of the channel Herald created. Sends through
-/// ``LiveActivitySender``'s fan-out and records deliveries its way; a scheduled end is accepted as
-/// any end is, by ``LiveActivityAcceptor``.
+/// the one fan-out (``APNSFanOut``) and records deliveries as ``LiveActivitySender`` does; a
+/// scheduled end is accepted as any end is, by ``LiveActivityAcceptor``.
 struct LiveActivityLifecycle: LiveActivityPart {
     let parts: LiveActivityParts
     let sender: LiveActivitySender
@@ -76,7 +76,7 @@ struct LiveActivityLifecycle: LiveActivityPart {
             inputPushChannel: activity.channelID
         ).encodedPayload()
         let client = try clients.client(for: app, environment: activity.environment)
-        let results = await LiveActivitySender.sendAll(
+        let answers = try await parts.fanOut.send(
             targets.tokens.map { token in
                 APNSRequest(
                     deviceToken: token,
@@ -90,13 +90,13 @@ struct LiveActivityLifecycle: LiveActivityPart {
         var accepted = 0
         var again: [String] = []
         var deliveries: [LiveActivityDelivery] = []
-        for (token, result) in zip(targets.tokens, results) {
-            let delivery = sender.record(result, event: "start", route: .pushToStart, token: token)
+        for (token, answer) in zip(targets.tokens, answers) {
+            let delivery = sender.record(answer, event: "start", route: .pushToStart, token: token)
             deliveries.append(delivery)
-            switch sender.outcome(result) {
-            case .delivered: accepted += 1
-            case .retryable: again.append(token)
-            case .tokenInvalid(let at):
+            switch answer.outcome {
+            case .sent: accepted += 1
+            case .retry, .cancelled: again.append(token)
+            case .dead(_, let at):
                 try await store.invalidatePushToStart(
                     app: activity.app,
                     environment: activity.environment,
@@ -106,7 +106,7 @@ struct LiveActivityLifecycle: LiveActivityPart {
                     at: at,
                     now: clock.now()
                 )
-            case .refused: break
+            case .rejected: break
             }
         }
         if accepted == 0, !again.isEmpty, attempt < options.maxAttempts {

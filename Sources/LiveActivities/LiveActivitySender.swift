@@ -7,7 +7,7 @@ import Storage
 
 /// Sends the updates and ends a batch accepted (the `live_activity.send` job): routes each to
 /// its channel, its instances' update tokens or, without one, a silent push to their devices, and
-/// records what APNs answered. Its fan-out and result classification also serve the push-to-start
+/// records what APNs answered. Its delivery rows also record the push-to-start
 /// (``LiveActivityLifecycle``).
 struct LiveActivitySender: LiveActivityPart {
     let parts: LiveActivityParts
@@ -64,14 +64,14 @@ struct LiveActivitySender: LiveActivityPart {
         }
         let fallbacks = try deliver(
             outgoing,
-            await Self.sendAll(outgoing) { try await $0.send() },
+            try await parts.fanOut.send(outgoing) { try await $0.send() },
             sends: sends,
             writes: &writes,
             again: &again
         )
         _ = try deliver(
             fallbacks,
-            await Self.sendAll(fallbacks) { try await $0.send() },
+            try await parts.fanOut.send(fallbacks) { try await $0.send() },
             sends: sends,
             writes: &writes,
             again: &again
@@ -232,21 +232,21 @@ struct LiveActivitySender: LiveActivityPart {
     /// pushes that replace update-token pushes APNs called dead.
     private func deliver(
         _ outgoing: [Outgoing],
-        _ results: [Result<APNSSendResult, any Error>],
+        _ answers: [APNSPushAnswer],
         sends: [LiveActivitySend],
         writes: inout [LiveActivityRouteWrite],
         again: inout Set<Int>
     ) throws -> [Outgoing] {
         var fallbacks: [Outgoing] = []
-        for (push, result) in zip(outgoing, results) {
+        for (push, answer) in zip(outgoing, answers) {
             let event = sends[push.send].update.event.rawValue
-            writes[push.send].deliveries.append(record(result, event: event, route: push.route, token: push.token))
-            switch outcome(result) {
-            case .delivered:
+            writes[push.send].deliveries.append(record(answer, event: event, route: push.route, token: push.token))
+            switch answer.outcome {
+            case .sent:
                 if let instance = push.instance { writes[push.send].received.append(instance.activityID) }
-            case .refused: break
-            case .retryable: again.insert(push.send)
-            case .tokenInvalid:
+            case .rejected: break
+            case .retry, .cancelled: again.insert(push.send)
+            case .dead:
                 guard let instance = push.instance else { break }
                 if push.route == .updateToken {
                     writes[push.send].droppedUpdateTokens.append((instance.activityID, push.token))
@@ -302,32 +302,9 @@ struct LiveActivitySender: LiveActivityPart {
 
     // MARK: Sending
 
-    /// What a push's result means for the route.
-    enum SendOutcome {
-        case delivered
-        /// APNs called the token dead (410 since the date, `BadDeviceToken`, `Unregistered`).
-        case tokenInvalid(Date)
-        /// 429, 5xx or connection trouble after the client's own retries: the job retries.
-        case retryable
-        /// Refused for a reason a retry cannot fix.
-        case refused
-    }
-
-    func outcome(_ result: Result<APNSSendResult, any Error>) -> SendOutcome {
-        switch result {
-        case .success(.delivered): return .delivered
-        case .success(.rejected(let rejection)):
-            if rejection.isDeviceTokenInvalid { return .tokenInvalid(rejection.deviceTokenInvalidSince ?? clock.now()) }
-            if rejection.category == .retryable || rejection.category == .providerTokenExpired { return .retryable }
-            return .refused
-        case .failure(let error):
-            return error is APNSValidationError ? .refused : .retryable
-        }
-    }
-
     /// The delivery row of a result, counted in `/metrics`.
     func record(
-        _ result: Result<APNSSendResult, any Error>,
+        _ answer: APNSPushAnswer,
         event: String,
         route: LiveActivityRoute,
         token: String
@@ -342,7 +319,7 @@ struct LiveActivitySender: LiveActivityPart {
             apnsID: nil
         )
         let label: String
-        switch result {
+        switch answer.result {
         case .success(.delivered(let answer)):
             delivery.status = 200
             delivery.apnsID = answer.apnsID.map { $0.uuidString.lowercased() }
@@ -357,39 +334,6 @@ struct LiveActivitySender: LiveActivityPart {
         }
         metrics.deliveries.increment(labels: [("route", route.rawValue), ("result", label)])
         return delivery
-    }
-
-    /// Sends the pushes, at most 256 at a time (the client's budget bounds what waits for APNs
-    /// across senders); the results in the pushes' order.
-    static func sendAll<Push: Sendable>(
-        _ pushes: [Push],
-        _ send: @escaping @Sendable (Push) async throws -> APNSSendResult
-    ) async -> [Result<APNSSendResult, any Error>] {
-        // Most updates go to one instance: no task group for them.
-        if pushes.isEmpty { return [] }
-        if pushes.count == 1 { return [await result { try await send(pushes[0]) }] }
-        let results = await withTaskGroup(
-            of: (Int, Result<APNSSendResult, any Error>).self,
-            returning: [Result<APNSSendResult, any Error>?].self
-        ) { group in
-            var results = [Result<APNSSendResult, any Error>?](repeating: nil, count: pushes.count)
-            for (index, push) in pushes.enumerated() {
-                // At most 256 in flight: wait for one before adding the 257th.
-                if index >= 256, let (done, result) = await group.next() { results[done] = result }
-                group.addTask { (index, await result { try await send(push) }) }
-            }
-            while let (index, result) = await group.next() { results[index] = result }
-            return results
-        }
-        return results.map { $0 ?? .failure(CancellationError()) }
-    }
-
-    private static func result(_ body: () async throws -> APNSSendResult) async -> Result<APNSSendResult, any Error> {
-        do {
-            return .success(try await body())
-        } catch {
-            return .failure(error)
-        }
     }
 }
 

@@ -262,103 +262,79 @@ public struct NotificationSender: Sendable {
             clock: clock,
             sendLease: sendLease
         )
-        let clock = self.clock
-        var pageError: (any Error)?
+        let fanOut = APNSFanOut(maximumInFlight: maximumInFlight, clock: clock)
+        let (clock, metrics) = (self.clock, self.metrics)
         let unwrittenLimit = 4 * flushEvery
-        try await withThrowingTaskGroup(of: FanOutEvent.self) { group in
+        var pageError: (any Error)?
+        // The writer writes the results as they come while the fan-out sends; a writer that fails
+        // (its claim lost) ends the pass, cancelling what is in flight.
+        try await withThrowingTaskGroup(of: FanOutStep.self) { group in
             group.addTask {
                 defer { buffer.writerStopped() }
                 try await writer.run(buffer)
-                return .writerStopped
+                return .written
             }
-            // Pages are read one ahead, in a task of the group, while the pushes of the current
-            // one are sent: the database's reads and the sends overlap. A page that cannot be
-            // read ends the pass once the pushes in flight are answered and their results
-            // written, so that the next attempt does not send them again.
-            var page: [DeliveryResult] = []
-            var next = 0
-            var queued: [DeliveryResult]?
-            var latest = pages
-            var fetching = false
-            var exhausted = false
-            var outstanding = 0
-            func fetch() {
-                guard !exhausted, !fetching, queued == nil, !Task.isCancelled else { return }
-                fetching = true
-                let pages = latest
-                group.addTask {
-                    var pages = pages
-                    do {
-                        let rows = try await pages.next()
-                        return .page(PageRead(rows: rows, pages: pages, error: nil))
-                    } catch {
-                        return .page(PageRead(rows: [], pages: pages, error: error))
-                    }
-                }
-            }
-            // Starts sends up to the in-flight limit; once cancelled (lease lost, shutdown),
-            // nothing new is sent.
-            func startMore() {
-                while outstanding < maximumInFlight, !Task.isCancelled {
-                    if next == page.count {
-                        guard let rows = queued else { return }
-                        page = rows
-                        next = 0
-                        queued = nil
-                        fetch()
-                    }
-                    let item = page[next]
-                    next += 1
-                    outstanding += 1
-                    var request = template
-                    request.deviceToken = item.token
-                    request.id = APNSIdentifier.next()
-                    group.addTask {
-                        .delivered(
-                            await Self.deliver(
-                                request,
-                                item: item,
-                                client: client,
-                                clock: clock,
+            group.addTask {
+                var recorded: [DeliveryStatus: Int] = [:]
+                // Pages are read one ahead while the pushes of the current one are sent: the
+                // database's reads and the sends overlap. A page that cannot be read ends the
+                // pass once the pushes in flight are answered and their results written, so that
+                // the next attempt does not send them again.
+                var reading: Task<PageRead, Never>? = Self.readAhead(pages)
+                var page: [DeliveryResult] = []
+                var position = 0
+                var failure: (any Error)?
+                do {
+                    try await fanOut.run(
+                        next: { () async throws -> Pending? in
+                            while position == page.count {
+                                guard let pending = reading else { return nil }
+                                let read = await pending.value
+                                reading = nil
+                                if let error = read.error { throw error }
+                                guard !read.rows.isEmpty else { return nil }
+                                (page, position) = (read.rows, 0)
+                                reading = Self.readAhead(read.pages)
+                            }
+                            let item = page[position]
+                            position += 1
+                            var request = template
+                            request.deviceToken = item.token
+                            request.id = APNSIdentifier.next()
+                            return Pending(item: item, request: request)
+                        },
+                        send: { try await client.send($0.request) }
+                    ) { pending, answer in
+                        guard
+                            let result = Self.result(
+                                of: pending,
+                                answer: answer,
+                                at: clock.now(),
                                 isLastAttempt: isLastAttempt
                             )
-                        )
-                    }
-                }
-            }
-            func finishIfDone() {
-                let drained = exhausted && queued == nil && next == page.count
-                if outstanding == 0, !fetching, drained || Task.isCancelled { buffer.finish() }
-            }
-            fetch()
-            finishIfDone()
-            while let event = try await group.next() {
-                switch event {
-                case .writerStopped:
-                    continue
-                case .page(let read):
-                    fetching = false
-                    latest = read.pages
-                    if let error = read.error { pageError = error }
-                    if read.rows.isEmpty {
-                        exhausted = true
-                    } else {
-                        queued = read.rows
-                    }
-                    startMore()
-                case .delivered(let result):
-                    outstanding -= 1
-                    if let result {
+                        else { return }
                         buffer.append(result)
-                        summary.recorded[result.status, default: 0] += 1
+                        recorded[result.status, default: 0] += 1
                         metrics.tokens.increment(labels: [("result", result.status.rawValue)])
+                        // Backpressure: while the database writes results slower than APNs
+                        // answers, nothing new is sent, so that memory stays bounded at any
+                        // audience size.
+                        await buffer.waitForRoom(below: unwrittenLimit)
                     }
-                    // Backpressure: while the database writes results slower than APNs answers,
-                    // nothing new is sent, so that memory stays bounded at any audience size.
-                    await buffer.waitForRoom(below: unwrittenLimit)
-                    startMore()
+                } catch {
+                    failure = error
                 }
-                finishIfDone()
+                if let reading {
+                    reading.cancel()
+                    _ = await reading.value
+                }
+                buffer.finish()
+                return .sent(recorded, failure)
+            }
+            for try await step in group {
+                guard case .sent(let recorded, let failure) = step else { continue }
+                summary.recorded.merge(recorded, uniquingKeysWith: +)
+                pageError = failure
             }
         }
         // What the writer left (it stops when the task is cancelled), written even when this
@@ -371,10 +347,15 @@ public struct NotificationSender: Sendable {
         if let pageError { throw pageError }
     }
 
-    private enum FanOutEvent: Sendable {
-        case delivered(DeliveryResult?)
-        case writerStopped
-        case page(PageRead)
+    private enum FanOutStep: Sendable {
+        case written
+        case sent([DeliveryStatus: Int], (any Error)?)
+    }
+
+    /// A token's push, with the row its result updates.
+    private struct Pending: Sendable {
+        var item: DeliveryResult
+        var request: APNSRequest
     }
 
     /// A page read ahead: its rows (empty: nothing is left, or the read failed with `error`) and
@@ -385,50 +366,53 @@ public struct NotificationSender: Sendable {
         var error: (any Error)?
     }
 
-    /// One token's send; `nil` when cancelled before APNs answered (the token stays unfinished).
-    private static func deliver(
-        _ request: APNSRequest,
-        item: DeliveryResult,
-        client: APNSClient,
-        clock: any HeraldClock,
+    private static func readAhead(_ pages: PendingPages) -> Task<PageRead, Never> {
+        Task {
+            var pages = pages
+            do {
+                let rows = try await pages.next()
+                return PageRead(rows: rows, pages: pages, error: nil)
+            } catch {
+                return PageRead(rows: [], pages: pages, error: error)
+            }
+        }
+    }
+
+    /// One token's result; `nil` when cancelled before APNs answered (the token stays unfinished).
+    private static func result(
+        of pending: Pending,
+        answer: APNSPushAnswer,
+        at now: Date,
         isLastAttempt: Bool
-    ) async -> DeliveryResult? {
-        var result = item
+    ) -> DeliveryResult? {
+        var result = pending.item
         result.reason = nil
         result.apnsID = nil
         result.invalidAt = nil
-        do {
-            switch try await client.send(request) {
-            case .delivered(let delivery):
-                result.status = .sent
-                result.apnsID = (delivery.apnsID ?? request.id).uuidString.lowercased()
-                result.attempts = delivery.attempts
-            case .rejected(let rejection):
-                result.reason = rejection.reason.rawValue
-                result.apnsID = rejection.response.apnsID?.uuidString.lowercased()
-                result.attempts = rejection.attempts
-                if rejection.isDeviceTokenInvalid {
-                    result.status = .dead
-                    result.invalidAt = rejection.response.timestamp ?? clock.now()
-                } else if rejection.category == .retryable || rejection.category == .providerTokenExpired {
-                    result.status = isLastAttempt ? .failed : .retrying
-                } else {
-                    result.status = .rejected
-                }
-            }
-        } catch is CancellationError {
+        switch answer.outcome {
+        case .cancelled:
             return nil
-        } catch let error as APNSValidationError {
-            result.status = .rejected
-            result.reason = error.message
-            result.attempts = 0
-        } catch {
-            if Task.isCancelled { return nil }
-            result.status = isLastAttempt ? .failed : .retrying
-            result.reason = String(describing: error).prefix(300).description
-            result.attempts = 1
+        case .sent(let delivery):
+            result.status = .sent
+            result.apnsID = (delivery.apnsID ?? pending.request.id).uuidString.lowercased()
+            result.attempts = delivery.attempts
+        case .dead(let rejection, let since):
+            result.status = .dead
+            result.reason = rejection.reason.rawValue
+            result.apnsID = rejection.response.apnsID?.uuidString.lowercased()
+            result.attempts = rejection.attempts
+            result.invalidAt = since
+        case .retry(let failure), .rejected(let failure):
+            if case .rejected = answer.outcome {
+                result.status = .rejected
+            } else {
+                result.status = isLastAttempt ? .failed : .retrying
+            }
+            result.reason = failure.rejection == nil ? String(failure.reason.prefix(300)) : failure.reason
+            result.apnsID = failure.rejection?.response.apnsID?.uuidString.lowercased()
+            result.attempts = failure.attempts
         }
-        result.updatedAt = clock.now()
+        result.updatedAt = now
         return result
     }
 }

@@ -11,12 +11,6 @@ import Storage
 // each device at most once per minimum interval across every schedule.
 extension WakeRunner {
     /// What one device's push came to.
-    enum PushResult: Sendable {
-        case sent
-        case failed
-        case dead(DeviceInvalidation)
-    }
-
     func sendAPNs(_ schedule: WakeSchedule, run: inout WakeRun) async throws -> JobOutcome {
         guard let target = schedule.apns, let clients,
             let app = clients.apps.first(where: { $0.bundleID == target.app && $0.serves(target.environment) })
@@ -45,55 +39,68 @@ extension WakeRunner {
         var dead: [DeviceInvalidation] = []
         var counts = (sent: 0, failed: 0)
         let labels: MetricLabels = [("mode", "apns")]
-        let maximumInFlight = self.maximumInFlight
-        let clock = self.clock
-        try await withThrowingTaskGroup(of: PushResult.self) { group in
-            var outstanding = 0
-            func take(_ result: PushResult) {
-                outstanding -= 1
-                switch result {
-                case .sent: counts.sent += 1
-                case .failed: counts.failed += 1
-                case .dead(let invalidation):
-                    counts.failed += 1
-                    dead.append(invalidation)
-                }
-            }
-            var cursor: AudienceCursor?
-            var offset = 0
-            repeat {
+        // The audience a page at a time: each page's devices claimed (those pinged within the
+        // minimum interval skipped), then handed out one by one at their jitter slot.
+        var cursor: AudienceCursor?
+        var offset = 0
+        var pageRead = false
+        var claimed: [(position: Int, token: String)] = []
+        var handedOut = 0
+        var pageStart = 0
+        func next() async throws -> APNSRequest? {
+            while handedOut == claimed.count {
+                guard !pageRead || cursor != nil else { return nil }
                 let page = try await self.page(target, after: cursor, offset: offset)
+                pageRead = true
                 cursor = page.next
                 offset += page.read
-                let index = run.devices
+                pageStart = run.devices
                 run.devices += page.tokens.count
                 let now = clock.now()
-                let claimed = try await store.claimPings(
+                let taken = try await store.claimPings(
                     app: target.app,
                     environment: target.environment.rawValue,
                     tokens: page.tokens,
                     now: now,
                     cutoff: now.addingTimeInterval(-minimumInterval)
                 )
-                run.skipped += page.tokens.count - claimed.count
-                for (position, token) in page.tokens.enumerated() where claimed.contains(token) {
-                    if total > 0 {
-                        let due = start.addingTimeInterval(window * Double(index + position) / Double(total))
-                        if due > clock.now() { try await clock.sleep(until: due) }
-                    }
-                    while outstanding >= maximumInFlight, let result = try await group.next() { take(result) }
-                    var request = template
-                    request.deviceToken = token
-                    request.id = APNSIdentifier.next()
-                    outstanding += 1
-                    group.addTask { await Self.push(request, client: client, clock: clock) }
-                }
+                run.skipped += page.tokens.count - taken.count
+                claimed = page.tokens.enumerated().filter { taken.contains($0.element) }.map { ($0.offset, $0.element) }
+                handedOut = 0
+            }
+            let (position, token) = claimed[handedOut]
+            handedOut += 1
+            if total > 0 {
+                let due = start.addingTimeInterval(window * Double(pageStart + position) / Double(total))
+                if due > clock.now() { try await clock.sleep(until: due) }
+            }
+            var request = template
+            request.deviceToken = token
+            request.id = APNSIdentifier.next()
+            return request
+        }
+        try await APNSFanOut(maximumInFlight: maximumInFlight, clock: clock).run(
+            next: next,
+            send: { try await client.send($0) }
+        ) { request, answer in
+            switch answer.outcome {
+            case .sent: counts.sent += 1
+            case .dead(let rejection, let since):
+                counts.failed += 1
+                dead.append(
+                    DeviceInvalidation(
+                        token: request.deviceToken,
+                        reason: rejection.reason.rawValue,
+                        invalidAt: since,
+                        recordedAt: clock.now()
+                    )
+                )
                 if dead.count >= 500 {
                     try await invalidate(dead, target: target)
                     dead = []
                 }
-            } while cursor != nil
-            while let result = try await group.next() { take(result) }
+            case .retry, .rejected, .cancelled: counts.failed += 1
+            }
         }
         if !dead.isEmpty { try await invalidate(dead, target: target) }
         run.sent = counts.sent
@@ -171,28 +178,5 @@ extension WakeRunner {
             _ = try await devices.invalidate(dead, app: target.app, environment: target.environment, on: tx)
         }
         metrics.pings.increment(by: Double(dead.count), labels: [("mode", "apns"), ("result", "dead")])
-    }
-
-    /// One device's push; the client retries 429 and 5xx answers as it does for notifications.
-    private static func push(_ request: APNSRequest, client: APNSClient, clock: any HeraldClock) async -> PushResult {
-        do {
-            switch try await client.send(request) {
-            case .delivered:
-                return .sent
-            case .rejected(let rejection):
-                guard rejection.isDeviceTokenInvalid else { return .failed }
-                let now = clock.now()
-                return .dead(
-                    DeviceInvalidation(
-                        token: request.deviceToken,
-                        reason: rejection.reason.rawValue,
-                        invalidAt: rejection.response.timestamp ?? now,
-                        recordedAt: now
-                    )
-                )
-            }
-        } catch {
-            return .failed
-        }
     }
 }
