@@ -57,21 +57,10 @@ public final class JobWorker: Service {
     /// A sample is being taken: concurrent scrapes do not start another.
     private let sampling = Atomic<Bool>(false)
 
-    /// An outcome waiting for the recorder, and the job task waiting for it to be written.
-    private struct Submitted {
-        var job: Job
-        var outcome: JobOutcome?
-        var done: CheckedContinuation<Void, Never>
-    }
+    /// Outcomes that arrive while a batch is being written go together in the next transaction,
+    /// so a busy worker pays one commit per batch instead of one per job.
+    private let outcomes: GroupCommit<Recorded, Void>
 
-    private struct Recording {
-        var waiting: [Submitted] = []
-        /// Set when the claim loop has ended: the recorder stops once `waiting` is empty.
-        var finished = false
-    }
-
-    private let recording = Mutex(Recording())
-    private let recorderWakeup = JobWakeup()
     /// The jobs this worker is running, each with the watch that cancels its handler when the
     /// lease renewal finds the job no longer ours.
     private let runningJobs = Mutex<[UUID: LeaseWatch]>([:])
@@ -88,8 +77,13 @@ public final class JobWorker: Service {
     ) {
         self.queue = queue
         self.configuration = configuration
-        self.owner = owner ?? "worker-\(Self.ownerSuffix())"
+        let owner = owner ?? "worker-\(Self.ownerSuffix())"
+        self.owner = owner
         self.logger = logger
+        outcomes = GroupCommit(maximumBatch: 500) { batch in
+            await Self.record(batch, queue: queue, owner: owner, logger: logger)
+            return batch.map { _ in .success(()) }
+        }
     }
 
     /// An owner name an operator can trace to its instance: the host, the process id and a random
@@ -128,12 +122,8 @@ public final class JobWorker: Service {
                 "kinds": .string(queue.handlers.kinds.joined(separator: ",")),
             ]
         )
-        recording.withLock { $0.finished = false }
         await withDiscardingTaskGroup { group in
-            group.addTask { await self.recordSubmitted() }
             await loop(group: &group)
-            recording.withLock { $0.finished = true }
-            recorderWakeup.signal()
         }
         await subscription?.cancel()
         logger.info("job worker stopped", metadata: ["owner": .string(owner)])
@@ -305,40 +295,21 @@ public final class JobWorker: Service {
 
     // MARK: Recording outcomes (group commit)
 
-    /// Hands an outcome to the recorder and waits until it is written: outcomes that arrive while
-    /// a batch is being written go together in the next transaction, so a busy worker pays one
-    /// commit per batch instead of one per job.
+    /// A job and what its handler decided (`nil`: it threw), waiting for its write.
+    private struct Recorded: Sendable {
+        var job: Job
+        var outcome: JobOutcome?
+    }
+
+    /// Writes an outcome and waits until it is written, in the batch of whatever arrived with it.
     private func submit(_ job: Job, _ outcome: JobOutcome?) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            recording.withLock { $0.waiting.append(Submitted(job: job, outcome: outcome, done: continuation)) }
-            recorderWakeup.signal()
-        }
+        _ = try? await outcomes.submit(Recorded(job: job, outcome: outcome))
     }
 
-    /// The recorder: writes what was submitted, batch after batch, until the worker has stopped
-    /// and nothing is left.
-    private func recordSubmitted() async {
-        while true {
-            let (batch, finished) = recording.withLock { state in
-                let batch = Array(state.waiting.prefix(500))
-                state.waiting.removeFirst(batch.count)
-                return (batch, state.finished)
-            }
-            if batch.isEmpty {
-                if finished { return }
-                // Not cancellable: the recorder ends when the worker says it is finished, after
-                // the last outcome was submitted, also when shutdown cancelled the worker.
-                await recorderWakeup.waitIgnoringCancellation()
-                continue
-            }
-            await record(batch.map { ($0.job, $0.outcome) })
-            for item in batch { item.done.resume() }
-        }
-    }
-
-    private func record(_ outcomes: [(Job, JobOutcome?)]) async {
-        let queue = self.queue
-        let owner = self.owner
+    /// Writes a batch of outcomes in one transaction, three times before giving up (the jobs'
+    /// leases then expire and they run again).
+    private static func record(_ batch: [Recorded], queue: JobQueue, owner: String, logger: Logger) async {
+        let outcomes = batch.map { ($0.job, $0.outcome) }
         for attempt in 1...3 {
             do {
                 // Exempt from cancellation, so that outcomes reached just before the worker was
@@ -346,7 +317,9 @@ public final class JobWorker: Service {
                 let stored = try await withDatabaseCancellationIgnored {
                     try await queue.finish(outcomes, owner: owner)
                 }
-                for ((job, outcome), recorded) in zip(outcomes, stored) { log(job, outcome, stored: recorded) }
+                for ((job, outcome), recorded) in zip(outcomes, stored) {
+                    log(job, outcome, stored: recorded, logger: logger)
+                }
                 return
             } catch {
                 logger.error(
@@ -364,7 +337,7 @@ public final class JobWorker: Service {
         )
     }
 
-    private func log(_ job: Job, _ outcome: JobOutcome?, stored: Job?) {
+    private static func log(_ job: Job, _ outcome: JobOutcome?, stored: Job?, logger: Logger) {
         var metadata: [String: LogValue] = [
             "job": .string(job.id.uuidString.lowercased()), "kind": .string(job.kind), "attempt": .int(job.attempts),
         ]
@@ -459,7 +432,7 @@ public final class JobWorker: Service {
                 for job in jobs {
                     group.addTask {
                         switch await self.execute(job) {
-                        case .finished(let outcome): await self.record([(job, outcome)])
+                        case .finished(let outcome): await self.submit(job, outcome)
                         case .leaseLost: break
                         case .interrupted: await self.release(job)
                         }
