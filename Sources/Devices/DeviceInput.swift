@@ -109,7 +109,7 @@ public struct DeviceInput: Sendable, Hashable {
                     "the body repeats a key at line \(fault.line), column \(fault.column): \(fault.message)",
                     field: fault.pathText
                 )
-            case .syntax:
+            case .syntax, .invalidUTF8:
                 throw .invalid(
                     "invalid_json",
                     "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",

@@ -151,7 +151,7 @@ public enum LiveActivityInput {
                 )
             case .duplicateKey:
                 throw .invalid("duplicate_key", "the body repeats a key: \(fault.message)", field: fault.pathText)
-            case .syntax:
+            case .syntax, .invalidUTF8:
                 throw .invalid(
                     "invalid_json",
                     "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",

@@ -262,7 +262,7 @@ public struct NotificationRequest: Sendable, Hashable {
                 "the body repeats a key at line \(fault.line), column \(fault.column): \(fault.message)",
                 field: fault.pathText
             )
-        case .syntax:
+        case .syntax, .invalidUTF8:
             return .invalid(
                 "invalid_json",
                 "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",
