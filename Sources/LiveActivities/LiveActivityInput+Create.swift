@@ -103,14 +103,9 @@ extension LiveActivityInput {
     private static func audience(_ value: Any?) throws(LiveActivityError) -> LiveActivityAudience {
         let parsed: Audience
         do {
-            parsed = try Audience.parse(value, field: "audience")
+            parsed = try Audience.parse(bridging: value, field: "audience")
         } catch {
-            throw LiveActivityError(
-                error.isTooLarge ? .tooLarge : .invalid,
-                code: error.code,
-                message: error.message,
-                field: error.field
-            )
+            throw LiveActivityError(error)
         }
         switch parsed {
         case .tokens(let tokens): return .tokens(tokens)

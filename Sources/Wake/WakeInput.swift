@@ -149,14 +149,9 @@ enum WakeInput {
 
     static func audience(_ value: Any?) throws(WakeError) -> Audience {
         do {
-            return try Audience.parse(value, field: "audience")
+            return try Audience.parse(bridging: value, field: "audience")
         } catch {
-            throw WakeError(
-                error.isTooLarge ? .tooLarge : .invalid,
-                code: error.code,
-                message: error.message,
-                field: error.field
-            )
+            throw WakeError(error)
         }
     }
 
