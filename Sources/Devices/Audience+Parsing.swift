@@ -1,5 +1,4 @@
 import APNs
-import Foundation
 public import HeraldCore
 
 extension Audience {
@@ -189,19 +188,6 @@ extension Audience {
             values.append(text)
         }
         return values
-    }
-
-    /// The bridge for a caller still holding Foundation's JSON objects (`JSONSerialization`):
-    /// the value written back as JSON and read with the one grammar. Goes when the last caller
-    /// reads its body with `JSONObjectReader`.
-    public static func parse(bridging value: Any?, field: String = "audience") throws(AudienceError) -> Audience {
-        guard let value, !(value is NSNull) else { return try parse(JSONValue?.none, field: field) }
-        guard let data = try? JSONSerialization.data(withJSONObject: ["v": value]),
-            let wrapped = try? JSONValue.parse(Array(data))
-        else {
-            throw .invalid("invalid_audience", "\(field) must be one of \(shape)", field: field)
-        }
-        return try parse(wrapped["v"], field: field)
     }
 }
 
