@@ -176,17 +176,13 @@ enum ChannelInput {
                 field: nil
             )
         }
-        if let fault = JSONValue.check(body, maximumDepth: maximumDepth) {
-            throw .invalid(
-                fault.kind == .duplicateKey ? "duplicate_key" : "invalid_json",
-                "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",
-                field: fault.pathText
-            )
-        }
-        guard let object = (try? APNSJSONValue(parsing: body))?.objectValue else {
-            throw .invalid("invalid_json", "the body must be a JSON object, such as \(example)", field: nil)
-        }
-        return object
+        return try JSONObjectReader<ChannelsDomain>(
+            body: body,
+            maximumDepth: maximumDepth,
+            what: "a channel",
+            example: example
+        )
+        .members
     }
 
     private static func rejectUnknown(
@@ -194,14 +190,7 @@ enum ChannelInput {
         known: Set<String>,
         of what: String
     ) throws(ChannelError) {
-        for key in object.keys.sorted() where !known.contains(key) {
-            let shown = String(key.prefix(64))
-            throw .invalid(
-                "unknown_field",
-                "\(JSONText.quote(shown)) is not a field of \(what): use \(known.sorted().joined(separator: ", "))",
-                field: shown
-            )
-        }
+        try JSONObjectReader<ChannelsDomain>(members: object, what: what).rejectUnknown(known)
     }
 
     private static func app(_ value: APNSJSONValue?) throws(ChannelError) -> String? {

@@ -1,3 +1,5 @@
+public import HeraldCore
+
 /// Who a send goes to: the one audience shape of every feature that sends to many devices
 /// (notifications now; wake pings and Live Activities later).
 ///
@@ -79,21 +81,10 @@ public enum AudienceLimits {
     public static let tagLength = 1...DeviceLimits.maximumTagCharacters
 }
 
-/// Why an audience was refused: a snake_case code, a sentence saying what to fix and the JSON path
-/// at fault. Each feature that takes an audience turns it into its own error.
-public struct AudienceError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var code: String
-    public var message: String
-    public var field: String
-    /// Over a count limit (tokens or users), rather than malformed.
-    public var isTooLarge: Bool
+/// The refusals of an audience (``AudienceError``), which several features take.
+public enum AudienceDomain: RefusalDomain {}
 
-    public init(code: String, message: String, field: String, isTooLarge: Bool = false) {
-        self.code = code
-        self.message = message
-        self.field = field
-        self.isTooLarge = isTooLarge
-    }
-
-    public var description: String { "\(code): \(message) [\(field)]" }
-}
+/// Why an audience was refused: invalid, or too large when over a count limit (tokens or users),
+/// with a sentence saying what to fix and the JSON path at fault. Each feature that takes an
+/// audience turns it into its own refusal (`NotificationError(error)`).
+public typealias AudienceError = Refusal<AudienceDomain>

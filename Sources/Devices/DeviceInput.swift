@@ -87,112 +87,78 @@ public struct DeviceInput: Sendable, Hashable {
                 message: "the body is \(body.count) bytes: a device takes at most \(DeviceLimits.maximumBodyBytes)"
             )
         }
-        if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return DeviceInput() }
-        let object = try jsonObject(body, example: "{\"user_id\": \"u1\", \"tags\": [\"news\"]}")
-        return try parse(object: object, allowUserID: allowUserID, tagPolicy: tagPolicy, path: "")
+        var reader = try Reader(
+            body: body,
+            maximumDepth: DeviceLimits.maximumDepth,
+            what: "a device",
+            example: "{\"user_id\": \"u1\", \"tags\": [\"news\"]}",
+            emptyIsObject: true
+        )
+        return try parse(&reader, allowUserID: allowUserID, tagPolicy: tagPolicy)
     }
 
-    /// Checks `body` strictly (no duplicate keys or trailing commas, bounded depth) and parses it
-    /// into a JSON object.
-    public static func jsonObject(_ body: [UInt8], example: String) throws(DeviceError) -> [String: Any] {
-        if let fault = JSONValue.check(body, maximumDepth: DeviceLimits.maximumDepth) {
-            switch fault.kind {
-            case .tooDeep:
-                throw .invalid(
-                    "too_deep",
-                    "the body nests arrays and objects more than \(DeviceLimits.maximumDepth) levels deep",
-                    field: fault.pathText
-                )
-            case .duplicateKey:
-                throw .invalid(
-                    "duplicate_key",
-                    "the body repeats a key at line \(fault.line), column \(fault.column): \(fault.message)",
-                    field: fault.pathText
-                )
-            case .syntax:
-                throw .invalid(
-                    "invalid_json",
-                    "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",
-                    field: nil
-                )
-            }
-        }
-        guard let parsed = try? JSONSerialization.jsonObject(with: Data(body), options: []) else {
-            throw .invalid("invalid_json", "the body is not valid UTF-8 JSON: send a JSON object", field: nil)
-        }
-        guard let object = parsed as? [String: Any] else {
-            throw .invalid("invalid_json", "the body is not a JSON object: send \(example)", field: nil)
-        }
-        return object
-    }
+    /// The reader of device bodies.
+    public typealias Reader = JSONObjectReader<DeviceDomain>
 
-    /// Parses one device object; `path` prefixes the fields named in errors (`devices[3].`).
+    /// Parses one device object; its fields are named in errors with the reader's path
+    /// (`devices[3].tags[2]`).
+    ///
+    /// - Parameter extraFields: fields of the object that are not a device's, read by the caller
+    ///   (a batch entry's `token`).
     public static func parse(
-        object: [String: Any],
+        _ object: inout Reader,
         allowUserID: Bool = true,
         tagPolicy: ClientTagPolicy? = nil,
-        extraFields: Set<String> = [],
-        path: String
+        extraFields: Set<String> = []
     ) throws(DeviceError) -> DeviceInput {
-        let known = (allowUserID ? fields : fields.subtracting(["user_id"])).union(extraFields)
-        for key in object.keys.sorted() where !known.contains(key) {
-            throw .invalid(
-                "unknown_field",
-                "\"\(String(key.prefix(64)))\" is not a field of a device: use \(known.sorted().joined(separator: ", "))",
-                field: path + String(key.prefix(64))
-            )
-        }
+        try object.rejectUnknown((allowUserID ? fields : fields.subtracting(["user_id"])).union(extraFields))
         var input = DeviceInput()
-        input.app = try string(object, "app", path: path, maximumBytes: DeviceLimits.maximumNameBytes)
+        input.app = try object.string("app", maximumBytes: DeviceLimits.maximumNameBytes)
         if input.app?.isEmpty == true {
-            throw .invalid("invalid_app", "app must be the bundle ID of a configured app", field: path + "app")
+            throw .invalid("invalid_app", "app must be the bundle ID of a configured app", field: object.field("app"))
         }
-        if let name = try string(object, "environment", path: path, maximumBytes: 16) {
+        if let name = try object.string("environment", maximumBytes: 16) {
             guard name == "production" || name == "sandbox", let environment = APNSEnvironment(rawValue: name) else {
                 throw .invalid(
                     "invalid_environment",
                     "environment must be \"production\" or \"sandbox\"",
-                    field: path + "environment"
+                    field: object.field("environment")
                 )
             }
             input.environment = environment
         }
         if allowUserID {
-            input.userID = try string(object, "user_id", path: path, maximumBytes: DeviceLimits.maximumNameBytes)
+            input.userID = try object.string("user_id", maximumBytes: DeviceLimits.maximumNameBytes)
             if input.userID?.isEmpty == true {
                 throw .invalid(
                     "invalid_user_id",
                     "user_id must not be empty: leave it out or send null for a device without a user",
-                    field: path + "user_id"
+                    field: object.field("user_id")
                 )
             }
         }
-        input.tags = try tags(object["tags"], policy: tagPolicy, path: path)
-        input.locale = try string(object, "locale", path: path, maximumBytes: DeviceLimits.maximumShortBytes)
-        input.timezone = try string(object, "timezone", path: path, maximumBytes: DeviceLimits.maximumShortBytes)
+        input.tags = try tags(&object, policy: tagPolicy)
+        input.locale = try object.string("locale", maximumBytes: DeviceLimits.maximumShortBytes)
+        input.timezone = try object.string("timezone", maximumBytes: DeviceLimits.maximumShortBytes)
         if let timezone = input.timezone, !TimeZoneNames.isIANA(timezone) {
             throw .invalid(
                 "invalid_timezone",
                 "timezone must be an IANA time zone name such as Europe/Paris or America/New_York",
-                field: path + "timezone"
+                field: object.field("timezone")
             )
         }
-        input.appVersion = try string(
-            object,
-            "app_version",
-            path: path,
-            maximumBytes: DeviceLimits.maximumShortBytes
-        )
-        if let name = try string(object, "platform", path: path, maximumBytes: 16) {
+        input.appVersion = try object.string("app_version", maximumBytes: DeviceLimits.maximumShortBytes)
+        if let name = try object.string("platform", maximumBytes: 16) {
             guard let platform = DevicePlatform(rawValue: name) else {
                 throw .invalid(
                     "invalid_platform",
                     "platform must be one of \(DevicePlatform.allCases.map(\.rawValue).joined(separator: ", "))",
-                    field: path + "platform"
+                    field: object.field("platform")
                 )
             }
             input.platform = platform
         }
+        try object.finish()
         return input
     }
 
@@ -207,52 +173,30 @@ public struct DeviceInput: Sendable, Hashable {
 
     // MARK: Fields
 
-    private static func string(
-        _ object: [String: Any],
-        _ key: String,
-        path: String,
-        maximumBytes: Int
-    ) throws(DeviceError) -> String? {
-        guard let value = object[key], !(value is NSNull) else { return nil }
-        guard let text = value as? String else {
-            throw .invalid("invalid_\(key)", "\(key) must be a string", field: path + key)
-        }
-        guard text.utf8.count <= maximumBytes else {
-            throw .invalid(
-                "invalid_\(key)",
-                "\(key) is \(text.utf8.count) bytes: send at most \(maximumBytes)",
-                field: path + key
+    private static func tags(_ object: inout Reader, policy: ClientTagPolicy?) throws(DeviceError) -> [String] {
+        guard
+            let array = try object.array(
+                "tags",
+                maximumCount: DeviceLimits.maximumTags,
+                code: "invalid_tags",
+                message: "tags must be an array of strings"
             )
-        }
-        return text
-    }
-
-    private static func tags(_ value: Any?, policy: ClientTagPolicy?, path: String) throws(DeviceError) -> [String] {
-        guard let value, !(value is NSNull) else { return [] }
-        guard let array = value as? [Any] else {
-            throw .invalid("invalid_tags", "tags must be an array of strings", field: path + "tags")
-        }
-        guard array.count <= DeviceLimits.maximumTags else {
-            throw .invalid(
-                "too_many_tags",
-                "tags has \(array.count) entries: a device takes at most \(DeviceLimits.maximumTags)",
-                field: path + "tags"
-            )
-        }
+        else { return [] }
         var tags: [String] = []
         var seen = Set<String>()
         for (index, element) in array.enumerated() {
-            guard let tag = element as? String, (1...DeviceLimits.maximumTagCharacters).contains(tag.count),
+            let field = object.field("tags") + "[\(index)]"
+            guard case .string(let tag) = element, (1...DeviceLimits.maximumTagCharacters).contains(tag.count),
                 tag.utf8.count <= 4 * DeviceLimits.maximumTagCharacters
             else {
                 throw .invalid(
                     "invalid_tag",
-                    "tags[\(index)] must be a string of 1 to \(DeviceLimits.maximumTagCharacters) characters",
-                    field: path + "tags[\(index)]"
+                    "\(field) must be a string of 1 to \(DeviceLimits.maximumTagCharacters) characters",
+                    field: field
                 )
             }
             if let policy, !policy.allows(tag) {
-                throw .tagNotAllowed(tag, field: path + "tags[\(index)]")
+                throw .tagNotAllowed(tag, field: field)
             }
             // A tag listed twice is one tag.
             if seen.insert(tag).inserted { tags.append(tag) }

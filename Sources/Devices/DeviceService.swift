@@ -191,15 +191,14 @@ public enum DeviceBatch {
                     + "(split the devices over several batches)"
             )
         }
-        let object = try DeviceInput.jsonObject(body, example: "{\"devices\": [{\"token\": \"…\"}]}")
-        for key in object.keys.sorted() where key != "devices" {
-            throw .invalid(
-                "unknown_field",
-                "\"\(String(key.prefix(64)))\" is not a field of a batch: send {\"devices\": […]}",
-                field: String(key.prefix(64))
-            )
-        }
-        guard let devices = object["devices"] as? [Any] else {
+        var object = try DeviceInput.Reader(
+            body: body,
+            maximumDepth: DeviceLimits.maximumDepth,
+            what: "a batch",
+            example: "{\"devices\": [{\"token\": \"…\"}]}"
+        )
+        try object.rejectUnknown(["devices"], hint: "send {\"devices\": […]}")
+        guard case .array(let devices)? = object.value("devices") else {
             throw .invalid("invalid_devices", "devices must be an array of device objects", field: "devices")
         }
         guard (1...DeviceLimits.maximumBatch).contains(devices.count) else {
@@ -216,30 +215,30 @@ public enum DeviceBatch {
         return entries
     }
 
-    private static func entry(_ element: Any, index: Int) -> Entry {
-        let path = "devices[\(index)]."
-        guard let entry = element as? [String: Any] else {
-            let field = "devices[\(index)]"
+    private static func entry(_ element: JSONValue, index: Int) -> Entry {
+        let field = "devices[\(index)]"
+        guard case .object(let members) = element else {
             return .failure(
                 Refusal(token: nil, error: .invalid("invalid_device", "\(field) must be an object", field: field))
             )
         }
-        guard let text = entry["token"] as? String else {
+        var entry = DeviceInput.Reader(members: members, path: field, what: "a device")
+        guard case .string(let text)? = entry.value("token") else {
             let error = DeviceError.invalid(
                 "missing_token",
-                "\(path)token is missing: give the device token",
-                field: path + "token"
+                "\(field).token is missing: give the device token",
+                field: entry.field("token")
             )
             return .failure(Refusal(token: nil, error: error))
         }
         let token: String
         do {
-            token = try DeviceInput.token(text, field: path + "token")
+            token = try DeviceInput.token(text, field: entry.field("token"))
         } catch {
             return .failure(Refusal(token: nil, error: error))
         }
         do {
-            let input = try DeviceInput.parse(object: entry, extraFields: ["token"], path: path)
+            let input = try DeviceInput.parse(&entry, extraFields: ["token"])
             return .success(Item(token: token, input: input))
         } catch {
             return .failure(Refusal(token: token, error: error))

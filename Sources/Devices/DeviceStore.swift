@@ -328,7 +328,8 @@ public struct DeviceStore: Sendable {
         if let known {
             tags = known
         } else {
-            tags = (try? JSONDecoder().decode([String].self, from: Data(try row.string("tags").utf8))) ?? []
+            let stored = try? JSONValue.parse(Array(try row.string("tags").utf8))
+            if case .array(let items)? = stored { tags = items.compactMap(\.stringValue) } else { tags = [] }
         }
         return Device(
             token: try row.string("token"),

@@ -165,9 +165,7 @@ public struct IdempotencyStore: Sendable {
         let body = Array((try row.optionalString("response_body") ?? "").utf8)
         var response = HTTPResponse(status: Int(status), headers: headers, body: body)
         // A replayed refusal is logged with its code, as the first answer was.
-        if status >= 400, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
-            let code = (object["error"] as? [String: Any])?["code"] as? String
-        {
+        if status >= 400, let code = (try? JSONValue.parse(body))?["error"]?["code"]?.stringValue {
             response.errorCode = code
         }
         return response

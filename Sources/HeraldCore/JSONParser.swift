@@ -48,6 +48,9 @@ public struct JSONFault: Error, Sendable, Hashable, CustomStringConvertible {
         case duplicateKey
         /// Arrays and objects nest deeper than allowed.
         case tooDeep
+        /// A string holds bytes that are not UTF-8 (only ``JSONValue/parse(_:maximumDepth:)``
+        /// checks; ``path`` names the member).
+        case invalidUTF8
     }
 
     public var kind: Kind
@@ -368,7 +371,9 @@ private struct JSONScanner {
                         return nil
                     }
                     guard let decoded = String(validating: raw, as: UTF8.self) else {
-                        return fault("the string is not valid UTF-8: send the text as UTF-8")
+                        var fault = fault("the string is not valid UTF-8: send the text as UTF-8")
+                        fault.kind = .invalidUTF8
+                        return fault
                     }
                     text += decoded
                 }

@@ -31,6 +31,18 @@ public struct Refusal<Domain: RefusalDomain>: Error, Sendable, Hashable, CustomS
         self.retryAfter = retryAfter
     }
 
+    /// The same refusal in this domain: for a part read by a module shared between domains
+    /// (an audience), refused in the domain of the request that holds it.
+    public init<Other>(_ other: Refusal<Other>) {
+        self.init(
+            other.kind,
+            code: other.code,
+            message: other.message,
+            field: other.field,
+            retryAfter: other.retryAfter
+        )
+    }
+
     /// Invalid input with `code` and `field`.
     public static func invalid(_ code: String, _ message: String, field: String?) -> Self {
         Self(.invalid, code: code, message: message, field: field)

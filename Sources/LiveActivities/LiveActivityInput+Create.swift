@@ -26,9 +26,9 @@ extension LiveActivityInput {
         }
         let (app, environment) = try scope(object)
         let attributesType = try name(object, "attributes_type", required: true) ?? ""
-        let attributes = try jsonObjectValue(object, "attributes", of: body, required: false) ?? .object([:])
+        let attributes = try jsonObjectValue(object, "attributes", required: false) ?? .object([:])
         let idAttribute = try name(object, "id_attribute", required: false) ?? LiveActivityLimits.defaultIDAttribute
-        let contentState = try jsonObjectValue(object, "content_state", of: body, required: true) ?? .object([:])
+        let contentState = try jsonObjectValue(object, "content_state", required: true) ?? .object([:])
         var request = LiveActivityRequest(
             id: id,
             app: app,
@@ -51,7 +51,7 @@ extension LiveActivityInput {
                 field: "attributes"
             )
         }
-        if let value = object["request_update_token"], !(value is NSNull) {
+        if let value = object["request_update_token"], value != .null {
             guard let flag = boolean(value) else {
                 throw .invalid(
                     "invalid_request_update_token",
@@ -66,7 +66,7 @@ extension LiveActivityInput {
     }
 
     private static func schedule(
-        _ object: [String: Any],
+        _ object: [String: JSONValue],
         into request: inout LiveActivityRequest,
         now: Date
     ) throws(LiveActivityError) {
@@ -100,17 +100,12 @@ extension LiveActivityInput {
         }
     }
 
-    private static func audience(_ value: Any?) throws(LiveActivityError) -> LiveActivityAudience {
+    private static func audience(_ value: JSONValue?) throws(LiveActivityError) -> LiveActivityAudience {
         let parsed: Audience
         do {
             parsed = try Audience.parse(value, field: "audience")
         } catch {
-            throw LiveActivityError(
-                error.isTooLarge ? .tooLarge : .invalid,
-                code: error.code,
-                message: error.message,
-                field: error.field
-            )
+            throw LiveActivityError(error)
         }
         switch parsed {
         case .tokens(let tokens): return .tokens(tokens)
@@ -121,21 +116,18 @@ extension LiveActivityInput {
         }
     }
 
-    private static func channel(_ value: Any?) throws(LiveActivityError) -> LiveActivityChannelRequest? {
-        guard let value, !(value is NSNull) else { return nil }
+    private static func channel(_ value: JSONValue?) throws(LiveActivityError) -> LiveActivityChannelRequest? {
+        guard let value, value != .null else { return nil }
         let shape = #"{"create": true, "storage_policy": 0 or 1} or {"id": "<channel id>"}"#
-        guard let object = value as? [String: Any] else {
+        guard case .object(let object) = value else {
             throw .invalid("invalid_channel", "channel must be \(shape)", field: "channel")
         }
-        for key in object.keys.sorted() where !["create", "storage_policy", "id"].contains(key) {
-            throw .invalid(
-                "unknown_field",
-                "channel takes create and storage_policy, or id",
-                field: "channel.\(key.prefix(64))"
-            )
-        }
+        try Reader(members: object, path: "channel", what: "a channel").rejectUnknown(
+            ["create", "storage_policy", "id"],
+            hint: "channel takes create and storage_policy, or id"
+        )
         if let id = object["id"] {
-            guard object.count == 1, let text = id as? String, (1...256).contains(text.utf8.count) else {
+            guard object.count == 1, case .string(let text) = id, (1...256).contains(text.utf8.count) else {
                 throw .invalid("invalid_channel", "channel must be \(shape), not both", field: "channel.id")
             }
             do {
@@ -149,7 +141,7 @@ extension LiveActivityInput {
             throw .invalid("invalid_channel", "channel must be \(shape)", field: "channel.create")
         }
         var policy = 0
-        if let value = object["storage_policy"], !(value is NSNull) {
+        if let value = object["storage_policy"], value != .null {
             guard let number = integer(value), number == 0 || number == 1 else {
                 throw .invalid(
                     "invalid_storage_policy",

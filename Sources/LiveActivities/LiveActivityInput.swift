@@ -102,7 +102,7 @@ public enum LiveActivityInput {
             ? ["content_state", "alert", "stale_date", "relevance_score", "priority"]
             : ["content_state", "dismissal_date", "alert", "stale_date", "relevance_score", "priority"]
         try known(object, Set(fields), what: event == .update ? "an update" : "an end")
-        let content = try jsonObjectValue(object, "content_state", of: body, required: event == .update)
+        let content = try jsonObjectValue(object, "content_state", required: event == .update)
         if let content, try encodedSize(content) > LiveActivityLimits.maximumActivityDataBytes {
             throw .tooLarge(
                 "content_state_too_large",
@@ -111,7 +111,7 @@ public enum LiveActivityInput {
             )
         }
         var priority = 10
-        if let value = object["priority"], !(value is NSNull) {
+        if let value = object["priority"], value != .null {
             guard let number = integer(value), number == 5 || number == 10 else {
                 throw .invalid(
                     "invalid_priority",
@@ -135,49 +135,32 @@ public enum LiveActivityInput {
 
     // MARK: Shared
 
-    /// Checks `body` strictly and parses it into a JSON object (an empty body is `{}`).
-    static func jsonObject(_ body: [UInt8], limit: Int, example: String) throws(LiveActivityError) -> [String: Any] {
+    /// The reader of Live Activities bodies.
+    typealias Reader = JSONObjectReader<LiveActivityDomain>
+
+    /// Parses `body` with the one strict grammar into a JSON object (an empty body is `{}`).
+    static func jsonObject(
+        _ body: [UInt8],
+        limit: Int,
+        example: String
+    ) throws(LiveActivityError) -> [String: JSONValue] {
         guard body.count <= limit else {
             throw .tooLarge("body_too_large", "the body is \(body.count) bytes: send at most \(limit)", field: nil)
         }
-        if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return [:] }
-        if let fault = JSONValue.check(body, maximumDepth: LiveActivityLimits.maximumDepth) {
-            switch fault.kind {
-            case .tooDeep:
-                throw .invalid(
-                    "too_deep",
-                    "the body nests arrays and objects more than \(LiveActivityLimits.maximumDepth) levels deep",
-                    field: fault.pathText
-                )
-            case .duplicateKey:
-                throw .invalid("duplicate_key", "the body repeats a key: \(fault.message)", field: fault.pathText)
-            case .syntax:
-                throw .invalid(
-                    "invalid_json",
-                    "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",
-                    field: nil
-                )
-            }
-        }
-        guard let parsed = try? JSONSerialization.jsonObject(with: Data(body), options: []),
-            let object = parsed as? [String: Any]
-        else {
-            throw .invalid("invalid_json", "the body is not a JSON object: send \(example)", field: nil)
-        }
-        return object
+        return try Reader(
+            body: body,
+            maximumDepth: LiveActivityLimits.maximumDepth,
+            what: "a Live Activities body",
+            example: example,
+            emptyIsObject: true
+        ).members
     }
 
-    static func known(_ object: [String: Any], _ fields: Set<String>, what: String) throws(LiveActivityError) {
-        for key in object.keys.sorted() where !fields.contains(key) {
-            throw .invalid(
-                "unknown_field",
-                "\"\(String(key.prefix(64)))\" is not a field of \(what): use \(fields.sorted().joined(separator: ", "))",
-                field: String(key.prefix(64))
-            )
-        }
+    static func known(_ object: [String: JSONValue], _ fields: Set<String>, what: String) throws(LiveActivityError) {
+        try Reader(members: object, what: what).rejectUnknown(fields)
     }
 
-    static func scope(_ object: [String: Any]) throws(LiveActivityError) -> (String?, APNSEnvironment?) {
+    static func scope(_ object: [String: JSONValue]) throws(LiveActivityError) -> (String?, APNSEnvironment?) {
         let app = try name(object, "app", required: false)
         var environment: APNSEnvironment?
         if let text = try string(object, "environment", limit: 16) {
@@ -193,19 +176,20 @@ public enum LiveActivityInput {
         return (app, environment)
     }
 
-    static func string(_ object: [String: Any], _ key: String, limit: Int) throws(LiveActivityError) -> String? {
-        guard let value = object[key], !(value is NSNull) else { return nil }
-        guard let text = value as? String else {
-            throw .invalid("invalid_\(key)", "\(key) must be a string", field: key)
-        }
-        guard text.utf8.count <= limit else {
-            throw .tooLarge("\(key)_too_long", "\(key) is \(text.utf8.count) bytes: send at most \(limit)", field: key)
-        }
-        return text
+    static func string(_ object: [String: JSONValue], _ key: String, limit: Int) throws(LiveActivityError) -> String? {
+        guard let value = object[key], value != .null else { return nil }
+        return try Reader.string(
+            value,
+            field: key,
+            maximumBytes: limit,
+            code: "invalid_\(key)",
+            tooLongCode: "\(key)_too_long"
+        )
     }
 
     /// A non-empty name of at most ``LiveActivityLimits/maximumNameBytes``.
-    static func name(_ object: [String: Any], _ key: String, required: Bool) throws(LiveActivityError) -> String? {
+    static func name(_ object: [String: JSONValue], _ key: String, required: Bool) throws(LiveActivityError) -> String?
+    {
         guard let text = try string(object, key, limit: LiveActivityLimits.maximumNameBytes) else {
             if required { throw .invalid("missing_field", "\(key) is missing", field: key) }
             return nil
@@ -215,7 +199,8 @@ public enum LiveActivityInput {
     }
 
     /// A hexadecimal token, lowercase.
-    static func token(_ object: [String: Any], _ key: String, required: Bool) throws(LiveActivityError) -> String? {
+    static func token(_ object: [String: JSONValue], _ key: String, required: Bool) throws(LiveActivityError) -> String?
+    {
         guard let text = try string(object, key, limit: 400) else {
             if required { throw .invalid("missing_field", "\(key) is missing: send the hexadecimal token", field: key) }
             return nil
@@ -227,25 +212,20 @@ public enum LiveActivityInput {
         }
     }
 
-    /// A JSON object value, as APNs will carry it: the member `key` of `body` (whose fields are
-    /// `object`), read by ``APNs/APNSJSONValue/init(parsing:)`` from the body itself rather than
-    /// converted from Foundation's objects.
+    /// A JSON object value, as APNs will carry it: the member `key` of `object`.
     static func jsonObjectValue(
-        _ object: [String: Any],
+        _ object: [String: JSONValue],
         _ key: String,
-        of body: [UInt8],
         required: Bool
     ) throws(LiveActivityError) -> APNSJSONValue? {
-        guard let value = object[key], !(value is NSNull) else {
+        guard let value = object[key], value != .null else {
             if required { throw .invalid("missing_field", "\(key) is missing: send a JSON object", field: key) }
             return nil
         }
-        guard value is [String: Any], let parsed = (try? APNSJSONValue(parsing: body))?[key],
-            case .object = parsed
-        else {
+        guard case .object = value else {
             throw .invalid("invalid_\(key)", "\(key) must be a JSON object", field: key)
         }
-        return parsed
+        return value
     }
 
     static func encodedSize(_ value: APNSJSONValue) throws(LiveActivityError) -> Int {
@@ -256,8 +236,8 @@ public enum LiveActivityInput {
         }
     }
 
-    static func alert(_ object: [String: Any], required: Bool) throws(LiveActivityError) -> LiveActivityAlert? {
-        guard let value = object["alert"], !(value is NSNull) else {
+    static func alert(_ object: [String: JSONValue], required: Bool) throws(LiveActivityError) -> LiveActivityAlert? {
+        guard let value = object["alert"], value != .null else {
             if required {
                 throw .invalid(
                     "missing_field",
@@ -267,15 +247,16 @@ public enum LiveActivityInput {
             }
             return nil
         }
-        guard let fields = value as? [String: Any] else {
+        guard case .object(let fields) = value else {
             throw .invalid("invalid_alert", "alert must be {\"title\": …, \"body\": …}", field: "alert")
         }
-        for key in fields.keys.sorted() where key != "title" && key != "body" {
-            throw .invalid("unknown_field", "alert takes title and body", field: "alert.\(key.prefix(64))")
-        }
+        try Reader(members: fields, path: "alert", what: "an alert").rejectUnknown(
+            ["title", "body"],
+            hint: "alert takes title and body"
+        )
         var parts: [String] = []
         for key in ["title", "body"] {
-            guard let text = fields[key] as? String, !text.isEmpty else {
+            guard case .string(let text)? = fields[key], !text.isEmpty else {
                 throw .invalid("invalid_alert", "alert.\(key) must be a non-empty string", field: "alert.\(key)")
             }
             guard text.count <= LiveActivityLimits.maximumAlertCharacters else {
@@ -291,19 +272,19 @@ public enum LiveActivityInput {
     }
 
     /// A time as RFC 3339 or Unix seconds, as Unix seconds.
-    static func time(_ object: [String: Any], _ key: String) throws(LiveActivityError) -> Int64? {
-        guard let value = object[key], !(value is NSNull) else { return nil }
-        if let seconds = integer(value) {
-            guard (0...EpochTime.maximumSeconds).contains(Int64(seconds)), seconds < 100_000_000_000 else {
+    static func time(_ object: [String: JSONValue], _ key: String) throws(LiveActivityError) -> Int64? {
+        guard let value = object[key], value != .null else { return nil }
+        if let seconds = Reader.wholeNumber(value) {
+            guard (0...EpochTime.maximumSeconds).contains(seconds), seconds < 100_000_000_000 else {
                 throw .invalid(
                     "invalid_\(key)",
                     "\(key) must be Unix seconds (not milliseconds) or an RFC 3339 time",
                     field: key
                 )
             }
-            return Int64(seconds)
+            return seconds
         }
-        if let text = value as? String, text.utf8.count <= 64, let date = RFC3339.date(from: text) {
+        if case .string(let text) = value, text.utf8.count <= 64, let date = RFC3339.date(from: text) {
             return EpochTime.seconds(date)
         }
         throw .invalid(
@@ -313,31 +294,32 @@ public enum LiveActivityInput {
         )
     }
 
-    static func score(_ object: [String: Any]) throws(LiveActivityError) -> Double? {
-        guard let value = object["relevance_score"], !(value is NSNull) else { return nil }
-        guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
-            number.doubleValue.isFinite, (0...1_000_000).contains(number.doubleValue)
-        else {
+    static func score(_ object: [String: JSONValue]) throws(LiveActivityError) -> Double? {
+        let number: Double
+        switch object["relevance_score"] {
+        case nil, .null?: return nil
+        case .integer(let value)?: number = Double(value)
+        case .double(let value)?: number = value
+        default: number = .nan
+        }
+        guard (0...1_000_000).contains(number) else {
             throw .invalid(
                 "invalid_relevance_score",
                 "relevance_score must be a number from 0 to 1000000 (the highest is shown first)",
                 field: "relevance_score"
             )
         }
-        return number.doubleValue
+        return number
     }
 
-    /// A JSON boolean (on Linux every JSON number also bridges to Bool; booleans are the char-typed ones).
-    static func boolean(_ value: Any) -> Bool? {
-        guard let number = value as? NSNumber, String(cString: number.objCType) == "c" else { return nil }
-        return number.boolValue
+    /// A JSON boolean.
+    static func boolean(_ value: JSONValue) -> Bool? {
+        guard case .bool(let flag) = value else { return nil }
+        return flag
     }
 
-    /// An integral JSON number (not a boolean, which JSONSerialization also gives as a number).
-    static func integer(_ value: Any) -> Int? {
-        if let number = value as? NSNumber, String(cString: number.objCType) == "c" { return nil }
-        if let int = value as? Int { return int }
-        if let double = value as? Double, double.rounded() == double, abs(double) < 1e15 { return Int(double) }
-        return nil
+    /// A whole JSON number that fits in `Int`.
+    static func integer(_ value: JSONValue) -> Int? {
+        Reader.wholeNumber(value).flatMap { Int(exactly: $0) }
     }
 }

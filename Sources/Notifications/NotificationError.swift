@@ -1,4 +1,3 @@
-public import Devices
 public import HeraldCore
 
 /// The notifications API's refusals (``NotificationError``).
@@ -11,11 +10,6 @@ public enum NotificationDomain: RefusalDomain {}
 public typealias NotificationError = Refusal<NotificationDomain>
 
 extension Refusal where Domain == NotificationDomain {
-    /// An audience refused: too large when over a count limit, invalid otherwise.
-    public init(_ error: AudienceError) {
-        self.init(error.isTooLarge ? .tooLarge : .invalid, code: error.code, message: error.message, field: error.field)
-    }
-
     static func notFound(_ id: String) -> NotificationError {
         NotificationError(
             .notFound,

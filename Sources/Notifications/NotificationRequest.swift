@@ -151,50 +151,17 @@ public struct NotificationRequest: Sendable, Hashable {
                     + "(split the tokens over several notifications)"
             )
         }
-        // JSONSerialization accepts trailing commas and keeps the last of duplicate keys: a strict
-        // pass first refuses both, with the line and column to fix.
-        if let fault = JSONValue.check(body, maximumDepth: NotificationLimits.maximumDepth) {
-            throw Self.error(for: fault)
-        }
-        let parsed: Any
-        do {
-            parsed = try JSONSerialization.jsonObject(with: Data(body), options: [])
-        } catch {
-            if let field = fieldWithInvalidUTF8(body) {
-                throw .invalid(
-                    "invalid_utf8",
-                    "\(field) is not valid UTF-8: send JSON text encoded as UTF-8",
-                    field: field
-                )
-            }
-            throw .invalid("invalid_json", "the body is not valid JSON: send a JSON object", field: nil)
-        }
-        guard let object = parsed as? [String: Any] else {
-            throw .invalid(
-                "invalid_json",
-                "the body is not a JSON object: send {\"tokens\": […], \"payload\": {…}}",
-                field: nil
-            )
-        }
-        for (key, value) in object.sorted(by: { $0.key < $1.key })
-        where 1 + depth(of: value) > NotificationLimits.maximumDepth {
-            throw .invalid(
-                "too_deep",
-                "\(quoted(key)) nests arrays and objects more than \(NotificationLimits.maximumDepth) levels deep",
-                field: String(key.prefix(64))
-            )
-        }
-        for key in object.keys.sorted() where !knownFields.contains(key) {
-            throw .invalid(
-                "unknown_field",
-                "\(quoted(key)) is not a field of a notification: use \(knownFields.sorted().joined(separator: ", "))",
-                field: String(key.prefix(64))
-            )
-        }
+        var object = try Reader(
+            body: body,
+            maximumDepth: NotificationLimits.maximumDepth,
+            what: "a notification",
+            example: "{\"tokens\": […], \"payload\": {…}}"
+        )
+        try object.rejectUnknown(knownFields)
 
-        let app = try optionalName(object, "app", what: "the bundle ID of a configured app")
+        let app = try optionalName(&object, "app", what: "the bundle ID of a configured app")
         var environment: APNSEnvironment?
-        if let name = try optionalString(object, "environment") {
+        if let name = try object.string("environment") {
             guard name == "production" || name == "sandbox", let parsed = APNSEnvironment(name: name) else {
                 throw .invalid(
                     "invalid_environment",
@@ -204,10 +171,10 @@ public struct NotificationRequest: Sendable, Hashable {
             }
             environment = parsed
         }
-        let audience = try parseAudience(object)
+        let audience = try parseAudience(&object)
 
         var pushType = APNSPushType.alert
-        if let name = try optionalString(object, "push_type") {
+        if let name = try object.string("push_type") {
             do {
                 pushType = try APNSPushType(validating: name)
             } catch {
@@ -215,17 +182,18 @@ public struct NotificationRequest: Sendable, Hashable {
             }
         }
         var priority: APNSPriority?
-        if let value = object["priority"], !(value is NSNull) {
-            guard let number = integer(value), let parsed = APNSPriority(rawValue: number) else {
+        if let number = try object.integer("priority", in: 1...10, message: "priority must be 10, 5 or 1") {
+            guard let parsed = APNSPriority(rawValue: Int(number)) else {
                 throw .invalid("invalid_priority", "priority must be 10, 5 or 1", field: "priority")
             }
             priority = parsed
         }
-        let expiration = try parseExpiration(object["expiration"])
-        let collapseID = try optionalString(object, "collapse_id")
-        let topic = try optionalName(object, "topic", what: "the exact apns-topic, or omit it to use the app's")
-        let payload = try parsePayload(object["payload"])
-        let sendAt = try parseSendAt(object["send_at"], now: now)
+        let expiration = try parseExpiration(object.value("expiration"))
+        let collapseID = try object.string("collapse_id")
+        let topic = try optionalName(&object, "topic", what: "the exact apns-topic, or omit it to use the app's")
+        let payload = try parsePayload(object.value("payload"))
+        let sendAt = try parseSendAt(object.value("send_at"), now: now)
+        try object.finish()
 
         let request = NotificationRequest(
             app: app,
@@ -235,7 +203,7 @@ public struct NotificationRequest: Sendable, Hashable {
             priority: priority,
             expiration: expiration,
             collapseID: collapseID,
-            collapseIDOptedOut: object["collapse_id"] is NSNull,
+            collapseIDOptedOut: object.members["collapse_id"] == .null,
             topic: topic,
             payload: payload,
             sendAt: sendAt
@@ -244,32 +212,8 @@ public struct NotificationRequest: Sendable, Hashable {
         return request
     }
 
-    /// The refusal for a body the strict JSON check faulted.
-    static func error(for fault: JSONFault) -> NotificationError {
-        switch fault.kind {
-        case .tooDeep:
-            var key: String?
-            if case .key(let name)? = fault.path.first { key = name }
-            return .invalid(
-                "too_deep",
-                "\(key.map(quoted) ?? "the body") nests arrays and objects more than "
-                    + "\(NotificationLimits.maximumDepth) levels deep",
-                field: key.map { String($0.prefix(64)) }
-            )
-        case .duplicateKey:
-            return .invalid(
-                "duplicate_key",
-                "the body repeats a key at line \(fault.line), column \(fault.column): \(fault.message)",
-                field: fault.pathText
-            )
-        case .syntax:
-            return .invalid(
-                "invalid_json",
-                "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",
-                field: nil
-            )
-        }
-    }
+    /// The reader of notification bodies.
+    typealias Reader = JSONObjectReader<NotificationDomain>
 
     /// The checks ``APNSClient`` would make on each push, made once on a sample request.
     func validateForAPNs() throws(NotificationError) {
@@ -299,9 +243,9 @@ public struct NotificationRequest: Sendable, Hashable {
     // MARK: Fields
 
     /// The body's `audience`, or its top-level `tokens` (as today): exactly one of the two.
-    private static func parseAudience(_ object: [String: Any]) throws(NotificationError) -> Audience {
-        let tokens = object["tokens"].flatMap { $0 is NSNull ? nil : $0 }
-        let audience = object["audience"].flatMap { $0 is NSNull ? nil : $0 }
+    private static func parseAudience(_ object: inout Reader) throws(NotificationError) -> Audience {
+        let tokens = object.value("tokens")
+        let audience = object.value("audience")
         do throws(AudienceError) {
             switch (tokens, audience) {
             case (let tokens?, nil):
@@ -309,16 +253,16 @@ public struct NotificationRequest: Sendable, Hashable {
             case (nil, let audience?):
                 return try Audience.parse(audience, field: "audience")
             case (.some, .some):
-                throw AudienceError(
-                    code: "tokens_and_audience",
-                    message: "the body has both tokens and audience: send one of them, the tokens alone or "
+                throw .invalid(
+                    "tokens_and_audience",
+                    "the body has both tokens and audience: send one of them, the tokens alone or "
                         + "{\"audience\": {\"tokens\": […]}}",
                     field: "audience"
                 )
             case (nil, nil):
-                throw AudienceError(
-                    code: "missing_field",
-                    message: "tokens is missing: list 1 to 10,000 device tokens, or send an audience "
+                throw .invalid(
+                    "missing_field",
+                    "tokens is missing: list 1 to 10,000 device tokens, or send an audience "
                         + "({\"users\": […]}, {\"tags\": {\"any\": […]}}, {\"all\": true})",
                     field: "tokens"
                 )
@@ -328,32 +272,28 @@ public struct NotificationRequest: Sendable, Hashable {
         }
     }
 
-    private static func parsePayload(_ value: Any?) throws(NotificationError) -> [UInt8] {
-        guard let value, !(value is NSNull) else {
+    private static func parsePayload(_ value: JSONValue?) throws(NotificationError) -> [UInt8] {
+        guard let value else {
             throw .invalid(
                 "missing_field",
                 "payload is missing: send the APNs JSON payload, e.g. {\"aps\": {\"alert\": \"Hello\"}}",
                 field: "payload"
             )
         }
-        guard let object = value as? [String: Any] else {
+        guard case .object = value, let bytes = try? value.jsonBytes() else {
             throw .invalid("invalid_payload", "payload must be a JSON object such as {\"aps\": {…}}", field: "payload")
         }
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])
-        else {
-            throw .invalid("invalid_payload", "payload cannot be encoded as JSON", field: "payload")
-        }
-        return Array(data)
+        return bytes
     }
 
-    private static func parseExpiration(_ value: Any?) throws(NotificationError) -> APNSExpiration {
-        guard let value, !(value is NSNull) else { return .omitted }
-        if let seconds = integer(value) {
+    private static func parseExpiration(_ value: JSONValue?) throws(NotificationError) -> APNSExpiration {
+        guard let value else { return .omitted }
+        if let seconds = Reader.wholeNumber(value) {
             if seconds == 0 { return .immediately }
-            if Int64(seconds) > NotificationLimits.millisecondsThreshold {
+            if seconds > NotificationLimits.millisecondsThreshold {
                 throw .invalid("invalid_expiration", millisecondsHint("expiration", seconds), field: "expiration")
             }
-            guard seconds > 0, Int64(seconds) <= EpochTime.maximumSeconds else {
+            guard seconds > 0, seconds <= EpochTime.maximumSeconds else {
                 throw .invalid(
                     "invalid_expiration",
                     "expiration must be 0 (do not store), Unix seconds up to \(EpochTime.maximumSeconds) "
@@ -363,7 +303,7 @@ public struct NotificationRequest: Sendable, Hashable {
             }
             return .at(Date(timeIntervalSince1970: TimeInterval(seconds)))
         }
-        if let text = value as? String, let date = RFC3339.date(from: text) {
+        if case .string(let text) = value, let date = RFC3339.date(from: text) {
             return .at(date)
         }
         throw .invalid(
@@ -373,15 +313,15 @@ public struct NotificationRequest: Sendable, Hashable {
         )
     }
 
-    private static func parseSendAt(_ value: Any?, now: Date) throws(NotificationError) -> Date? {
-        guard let value, !(value is NSNull) else { return nil }
+    private static func parseSendAt(_ value: JSONValue?, now: Date) throws(NotificationError) -> Date? {
+        guard let value else { return nil }
         let date: Date
-        if let seconds = integer(value) {
-            if Int64(seconds) > NotificationLimits.millisecondsThreshold {
+        if let seconds = Reader.wholeNumber(value) {
+            if seconds > NotificationLimits.millisecondsThreshold {
                 throw .invalid("invalid_send_at", millisecondsHint("send_at", seconds), field: "send_at")
             }
             date = Date(timeIntervalSince1970: TimeInterval(seconds))
-        } else if let text = value as? String, let parsed = RFC3339.date(from: text) {
+        } else if case .string(let text) = value, let parsed = RFC3339.date(from: text) {
             date = parsed
         } else {
             throw .invalid(
@@ -410,25 +350,17 @@ public struct NotificationRequest: Sendable, Hashable {
     // MARK: Helpers
 
     /// What to say about Unix seconds so large they are milliseconds sent by mistake.
-    static func millisecondsHint(_ field: String, _ value: Int) -> String {
+    static func millisecondsHint(_ field: String, _ value: Int64) -> String {
         "\(field) \(value) looks like milliseconds: send Unix seconds (\(value / 1_000)) or an RFC 3339 time "
             + "such as 2030-01-01T09:00:00Z"
     }
 
-    private static func optionalString(_ object: [String: Any], _ key: String) throws(NotificationError) -> String? {
-        guard let value = object[key], !(value is NSNull) else { return nil }
-        guard let text = value as? String else {
-            throw .invalid("invalid_\(key)", "\(key) must be a string", field: key)
-        }
-        return text
-    }
-
     private static func optionalName(
-        _ object: [String: Any],
+        _ object: inout Reader,
         _ key: String,
         what: String
     ) throws(NotificationError) -> String? {
-        guard let text = try optionalString(object, key) else { return nil }
+        guard let text = try object.string(key) else { return nil }
         guard !text.isEmpty, text.utf8.count <= NotificationLimits.maximumNameBytes else {
             throw .invalid(
                 "invalid_\(key)",
@@ -437,53 +369,5 @@ public struct NotificationRequest: Sendable, Hashable {
             )
         }
         return text
-    }
-
-    /// An integral JSON number (not a boolean, which JSONSerialization also gives as a number).
-    static func integer(_ value: Any) -> Int? {
-        // On Linux every JSON number bridges to Bool too; JSON booleans are the char-typed ones.
-        if let number = value as? NSNumber, String(cString: number.objCType) == "c" { return nil }
-        if let int = value as? Int { return int }
-        if let double = value as? Double, double.rounded() == double, abs(double) < 1e15 { return Int(double) }
-        return nil
-    }
-
-    /// The top-level field whose key or value holds bytes that are not UTF-8, when the body is a
-    /// JSON object once those bytes are replaced; `nil` otherwise (then it is simply not JSON).
-    static func fieldWithInvalidUTF8(_ body: [UInt8]) -> String? {
-        guard String(validating: body, as: UTF8.self) == nil else { return nil }
-        let repaired = String(decoding: body, as: UTF8.self)
-        guard
-            let object = (try? JSONSerialization.jsonObject(with: Data(repaired.utf8), options: [])) as? [String: Any]
-        else { return nil }
-        for (key, value) in object.sorted(by: { $0.key < $1.key })
-        where containsReplacement(key) || containsReplacement(value) {
-            return containsReplacement(key) ? "a field name" : String(key.prefix(64))
-        }
-        return nil
-    }
-
-    private static func containsReplacement(_ value: Any) -> Bool {
-        if let text = value as? String { return text.unicodeScalars.contains("\u{FFFD}") }
-        if let object = value as? [String: Any] {
-            return object.contains { containsReplacement($0.key) || containsReplacement($0.value) }
-        }
-        if let array = value as? [Any] { return array.contains(where: containsReplacement) }
-        return false
-    }
-
-    /// Nesting depth of containers, counting `value` itself.
-    static func depth(of value: Any) -> Int {
-        if let object = value as? [String: Any] {
-            return 1 + (object.values.map { depth(of: $0) }.max() ?? 0)
-        }
-        if let array = value as? [Any] {
-            return 1 + (array.map { depth(of: $0) }.max() ?? 0)
-        }
-        return 0
-    }
-
-    private static func quoted(_ key: String) -> String {
-        key.utf8.count <= 64 ? "\"\(key)\"" : "a field"
     }
 }

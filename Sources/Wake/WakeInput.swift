@@ -5,7 +5,11 @@ import Jobs
 
 /// The field parsers the create and patch bodies share; each error names its field.
 enum WakeInput {
-    static func object(_ body: [UInt8], example: String) throws(WakeError) -> [String: Any] {
+    /// The reader of wake schedule bodies.
+    typealias Reader = JSONObjectReader<WakeDomain>
+
+    /// The members of `body`, one JSON object read with the one strict grammar.
+    static func object(_ body: [UInt8], example: String) throws(WakeError) -> [String: JSONValue] {
         guard body.count <= WakeLimits.maximumBodyBytes else {
             throw WakeError(
                 .tooLarge,
@@ -13,29 +17,20 @@ enum WakeInput {
                 message: "the body is \(body.count) bytes: send at most \(WakeLimits.maximumBodyBytes)"
             )
         }
-        if let fault = JSONValue.check(body, maximumDepth: WakeLimits.maximumDepth) {
-            throw .invalid(
-                fault.kind == .duplicateKey ? "duplicate_key" : "invalid_json",
-                "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",
-                field: fault.pathText
-            )
-        }
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
-            throw .invalid("invalid_json", "the body is not a JSON object: send \(example)", field: nil)
-        }
-        return object
+        return try Reader(body: body, maximumDepth: WakeLimits.maximumDepth, what: "a wake schedule", example: example)
+            .members
     }
 
-    static func string(_ value: Any?, field: String, maximum: Int) throws(WakeError) -> String? {
-        guard let value, !(value is NSNull) else { return nil }
-        guard let text = value as? String, !text.isEmpty, text.utf8.count <= maximum else {
+    static func string(_ value: JSONValue?, field: String, maximum: Int) throws(WakeError) -> String? {
+        guard let value, value != .null else { return nil }
+        guard case .string(let text) = value, !text.isEmpty, text.utf8.count <= maximum else {
             throw .invalid("invalid_\(field)", "\(field) must be a string of 1-\(maximum) bytes", field: field)
         }
         return text
     }
 
-    static func name(_ value: Any?, required: Bool) throws(WakeError) -> String? {
-        guard let value, !(value is NSNull) else {
+    static func name(_ value: JSONValue?, required: Bool) throws(WakeError) -> String? {
+        guard let value, value != .null else {
             if required {
                 throw .invalid(
                     "invalid_name",
@@ -45,7 +40,7 @@ enum WakeInput {
             }
             return nil
         }
-        guard let text = value as? String, (1...WakeLimits.maximumNameLength).contains(text.count),
+        guard case .string(let text) = value, (1...WakeLimits.maximumNameLength).contains(text.count),
             !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else {
             throw .invalid(
@@ -57,16 +52,16 @@ enum WakeInput {
         return text
     }
 
-    static func bool(_ value: Any?, field: String) throws(WakeError) -> Bool? {
-        guard let value, !(value is NSNull) else { return nil }
-        guard let number = value as? NSNumber, String(cString: number.objCType) == "c" else {
+    static func bool(_ value: JSONValue?, field: String) throws(WakeError) -> Bool? {
+        guard let value, value != .null else { return nil }
+        guard case .bool(let flag) = value else {
             throw .invalid("invalid_\(field)", "\(field) must be true or false", field: field)
         }
-        return number.boolValue
+        return flag
     }
 
-    static func every(_ value: Any) throws(WakeError) -> Int64 {
-        guard let text = value as? String, let seconds = WakeDuration.seconds(text),
+    static func every(_ value: JSONValue) throws(WakeError) -> Int64 {
+        guard case .string(let text) = value, let seconds = WakeDuration.seconds(text),
             seconds >= WakeLimits.minimumIntervalSeconds, seconds <= RecurrenceSchedule.maximumIntervalSeconds
         else {
             throw .invalid(
@@ -78,9 +73,9 @@ enum WakeInput {
         return seconds
     }
 
-    static func jitter(_ value: Any?) throws(WakeError) -> Int64? {
-        guard let value, !(value is NSNull) else { return nil }
-        guard let text = value as? String, let seconds = WakeDuration.seconds(text) else {
+    static func jitter(_ value: JSONValue?) throws(WakeError) -> Int64? {
+        guard let value, value != .null else { return nil }
+        guard case .string(let text) = value, let seconds = WakeDuration.seconds(text) else {
             throw .invalid(
                 "invalid_jitter",
                 #"jitter must be a duration such as "5m" (or "0s" for none)"#,
@@ -91,7 +86,11 @@ enum WakeInput {
     }
 
     /// The schedule `every` or `cron` (with `timezone`) give; `nil` when neither is there.
-    static func schedule(every: Any?, cron: Any?, timezone: Any?) throws(WakeError) -> RecurrenceSchedule? {
+    static func schedule(
+        every: JSONValue?,
+        cron: JSONValue?,
+        timezone: JSONValue?
+    ) throws(WakeError) -> RecurrenceSchedule? {
         if every != nil, cron != nil {
             throw .invalid("invalid_schedule", #"give "every" or "cron", not both"#, field: "cron")
         }
@@ -102,7 +101,7 @@ enum WakeInput {
             return .interval(seconds: try Self.every(every))
         }
         guard let cron else { return nil }
-        guard let expression = cron as? String, expression.utf8.count <= 200 else {
+        guard case .string(let expression) = cron, expression.utf8.count <= 200 else {
             throw .invalid("invalid_cron", #"cron must be a 5-field expression such as "0 * * * *""#, field: "cron")
         }
         let zone = try string(timezone, field: "timezone", maximum: 64)
@@ -147,23 +146,18 @@ enum WakeInput {
         }
     }
 
-    static func audience(_ value: Any?) throws(WakeError) -> Audience {
+    static func audience(_ value: JSONValue?) throws(WakeError) -> Audience {
         do {
             return try Audience.parse(value, field: "audience")
         } catch {
-            throw WakeError(
-                error.isTooLarge ? .tooLarge : .invalid,
-                code: error.code,
-                message: error.message,
-                field: error.field
-            )
+            throw WakeError(error)
         }
     }
 
     /// `data` as compact JSON text: an object of custom top-level keys, without `aps`.
-    static func data(_ value: Any?) throws(WakeError) -> String? {
-        guard let value, !(value is NSNull) else { return nil }
-        guard let object = value as? [String: Any] else {
+    static func data(_ value: JSONValue?) throws(WakeError) -> String? {
+        guard let value, value != .null else { return nil }
+        guard case .object(let object) = value else {
             throw .invalid(
                 "invalid_data",
                 #"data must be a JSON object of custom keys, such as {"kind": "refresh"}"#,
@@ -177,7 +171,7 @@ enum WakeInput {
                 field: "data.aps"
             )
         }
-        guard let encoded = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+        guard let encoded = try? value.jsonBytes() else {
             throw .invalid("invalid_data", "data could not be encoded as JSON", field: "data")
         }
         guard encoded.count <= WakeLimits.maximumDataBytes else {
@@ -191,21 +185,14 @@ enum WakeInput {
         return String(decoding: encoded, as: UTF8.self)
     }
 
-    static func cloudkit(_ value: Any?) throws(WakeError) -> WakeCloudKitTarget {
+    static func cloudkit(_ value: JSONValue?) throws(WakeError) -> WakeCloudKitTarget {
         let example = #"{"container": "iCloud.com.example.app", "environment": "production"}"#
-        guard let object = value as? [String: Any] else {
+        guard case .object(let object)? = value else {
             throw .invalid("invalid_cloudkit", "cloudkit is required in cloudkit mode: \(example)", field: "cloudkit")
         }
         let known: Set<String> = ["container", "environment", "record_type", "field", "keep"]
-        for key in object.keys.sorted() where !known.contains(key) {
-            throw .invalid(
-                "unknown_field",
-                "\(JSONText.quote(String(key.prefix(64)))) is not a field of cloudkit: use "
-                    + known.sorted().joined(separator: ", "),
-                field: "cloudkit.\(key.prefix(64))"
-            )
-        }
-        guard let container = object["container"] as? String, !container.isEmpty,
+        try Reader(members: object, path: "cloudkit", what: "cloudkit").rejectUnknown(known)
+        guard case .string(let container)? = object["container"], !container.isEmpty,
             container.utf8.count <= WakeLimits.maximumCloudKitNameBytes,
             container.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") })
         else {
@@ -215,7 +202,7 @@ enum WakeInput {
                 field: "cloudkit.container"
             )
         }
-        guard let environmentName = object["environment"] as? String,
+        guard case .string(let environmentName)? = object["environment"],
             let environment = WakeCloudKitEnvironment(rawValue: environmentName)
         else {
             throw .invalid(
@@ -227,7 +214,7 @@ enum WakeInput {
         var target = WakeCloudKitTarget(container: container, environment: environment)
         for (key, path) in [("record_type", \WakeCloudKitTarget.recordType), ("field", \.field)] {
             guard let value = object[key] else { continue }
-            guard let text = value as? String, isCloudKitName(text) else {
+            guard case .string(let text) = value, isCloudKitName(text) else {
                 throw .invalid(
                     "invalid_\(key)",
                     "cloudkit.\(key) must start with a letter and hold only letters, digits and _ (at most "
@@ -238,9 +225,8 @@ enum WakeInput {
             target[keyPath: path] = text
         }
         if let value = object["keep"] {
-            guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
-                number.doubleValue == number.doubleValue.rounded(),
-                WakeLimits.keepRange.contains(number.intValue)
+            guard let number = Reader.wholeNumber(value).flatMap({ Int(exactly: $0) }),
+                WakeLimits.keepRange.contains(number)
             else {
                 throw .invalid(
                     "invalid_keep",
@@ -249,7 +235,7 @@ enum WakeInput {
                     field: "cloudkit.keep"
                 )
             }
-            target.keep = number.intValue
+            target.keep = number
         }
         return target
     }

@@ -36,21 +36,19 @@ public struct WakeScheduleRequest: Sendable, Hashable {
     /// - Throws: ``WakeError`` naming the field to fix.
     public static func parse(_ body: [UInt8], now: Date) throws(WakeError) -> WakeScheduleRequest {
         let object = try WakeInput.object(body, example: #"{"name": "hourly", "mode": "apns", "every": "1h", …}"#)
-        guard let modeName = object["mode"] as? String, let mode = WakeMode(rawValue: modeName) else {
+        guard case .string(let modeName)? = object["mode"], let mode = WakeMode(rawValue: modeName) else {
             throw .invalid("invalid_mode", #"mode is required: "apns" or "cloudkit""#, field: "mode")
         }
-        let known = commonFields.union(mode == .apns ? apnsFields : cloudkitFields)
-        for key in object.keys.sorted() where !known.contains(key) {
-            let other = (mode == .apns ? cloudkitFields : apnsFields).contains(key)
-            throw .invalid(
-                "unknown_field",
-                other
-                    ? "\(JSONText.quote(key)) does not go with mode \(JSONText.quote(mode.rawValue))"
-                    : "\(JSONText.quote(String(key.prefix(64)))) is not a field of a wake schedule: use "
-                        + known.sorted().joined(separator: ", "),
-                field: String(key.prefix(64))
+        let other = mode == .apns ? cloudkitFields : apnsFields
+        for key in object.keys.sorted() where other.contains(key) {
+            throw .unknownField(
+                "\(JSONText.quote(key)) does not go with mode \(JSONText.quote(mode.rawValue))",
+                field: key
             )
         }
+        try WakeInput.Reader(members: object, what: "a wake schedule").rejectUnknown(
+            commonFields.union(mode == .apns ? apnsFields : cloudkitFields)
+        )
         let name = try WakeInput.name(object["name"], required: true) ?? ""
         let schedule = try WakeInput.schedule(
             every: object["every"],
@@ -120,14 +118,7 @@ public struct WakeSchedulePatch: Sendable, Hashable {
 
     public static func parse(_ body: [UInt8]) throws(WakeError) -> WakeSchedulePatch {
         let object = try WakeInput.object(body, example: #"{"paused": true}"#)
-        for key in object.keys.sorted() where !fields.contains(key) {
-            throw .invalid(
-                "unknown_field",
-                "\(JSONText.quote(String(key.prefix(64)))) cannot be changed: use "
-                    + fields.sorted().joined(separator: ", "),
-                field: String(key.prefix(64))
-            )
-        }
+        try WakeInput.Reader(members: object, what: "a wake schedule change").rejectUnknown(fields)
         guard !object.isEmpty else {
             throw .invalid(
                 "empty_patch",
@@ -148,7 +139,7 @@ public struct WakeSchedulePatch: Sendable, Hashable {
         if let value = object["every"] { patch.every = try WakeInput.every(value) }
         if let value = object["cron"] {
             patch.cron = try WakeInput.string(value, field: "cron", maximum: 200)
-            _ = try WakeInput.schedule(every: nil, cron: value, timezone: object["timezone"])
+            _ = try WakeInput.schedule(every: JSONValue?.none, cron: value, timezone: object["timezone"])
         }
         patch.timezone = try WakeInput.string(object["timezone"], field: "timezone", maximum: 64)
         patch.jitterSeconds = try WakeInput.jitter(object["jitter"])

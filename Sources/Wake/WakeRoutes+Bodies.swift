@@ -116,80 +116,16 @@ struct WakeRunBody: Encodable, Sendable {
     }
 }
 
-/// Stored JSON text (an audience, `data`) encoded as the JSON value it holds.
+/// Stored JSON text (an audience, `data`) encoded as the JSON value it holds (`null` when the
+/// text is not JSON).
 struct JSONFragment: Encodable, Sendable {
-    private indirect enum Value: Sendable {
-        case object([String: Value])
-        case array([Value])
-        case string(String)
-        case integer(Int64)
-        case number(Double)
-        case bool(Bool)
-        case null
-    }
-
-    private let value: Value
+    private let value: JSONValue
 
     init(text: String) {
-        let object = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
-        value = Self.value(object)
-    }
-
-    private static func value(_ object: Any?) -> Value {
-        switch object {
-        case let dictionary as [String: Any]: return .object(dictionary.mapValues { value($0) })
-        case let array as [Any]: return .array(array.map { value($0) })
-        case let string as String: return .string(string)
-        case let number as NSNumber:
-            if String(cString: number.objCType) == "c" { return .bool(number.boolValue) }
-            if number.doubleValue == number.doubleValue.rounded(), abs(number.doubleValue) < 9e15 {
-                return .integer(number.int64Value)
-            }
-            return .number(number.doubleValue)
-        default: return .null
-        }
+        value = (try? JSONValue.parse(Array(text.utf8))) ?? .null
     }
 
     func encode(to encoder: any Encoder) throws {
-        try Self.encode(value, to: encoder)
-    }
-
-    private struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
-    private static func encode(_ value: Value, to encoder: any Encoder) throws {
-        switch value {
-        case .object(let fields):
-            var container = encoder.container(keyedBy: Key.self)
-            for (key, field) in fields {
-                try container.encode(JSONFragment(value: field), forKey: Key(stringValue: key))
-            }
-        case .array(let items):
-            var container = encoder.unkeyedContainer()
-            for item in items { try container.encode(JSONFragment(value: item)) }
-        case .string(let text):
-            var container = encoder.singleValueContainer()
-            try container.encode(text)
-        case .integer(let number):
-            var container = encoder.singleValueContainer()
-            try container.encode(number)
-        case .number(let number):
-            var container = encoder.singleValueContainer()
-            try container.encode(number)
-        case .bool(let flag):
-            var container = encoder.singleValueContainer()
-            try container.encode(flag)
-        case .null:
-            var container = encoder.singleValueContainer()
-            try container.encodeNil()
-        }
-    }
-
-    private init(value: Value) {
-        self.value = value
+        try value.encode(to: encoder)
     }
 }

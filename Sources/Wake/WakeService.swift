@@ -116,7 +116,13 @@ public struct WakeService: Sendable {
                 if zone == nil, case .cron(_, let current) = schedule.schedule, patch.cron != nil {
                     zone = current.identifier
                 }
-                guard let parsed = try WakeInput.schedule(every: nil, cron: expression, timezone: zone) else {
+                guard
+                    let parsed = try WakeInput.schedule(
+                        every: JSONValue?.none,
+                        cron: .string(expression),
+                        timezone: zone.map(JSONValue.string)
+                    )
+                else {
                     throw WakeError.invalid("invalid_cron", "cron is required with timezone", field: "cron")
                 }
                 schedule.schedule = parsed
@@ -125,8 +131,7 @@ public struct WakeService: Sendable {
             try WakeInput.checkJitter(schedule.jitterSeconds, schedule: schedule.schedule, now: now)
             if patch.data != nil || patch.audience != nil {
                 guard var apns = schedule.apns else {
-                    throw WakeError.invalid(
-                        "unknown_field",
+                    throw WakeError.unknownField(
                         "data and audience go with mode \"apns\"; this schedule is in mode \"\(schedule.mode.rawValue)\"",
                         field: patch.data != nil ? "data" : "audience"
                     )
@@ -240,10 +245,10 @@ enum WakeJob {
     }
 
     static func payload(_ text: String) -> Payload? {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any],
-            let id = (object["schedule_id"] as? String).flatMap(UUID.init(uuidString:)),
-            let generation = (object["generation"] as? NSNumber)?.int64Value,
-            let ms = (object["due_at"] as? NSNumber)?.int64Value
+        guard let object = try? JSONValue.parse(Array(text.utf8)),
+            let id = object["schedule_id"]?.stringValue.flatMap(UUID.init(uuidString:)),
+            case .integer(let generation)? = object["generation"],
+            case .integer(let ms)? = object["due_at"]
         else { return nil }
         return Payload(
             scheduleID: id,

@@ -39,8 +39,10 @@ extension WakeStore {
     }
 
     static func run(from row: SQLRow) throws -> WakeRun {
-        let codes =
-            (try? JSONSerialization.jsonObject(with: Data(try row.string("error_codes").utf8))) as? [String] ?? []
+        var codes: [String] = []
+        if case .array(let items)? = try? JSONValue.parse(Array(try row.string("error_codes").utf8)) {
+            codes = items.compactMap(\.stringValue)
+        }
         return WakeRun(
             occurrenceAt: try row.date("occurrence_at"),
             mode: WakeMode(rawValue: try row.string("mode")) ?? .apns,
@@ -58,20 +60,20 @@ extension WakeStore {
     }
 
     static func cloudkitText(_ target: WakeCloudKitTarget) -> String {
-        let object: [String: Any] = [
-            "container": target.container, "environment": target.environment.rawValue,
-            "record_type": target.recordType, "field": target.field, "keep": target.keep,
+        let object: JSONValue = [
+            "container": .string(target.container), "environment": .string(target.environment.rawValue),
+            "record_type": .string(target.recordType), "field": .string(target.field),
+            "keep": .integer(Int64(target.keep)),
         ]
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        return String(decoding: (try? object.jsonBytes()) ?? [], as: UTF8.self)
     }
 
     static func cloudkitTarget(text: String) -> WakeCloudKitTarget? {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any],
-            let container = object["container"] as? String,
-            let environment = (object["environment"] as? String).flatMap(WakeCloudKitEnvironment.init(rawValue:)),
-            let recordType = object["record_type"] as? String, let field = object["field"] as? String,
-            let keep = (object["keep"] as? NSNumber)?.intValue
+        guard let object = try? JSONValue.parse(Array(text.utf8)),
+            let container = object["container"]?.stringValue,
+            let environment = object["environment"]?.stringValue.flatMap(WakeCloudKitEnvironment.init(rawValue:)),
+            let recordType = object["record_type"]?.stringValue, let field = object["field"]?.stringValue,
+            case .integer(let number)? = object["keep"], let keep = Int(exactly: number)
         else { return nil }
         return WakeCloudKitTarget(
             container: container,

@@ -159,7 +159,7 @@ public struct WakeStore: Sendable {
 
     /// Writes a run's counts and status, and deletes runs beyond the newest ``WakeLimits/keptRuns``.
     func record(_ run: WakeRun, scheduleID: UUID) async throws {
-        let codes = (try? JSONSerialization.data(withJSONObject: run.errorCodes)).map {
+        let codes = (try? JSONValue.array(run.errorCodes.map(JSONValue.string)).jsonBytes()).map {
             String(decoding: $0, as: UTF8.self)
         }
         try await database.transaction { tx in

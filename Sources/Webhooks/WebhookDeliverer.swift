@@ -52,9 +52,7 @@ public final class WebhookDeliverer: Sendable {
     }
 
     static func webhookID(inPayload payload: String) -> UUID? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
-            let text = object["webhook_id"] as? String
-        else { return nil }
+        guard let text = (try? JSONValue.parse(Array(payload.utf8)))?["webhook_id"]?.stringValue else { return nil }
         return RequestIdentifier.uuid(text)
     }
 

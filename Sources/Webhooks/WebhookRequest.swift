@@ -22,44 +22,21 @@ public struct WebhookRequest: Sendable, Hashable {
                 message: "the body is \(body.count) bytes: send at most \(WebhookLimits.maximumBodyBytes)"
             )
         }
-        if let fault = JSONValue.check(body, maximumDepth: WebhookLimits.maximumDepth) {
-            throw .invalid(
-                fault.kind == .duplicateKey ? "duplicate_key" : "invalid_json",
-                "the body is not valid JSON at line \(fault.line), column \(fault.column): \(fault.message)",
-                field: fault.pathText
-            )
-        }
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
-            throw .invalid(
-                "invalid_json",
-                "the body is not a JSON object: send {\"url\": \"https://…\", \"events\": [\"notification.finished\"]}",
-                field: nil
-            )
-        }
-        for key in object.keys.sorted() where !knownFields.contains(key) {
-            throw .invalid(
-                "unknown_field",
-                "\(JSONText.quote(String(key.prefix(64)))) is not a field of a webhook: use events, secret, url",
-                field: String(key.prefix(64))
-            )
-        }
-        guard let url = object["url"] as? String else {
+        var object = try JSONObjectReader<WebhookDomain>(
+            body: body,
+            maximumDepth: WebhookLimits.maximumDepth,
+            what: "a webhook",
+            example: "{\"url\": \"https://…\", \"events\": [\"notification.finished\"]}"
+        )
+        try object.rejectUnknown(knownFields)
+        guard case .string(let url)? = object.value("url") else {
             throw .invalid("invalid_url", "url is required: the https:// address Herald POSTs events to", field: "url")
         }
         try validateURL(url, allowHTTP: allowHTTP)
-        let events = try parseEvents(object["events"])
-        var secret: String?
-        if let value = object["secret"], !(value is NSNull) {
-            guard let text = value as? String else {
-                throw .invalid(
-                    "invalid_secret",
-                    "secret must be a string, or omit it to have one generated",
-                    field: "secret"
-                )
-            }
-            try validateSecret(text)
-            secret = text
-        }
+        let events = try parseEvents(object.value("events"))
+        let secret = try object.string("secret", message: "secret must be a string, or omit it to have one generated")
+        if let secret { try validateSecret(secret) }
+        try object.finish()
         return WebhookRequest(url: url, events: events, secret: secret)
     }
 
@@ -104,8 +81,8 @@ public struct WebhookRequest: Sendable, Hashable {
         }
     }
 
-    private static func parseEvents(_ value: Any?) throws(WebhookError) -> [WebhookEventType] {
-        guard let list = value as? [Any], !list.isEmpty else {
+    private static func parseEvents(_ value: JSONValue?) throws(WebhookError) -> [WebhookEventType] {
+        guard case .array(let list)? = value, !list.isEmpty else {
             throw .invalid(
                 "invalid_events",
                 "events must be a non-empty array of event names: \(WebhookEventType.names)",
@@ -117,8 +94,8 @@ public struct WebhookRequest: Sendable, Hashable {
         }
         var events: Set<WebhookEventType> = []
         for (index, item) in list.enumerated() {
-            guard let name = item as? String, let type = WebhookEventType(rawValue: name) else {
-                let shown = (item as? String).map { JSONText.quote(String($0.prefix(64))) } ?? "this value"
+            guard case .string(let name) = item, let type = WebhookEventType(rawValue: name) else {
+                let shown = item.stringValue.map { JSONText.quote(String($0.prefix(64))) } ?? "this value"
                 throw .invalid(
                     "unknown_event",
                     "\(shown) is not an event Herald sends: use \(WebhookEventType.names)",

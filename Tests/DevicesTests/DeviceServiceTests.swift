@@ -48,7 +48,7 @@ struct DeviceServiceTests {
             ("{\"user_id\": \"\"}", "invalid_user_id", "user_id"),
             ("{\"app_version\": 3}", "invalid_app_version", "app_version"),
             ("{\"token\": \"ab\"}", "unknown_field", "token"),
-            ("{\"tags\": [\"a\"],}", "invalid_json", nil),
+            ("{\"tags\": [\"a\"],}", "invalid_json", "tags"),
             ("{\"tags\": [\"a\"], \"tags\": []}", "duplicate_key", "tags"),
             ("[1]", "invalid_json", nil),
         ]
