@@ -3,34 +3,22 @@ import HeraldCore
 
 extension ClientTokenVerifier {
     /// The claims Herald reads; others (`iss`, `jti`, …) are ignored.
-    struct Payload: Decodable {
+    struct Payload {
         var sub: String?
         var exp: Double?
         var iat: Double?
         var nbf: Double?
-        var aud: Audience?
+        /// One string or an array of strings (RFC 7519 §4.1.3).
+        var aud: [String]?
         var app: String?
-    }
 
-    /// `aud`: one string or an array of strings (RFC 7519 §4.1.3).
-    enum Audience: Decodable {
-        case one(String)
-        case many([String])
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if let one = try? container.decode(String.self) {
-                self = .one(one)
-            } else {
-                self = .many(try container.decode([String].self))
-            }
-        }
-
-        var values: [String] {
-            switch self {
-            case .one(let value): [value]
-            case .many(let values): values
-            }
+        init(_ members: JSONMembers) throws(ClientTokenError) {
+            sub = try members.string("sub")
+            exp = try members.number("exp")
+            iat = try members.number("iat")
+            nbf = try members.number("nbf")
+            aud = try members.oneOrMoreStrings("aud")
+            app = try members.string("app")
         }
     }
 
@@ -45,7 +33,7 @@ extension ClientTokenVerifier {
     ) throws(ClientTokenError)
         -> ClientTokenClaims
     {
-        let payload: Payload = try decodeJSON(bytes, "payload")
+        let payload = try Payload(jsonObject(bytes, "payload"))
         guard let subject = payload.sub else { throw missingClaim("sub", "the user id") }
         guard let exp = payload.exp else { throw missingClaim("exp", "when the token expires") }
         guard let iat = payload.iat else { throw missingClaim("iat", "when the token was issued") }
@@ -63,7 +51,7 @@ extension ClientTokenVerifier {
                 throw ClientTokenError(.invalidClaim, "\(name) must be seconds since 1970 (a NumericDate)")
             }
         }
-        let audiences = aud.values
+        let audiences = aud
         guard audiences.count <= ClientTokenLimits.maximumAudiences else {
             throw ClientTokenError(.invalidClaim, "aud holds more than \(ClientTokenLimits.maximumAudiences) audiences")
         }

@@ -21,10 +21,16 @@ public struct ClientTokenVerifier: Sendable, CustomStringConvertible {
     }
 
     /// The header fields Herald reads; others (`typ`, `cty`) are ignored.
-    struct Header: Decodable {
+    struct Header {
         var alg: String?
         var kid: String?
         var crit: [String]?
+
+        init(_ members: JSONMembers) throws(ClientTokenError) {
+            alg = try members.string("alg")
+            kid = try members.string("kid")
+            crit = try members.strings("crit")
+        }
     }
 
     /// Checks `token`'s form, algorithm, key and signature, then its claims at `now`.
@@ -52,7 +58,7 @@ public struct ClientTokenVerifier: Sendable, CustomStringConvertible {
         let headerText = bytes[..<dots[0]]
         let payloadText = bytes[(dots[0] + 1)..<dots[1]]
         let signatureText = bytes[(dots[1] + 1)...]
-        let header: Header = try Self.decodeJSON(Self.decodePart(headerText, "header"), "header")
+        let header = try Header(Self.jsonObject(Self.decodePart(headerText, "header"), "header"))
         let signature = try Self.decodePart(signatureText, "signature")
         let kid = try checkSignature(signature, of: Array(bytes[..<dots[1]]), header: header)
         var claims = try Self.claims(
@@ -176,39 +182,74 @@ public struct ClientTokenVerifier: Sendable, CustomStringConvertible {
         return decoded
     }
 
-    /// Decodes a header or payload: one strict JSON object (no duplicate keys: two readers could
-    /// otherwise disagree on which value counts).
-    static func decodeJSON<Value: Decodable>(_ bytes: [UInt8], _ name: String) throws(ClientTokenError) -> Value {
-        if let fault = JSONValue.check(bytes, maximumDepth: 4) {
-            throw malformed("the \(name) is not strict JSON: \(fault.message)")
-        }
-        guard bytes.first(where: { $0 > 0x20 }) == UInt8(ascii: "{") else {
-            throw malformed("the \(name) is not a JSON object")
-        }
+    /// Reads a header or payload: one strict JSON object (no duplicate keys: two readers could
+    /// otherwise disagree on which value counts), read by the one JSON grammar.
+    static func jsonObject(_ bytes: [UInt8], _ name: String) throws(ClientTokenError) -> JSONMembers {
+        let value: JSONValue
         do {
-            return try JSONDecoder().decode(Value.self, from: Data(bytes))
-        } catch let DecodingError.typeMismatch(_, context) {
-            throw invalidClaim(name, context)
-        } catch let DecodingError.dataCorrupted(context) {
-            throw invalidClaim(name, context)
+            value = try JSONValue.parse(bytes, maximumDepth: 4)
         } catch {
-            throw malformed("the \(name) cannot be read as a JSON object")
+            throw malformed("the \(name) is not strict JSON: \(error.message)")
         }
+        guard case .object(let members) = value else { throw malformed("the \(name) is not a JSON object") }
+        return JSONMembers(members: members, name: name)
     }
 
-    private static func invalidClaim(_ name: String, _ context: DecodingError.Context) -> ClientTokenError {
-        guard let key = context.codingPath.first?.stringValue else {
-            return malformed("the \(name) cannot be read as a JSON object")
-        }
-        let expected =
-            switch key {
-            case "exp", "iat", "nbf": "a NumericDate (seconds since 1970)"
-            case "aud": "a string or an array of strings"
-            case "crit": "an array of strings"
-            default: "a string"
+    /// The members of a token's header or payload, read by type; `null` reads as absent.
+    struct JSONMembers {
+        var members: [String: JSONValue]
+        /// `header` or `payload`, for messages.
+        var name: String
+
+        func string(_ key: String) throws(ClientTokenError) -> String? {
+            switch members[key] {
+            case nil, .null: return nil
+            case .string(let value): return value
+            default: throw wrongType(key)
             }
-        let reason: ClientTokenError.Reason = name == "payload" ? .invalidClaim : .malformed
-        return ClientTokenError(reason, "the \(name) field \(key) must be \(expected)")
+        }
+
+        /// A JSON number, whole or not.
+        func number(_ key: String) throws(ClientTokenError) -> Double? {
+            switch members[key] {
+            case nil, .null: return nil
+            case .integer(let value): return Double(value)
+            case .double(let value): return value
+            default: throw wrongType(key)
+            }
+        }
+
+        func strings(_ key: String) throws(ClientTokenError) -> [String]? {
+            switch members[key] {
+            case nil, .null: return nil
+            case .array(let items):
+                var strings: [String] = []
+                for item in items {
+                    guard case .string(let value) = item else { throw wrongType(key) }
+                    strings.append(value)
+                }
+                return strings
+            default: throw wrongType(key)
+            }
+        }
+
+        /// A string or an array of strings (`aud`, RFC 7519 §4.1.3).
+        func oneOrMoreStrings(_ key: String) throws(ClientTokenError) -> [String]? {
+            if case .string(let value) = members[key] { return [value] }
+            return try strings(key)
+        }
+
+        private func wrongType(_ key: String) -> ClientTokenError {
+            let expected =
+                switch key {
+                case "exp", "iat", "nbf": "a NumericDate (seconds since 1970)"
+                case "aud": "a string or an array of strings"
+                case "crit": "an array of strings"
+                default: "a string"
+                }
+            let reason: ClientTokenError.Reason = name == "payload" ? .invalidClaim : .malformed
+            return ClientTokenError(reason, "the \(name) field \(key) must be \(expected)")
+        }
     }
 
     // MARK: Messages

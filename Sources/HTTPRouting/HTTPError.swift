@@ -36,41 +36,4 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         for (name, value) in headers { response.headers.replaceOrAdd(name: name, value: value) }
         return response
     }
-
-    /// 400 `invalid_json` for a body that failed to decode, naming the field when known.
-    static func invalidJSON(_ error: DecodingError) -> HTTPError {
-        func path(_ context: DecodingError.Context, appending key: (any CodingKey)? = nil) -> String? {
-            let keys = context.codingPath + (key.map { [$0] } ?? [])
-            guard !keys.isEmpty else { return nil }
-            return keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
-                .joined(separator: ".")
-                .replacingOccurrences(of: ".[", with: "[")
-        }
-        switch error {
-        case .keyNotFound(let key, let context):
-            return HTTPError(
-                status: 400,
-                code: "invalid_json",
-                message: "A required field is missing.",
-                field: path(context, appending: key)
-            )
-        case .typeMismatch(_, let context), .valueNotFound(_, let context):
-            return HTTPError(
-                status: 400,
-                code: "invalid_json",
-                message: "A field has the wrong type or is null.",
-                field: path(context)
-            )
-        case .dataCorrupted(let context):
-            return HTTPError(
-                status: 400,
-                code: "invalid_json",
-                message: context.codingPath.isEmpty
-                    ? "The request body is not valid JSON." : "A field has an invalid value.",
-                field: path(context)
-            )
-        @unknown default:
-            return HTTPError(status: 400, code: "invalid_json", message: "The request body is not valid JSON.")
-        }
-    }
 }

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import HeraldCore
 
 /// One HTTP request, fully received (the body is buffered, bounded by
@@ -121,19 +121,6 @@ public struct HTTPRequest: Sendable {
         query.filter { $0.name == name }.map(\.value)
     }
 
-    /// The body decoded as JSON.
-    ///
-    /// - Throws: ``HTTPError`` 400 `invalid_json` when the body is not JSON of the expected shape;
-    ///   the message names the offending path when the decoder reports one.
-    public func decode<T: Decodable>(_ type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder()) throws -> T {
-        do {
-            return try decoder.decode(T.self, from: Data(body))
-        } catch let error as DecodingError {
-            throw HTTPError.invalidJSON(error)
-        } catch {
-            throw HTTPError(status: 400, code: "invalid_json", message: "The request body is not valid JSON.")
-        }
-    }
 }
 
 extension HTTPRequest {

@@ -128,9 +128,9 @@ public struct NotificationSender: Sendable {
     }
 
     static func notificationID(inPayload payload: String) -> UUID? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
-            let text = object["notification_id"] as? String
-        else { return nil }
+        guard case .string(let text) = (try? JSONValue.parse(Array(payload.utf8)))?["notification_id"] else {
+            return nil
+        }
         return RequestIdentifier.uuid(text)
     }
 

@@ -274,26 +274,6 @@ struct MessageTests {
         #expect(error.response.headers["Retry-After"] == "5")
         #expect(error.response.headers["Content-Type"] == "application/json")
     }
-
-    @Test("decode() maps decoding failures to 400 invalid_json naming the field")
-    func decodeErrors() throws {
-        struct Body: Decodable {
-            var count: Int
-            var items: [String]
-        }
-        let missing = HTTPRequest(method: "POST", path: "/", body: Array(#"{"count":1}"#.utf8))
-        let error = #expect(throws: HTTPError.self) { try missing.decode(Body.self) }
-        #expect(error?.status == 400)
-        #expect(error?.code == "invalid_json")
-        #expect(error?.field == "items")
-
-        let wrongType = HTTPRequest(method: "POST", path: "/", body: Array(#"{"count":1,"items":[1]}"#.utf8))
-        let typeError = #expect(throws: HTTPError.self) { try wrongType.decode(Body.self) }
-        #expect(typeError?.field == "items[0]")
-
-        let ok = HTTPRequest(method: "POST", path: "/", body: Array(#"{"count":2,"items":["a"]}"#.utf8))
-        #expect(try ok.decode(Body.self).count == 2)
-    }
 }
 
 @Suite("Middleware, in memory")
