@@ -127,10 +127,14 @@ let package = Package(
             dependencies: ["HeraldCore", "Storage"],
             swiftSettings: swiftSettings
         ),
+        // Who a push goes to: tokens, users, tags or everyone, and the one grammar that reads it.
+        .target(name: "Audiences", dependencies: ["HeraldCore", "APNs"], swiftSettings: swiftSettings),
         // The device registry: devices, tags, the dead-token rule, audience reads.
         .target(
             name: "Devices",
-            dependencies: ["HeraldCore", "Storage", "Jobs", "APNs", "HTTPRouting", "HeraldFeature", "ClientTokens"],
+            dependencies: [
+                "HeraldCore", "Storage", "Jobs", "APNs", "HTTPRouting", "HeraldFeature", "ClientTokens", "Audiences",
+            ],
             swiftSettings: swiftSettings
         ),
         // Client tokens: JWTs an app's backend mints for its users, verified for /v1/client.
@@ -142,6 +146,7 @@ let package = Package(
         .target(
             name: "Notifications",
             dependencies: [
+                "Audiences",
                 "HeraldCore", "Storage", "Jobs", "APNs", "APNsTransport", "Devices", "HTTPRouting", "HeraldFeature",
             ],
             swiftSettings: swiftSettings
@@ -150,7 +155,8 @@ let package = Package(
         .target(
             name: "LiveActivities",
             dependencies: [
-                "HeraldCore", "HeraldCrypto", "Storage", "Jobs", "APNs", "APNsTransport", "Devices",
+                "Audiences",
+                "HeraldCore", "HeraldCrypto", "Storage", "Jobs", "APNs", "APNsTransport",
                 "ClientTokens", "HTTPRouting", "HeraldFeature",
             ],
             swiftSettings: swiftSettings
@@ -168,6 +174,7 @@ let package = Package(
         .target(
             name: "Wake",
             dependencies: [
+                "Audiences",
                 "HeraldCore", "Storage", "Jobs", "APNs", "APNsTransport", "Devices", "Notifications", "CloudKit",
                 "HTTPRouting", "HeraldFeature",
             ],
@@ -348,6 +355,7 @@ let package = Package(
         .testTarget(
             name: "NotificationsTests",
             dependencies: [
+                "Audiences",
                 "Notifications", "Jobs", "Storage", "APNs", "APNsTransport", "APNsSimulator", "HeraldCore",
                 "HeraldCrypto",
                 "DatabaseTestSupport", "JobsTestSupport", "AsyncTestSupport", "Devices", "APNsTestSupport",

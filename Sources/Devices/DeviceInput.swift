@@ -1,4 +1,5 @@
 public import APNs
+import Audiences
 import Foundation
 public import HeraldCore
 
@@ -10,11 +11,11 @@ public enum DeviceLimits {
     public static let maximumBodyBytes = 16 << 10
     /// The largest batch body: 1,000 devices of up to about 4 KB each.
     public static let maximumBatchBodyBytes = 4 << 20
-    /// Tags per device, and characters per tag.
-    public static let maximumTags = 50
-    public static let maximumTagCharacters = 64
-    /// Bytes of `app` and `user_id`.
-    public static let maximumNameBytes = 255
+    /// Tags per device, and characters per tag: what an audience may name.
+    public static let maximumTags = AudienceLimits.maximumTags
+    public static let maximumTagCharacters = AudienceLimits.tagLength.upperBound
+    /// Bytes of `app` and `user_id`: a user id as long as an audience may name.
+    public static let maximumNameBytes = AudienceLimits.maximumUserIDBytes
     /// Bytes of `locale`, `timezone` and `app_version`.
     public static let maximumShortBytes = 64
     /// Nesting of arrays and objects in a body.

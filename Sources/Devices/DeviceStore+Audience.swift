@@ -1,4 +1,5 @@
 public import APNs
+public import Audiences
 import Foundation
 package import Storage
 
@@ -12,6 +13,19 @@ public enum AudienceSelector: Sendable, Hashable {
     case anyTag([String])
     /// Active devices with every one of these tags.
     case allTags([String])
+}
+
+extension Audience {
+    /// The registry query of an audience resolved at send time; `nil` for `tokens`.
+    public var selector: AudienceSelector? {
+        switch self {
+        case .tokens: nil
+        case .users(let users): .users(users)
+        case .tags(.any(let tags)): .anyTag(tags)
+        case .tags(.all(let tags)): .allTags(tags)
+        case .all: .all
+        }
+    }
 }
 
 /// Where a page of an audience ends. Opaque to callers: store ``text`` and parse it back with

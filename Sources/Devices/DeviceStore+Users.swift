@@ -1,4 +1,5 @@
 public import APNs
+public import Audiences
 import Foundation
 import Storage
 

@@ -1,5 +1,5 @@
 import APNs
-import Devices
+import Audiences
 public import Foundation
 public import HeraldCore
 

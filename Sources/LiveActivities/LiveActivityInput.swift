@@ -1,5 +1,4 @@
 public import APNs
-import Devices
 import Foundation
 public import HeraldCore
 

@@ -1,5 +1,6 @@
 public import APNs
-public import Devices
+public import Audiences
+import Devices
 
 /// Reads the devices an audience stands for from the device registry, a page at a time, so that
 /// a send to millions of devices never holds more than a page.

@@ -1,4 +1,5 @@
 public import APNs
+public import Audiences
 public import Devices
 
 /// The device registry resolves audiences for the sender: its keyset reads of active devices,

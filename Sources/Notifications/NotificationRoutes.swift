@@ -1,4 +1,5 @@
 public import APNs
+import Audiences
 public import Devices
 public import Foundation
 public import HTTPRouting

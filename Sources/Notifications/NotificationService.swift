@@ -1,5 +1,6 @@
 public import APNs
 import APNsTransport
+import Audiences
 public import Devices
 public import Foundation
 public import HeraldCore

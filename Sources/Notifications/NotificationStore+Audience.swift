@@ -1,4 +1,5 @@
-public import Devices
+public import Audiences
+import Devices
 public import Foundation
 import HeraldCore
 import Storage

@@ -1,4 +1,5 @@
 package import APNs
+import Audiences
 public import Devices
 public import Foundation
 import HeraldCore

@@ -1,5 +1,6 @@
 public import APNs
-public import Devices
+public import Audiences
+import Devices
 public import Foundation
 public import HeraldCore
 public import Jobs

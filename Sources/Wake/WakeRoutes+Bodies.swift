@@ -1,4 +1,5 @@
 import APNs
+import Audiences
 import Devices
 import Foundation
 import HeraldCore

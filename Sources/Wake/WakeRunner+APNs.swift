@@ -1,5 +1,6 @@
 import APNs
 import APNsTransport
+import Audiences
 import Devices
 import Foundation
 import HeraldCore

@@ -1,4 +1,5 @@
 public import APNs
+import Audiences
 import Devices
 public import Foundation
 import HeraldCore

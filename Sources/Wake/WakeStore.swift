@@ -1,4 +1,5 @@
 import APNs
+import Audiences
 import Devices
 public import Foundation
 import HeraldCore

@@ -1,3 +1,4 @@
+import Audiences
 import DatabaseTestSupport
 import Devices
 import Foundation

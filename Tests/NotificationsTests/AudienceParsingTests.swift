@@ -1,3 +1,4 @@
+import Audiences
 import Devices
 import Foundation
 import HeraldCore

@@ -1,5 +1,6 @@
 import APNs
 import APNsSimulator
+import Audiences
 import DatabaseTestSupport
 import Devices
 import Foundation

@@ -44,17 +44,9 @@ public enum Audience: Sendable, Hashable {
     }
 
     /// Whether the devices are read from the registry when the send runs (everything but `tokens`).
-    public var isResolvedAtSend: Bool { selector != nil }
-
-    /// The registry query of an audience resolved at send time; `nil` for `tokens`.
-    public var selector: AudienceSelector? {
-        switch self {
-        case .tokens: nil
-        case .users(let users): .users(users)
-        case .tags(.any(let tags)): .anyTag(tags)
-        case .tags(.all(let tags)): .allTags(tags)
-        case .all: .all
-        }
+    public var isResolvedAtSend: Bool {
+        if case .tokens = self { return false }
+        return true
     }
 }
 
@@ -73,12 +65,13 @@ public enum AudienceLimits {
     public static let maximumTokens = 10_000
     /// User ids in a `users` audience.
     public static let maximumUsers = 10_000
-    /// Bytes of one user id (UTF-8), as the device registry stores it.
-    public static let maximumUserIDBytes = DeviceLimits.maximumNameBytes
-    /// Tags in a `tags` audience: a device carries at most 50, so `all` of more could never match.
-    public static let maximumTags = DeviceLimits.maximumTags
-    /// Characters of one tag, as the device registry allows.
-    public static let tagLength = 1...DeviceLimits.maximumTagCharacters
+    /// Bytes of one user id (UTF-8); the device registry stores no longer ones.
+    public static let maximumUserIDBytes = 255
+    /// Tags in a `tags` audience: a device carries at most as many, so `all` of more could never
+    /// match.
+    public static let maximumTags = 50
+    /// Characters of one tag; the device registry takes no longer ones.
+    public static let tagLength = 1...64
 }
 
 /// The refusals of an audience (``AudienceError``), which several features take.
