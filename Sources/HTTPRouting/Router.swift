@@ -14,7 +14,7 @@ import HeraldCore
 /// - `HEAD` without a HEAD route runs the GET route; the body is dropped and its length kept in
 ///   `Content-Length`.
 ///
-/// The matched pattern is set on ``HTTPResponse/route`` (and noted for middleware when the
+/// The matched pattern is set on ``HTTPResponse/route`` (on ``HTTPFailure/route`` when the
 /// handler throws), so metrics and access logs label requests by route, never by raw path.
 ///
 /// ```swift

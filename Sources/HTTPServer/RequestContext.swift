@@ -134,7 +134,7 @@ final class ServerStatistics: Sendable {
     /// Requests whose headers arrived and whose response has not finished.
     var inFlight: Int { requestsInFlight.load(ordering: .sequentiallyConsistent) }
 
-    /// Requests whose connection was suspended to be answered by a task (not immediately).
+    /// Requests whose connection was suspended because their answer did not come at once.
     var suspensions: Int { suspensionCount.load(ordering: .relaxed) }
 
     func contextCreated() { contexts.add(1, ordering: .relaxed) }
