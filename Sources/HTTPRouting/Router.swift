@@ -14,7 +14,7 @@ import HeraldCore
 /// - `HEAD` without a HEAD route runs the GET route; the body is dropped and its length kept in
 ///   `Content-Length`.
 ///
-/// The matched pattern is set on ``HTTPResponse/route`` (and noted for middleware when the
+/// The matched pattern is set on ``HTTPResponse/route`` (on ``HTTPFailure/route`` when the
 /// handler throws), so metrics and access logs label requests by route, never by raw path.
 ///
 /// ```swift
@@ -25,19 +25,17 @@ import HeraldCore
 /// }
 /// ```
 ///
-/// A route may also answer immediately, on the server's I/O thread without a task hop
-/// (``HTTPResponder/respondImmediately(to:)``): give it a synchronous handler with
-/// ``on(_:_:immediately:)``, or one that answers when it can and an async handler for the rest
-/// with ``on(_:_:immediately:otherwise:)``. 404 and 405 are always answered immediately.
+/// Every route has one handler kind, ``Answering``: called on the server's I/O thread with the
+/// request and a one-shot ``HTTPResponseSink``, it answers exactly once, from any thread, at
+/// once when it can (without a task hop). An async handler (``Handler``, as above) is that kind
+/// answering from a task (``HTTPResponseSink/answer(by:)``). 404 and 405 are answered at once.
 public struct Router: HTTPResponder {
+    /// A route written as an async function, run in a task; what it throws goes to the
+    /// middleware that maps errors (``ErrorMiddleware``).
     public typealias Handler = @Sendable (HTTPRequest) async throws -> HTTPResponse
-    /// Answers at once, without blocking, or returns `nil` (having changed nothing) to have the
-    /// route's async handler answer instead.
-    public typealias ImmediateHandler = @Sendable (HTTPRequest) -> HTTPResponse?
-    /// Takes a request its immediate handler declined, to answer it later from any thread through
-    /// the completion, without a task; returns `false` (having changed nothing) to leave it to
-    /// the route's async handler (``HTTPResponder/respondLater(to:completion:)``).
-    public typealias LaterHandler = @Sendable (HTTPRequest, @escaping @Sendable (HTTPResponse) -> Void) -> Bool
+    /// What every route runs: answers the request through the sink exactly once, from any
+    /// thread. Called on an I/O thread: must not block.
+    public typealias Answering = @Sendable (HTTPRequest, HTTPResponseSink) -> Void
     /// Decides from the request line and headers alone (the request's body is empty): `nil` lets
     /// the request in, a response refuses it before its body is read (``admit(under:_:)``). A
     /// check that finds who the request comes from (a credential's claims) sets
@@ -49,9 +47,7 @@ public struct Router: HTTPResponder {
         let method: String
         let pattern: String
         let segments: [Segment]
-        let handler: Handler
-        let immediate: ImmediateHandler?
-        let later: LaterHandler?
+        let handler: Answering
         /// The route's own body limit; `nil`: the server's.
         let maxBodySize: Int?
         /// How the access log shows its paths (``Router/logPaths(of:as:)``); `nil`: as received.
@@ -63,9 +59,7 @@ public struct Router: HTTPResponder {
             method: String,
             pattern: String,
             segments: [Segment],
-            handler: @escaping Handler,
-            immediate: ImmediateHandler?,
-            later: LaterHandler? = nil,
+            handler: @escaping Answering,
             maxBodySize: Int?,
             loggedPath: LoggedPathRule?,
             admission: [AdmissionCheck]
@@ -74,8 +68,6 @@ public struct Router: HTTPResponder {
             self.pattern = pattern
             self.segments = segments
             self.handler = handler
-            self.immediate = immediate
-            self.later = later
             self.maxBodySize = maxBodySize
             self.loggedPath = loggedPath
             self.admission = admission
@@ -87,8 +79,6 @@ public struct Router: HTTPResponder {
                 pattern: pattern,
                 segments: segments,
                 handler: handler,
-                immediate: immediate,
-                later: later,
                 maxBodySize: maxBodySize,
                 loggedPath: loggedPath ?? self.loggedPath,
                 admission: admission ?? self.admission
@@ -121,13 +111,14 @@ public struct Router: HTTPResponder {
 
     public init() {}
 
-    /// Adds a route. A later route with the same method and pattern replaces the earlier one.
+    /// Adds a route written as an async function (run in a task). A later route with the same
+    /// method and pattern replaces the earlier one.
     ///
     /// - Parameters:
     ///   - method: the HTTP method, any case (stored upper-cased).
     ///   - pattern: `/literal/{parameter}/…`; must start with `/`.
     public mutating func on(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
-        add(method, pattern, handler, immediate: nil)
+        add(method, pattern, Self.answering(handler))
     }
 
     /// Adds a route whose requests may carry bodies up to `maxBodySize` bytes, instead of the
@@ -140,63 +131,31 @@ public struct Router: HTTPResponder {
         _ handler: @escaping Handler
     ) {
         precondition(maxBodySize >= 0, "a body limit cannot be negative")
-        add(method, pattern, handler, immediate: nil, maxBodySize: maxBodySize)
+        add(method, pattern, Self.answering(handler), maxBodySize: maxBodySize)
     }
 
-    /// Adds a route answered synchronously, on the server's I/O thread, without a task hop.
-    /// `handler` must not block.
+    /// Adds a route answered through the sink, on the server's I/O thread: at once when the
+    /// handler can (no task hop), later from any thread when it must wait. `handler` must not
+    /// block; `maxBodySize` as in ``on(_:_:maxBodySize:_:)``.
     public mutating func on(
         _ method: String,
         _ pattern: String,
-        immediately handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
+        maxBodySize: Int? = nil,
+        answering handler: @escaping Answering
     ) {
-        add(method, pattern, { handler($0) }, immediate: { handler($0) })
+        precondition(maxBodySize.map { $0 >= 0 } ?? true, "a body limit cannot be negative")
+        add(method, pattern, handler, maxBodySize: maxBodySize)
     }
 
-    /// Adds a route that `immediate` answers when it can do so at once, and `handler` otherwise
-    /// (when `immediate` returns `nil`, or the request came in through ``respond(to:)``).
-    public mutating func on(
-        _ method: String,
-        _ pattern: String,
-        immediately immediate: @escaping ImmediateHandler,
-        otherwise handler: @escaping Handler
-    ) {
-        add(method, pattern, handler, immediate: immediate)
-    }
-
-    /// ``on(_:_:immediately:otherwise:)`` with the route's own body limit, as in
-    /// ``on(_:_:maxBodySize:_:)``: a `Content-Length` over it is 413 before the body is read.
-    public mutating func on(
-        _ method: String,
-        _ pattern: String,
-        maxBodySize: Int,
-        immediately immediate: @escaping ImmediateHandler,
-        otherwise handler: @escaping Handler
-    ) {
-        precondition(maxBodySize >= 0, "a body limit cannot be negative")
-        add(method, pattern, handler, immediate: immediate, maxBodySize: maxBodySize)
-    }
-
-    /// ``on(_:_:maxBodySize:immediately:otherwise:)`` with a handler that answers later, without
-    /// a task, what `immediate` declined (``LaterHandler``); `handler` answers what both decline.
-    public mutating func on(
-        _ method: String,
-        _ pattern: String,
-        maxBodySize: Int,
-        immediately immediate: @escaping ImmediateHandler,
-        later: @escaping LaterHandler,
-        otherwise handler: @escaping Handler
-    ) {
-        precondition(maxBodySize >= 0, "a body limit cannot be negative")
-        add(method, pattern, handler, immediate: immediate, later: later, maxBodySize: maxBodySize)
+    /// `handler` as the one route kind: answered from a task.
+    private static func answering(_ handler: @escaping Handler) -> Answering {
+        { request, answer in answer.answer(by: { try await handler(request) }) }
     }
 
     private mutating func add(
         _ method: String,
         _ pattern: String,
-        _ handler: @escaping Handler,
-        immediate: ImmediateHandler?,
-        later: LaterHandler? = nil,
+        _ handler: @escaping Answering,
         maxBodySize: Int? = nil
     ) {
         precondition(pattern.hasPrefix("/"), "route pattern must start with '/': \(pattern)")
@@ -218,8 +177,6 @@ public struct Router: HTTPResponder {
             pattern: pattern,
             segments: segments,
             handler: handler,
-            immediate: immediate,
-            later: later,
             maxBodySize: maxBodySize,
             loggedPath: loggedPaths[pattern],
             admission: admissionRules.filter { Self.pattern(pattern, isUnder: $0.prefix) }.map(\.check)
@@ -259,7 +216,7 @@ public struct Router: HTTPResponder {
     /// headers before its body is read. When `check` answers, the server sends that answer at
     /// once and closes the connection without reading the body: an API key check belongs here,
     /// so that a client without the key cannot make the server read megabytes. The route's
-    /// handler runs only for admitted requests; ``respond(to:)`` runs the checks too, unless the
+    /// handler runs only for admitted requests; ``respond(to:answer:)`` runs the checks too, unless the
     /// server admitted the request already (``HTTPRequest/isAdmitted``): each check runs once.
     public mutating func admit(under prefix: String, _ check: @escaping AdmissionCheck) {
         var prefix = prefix
@@ -285,61 +242,44 @@ public struct Router: HTTPResponder {
     public mutating func delete(_ pattern: String, _ handler: @escaping Handler) { on("DELETE", pattern, handler) }
     public mutating func head(_ pattern: String, _ handler: @escaping Handler) { on("HEAD", pattern, handler) }
 
-    public func respond(to request: HTTPRequest) async throws -> HTTPResponse {
+    /// 404, 405, a route's admission refusal, or the route's answer, labelled with its route.
+    public func respond(to request: HTTPRequest, answer: HTTPResponseSink) {
         switch resolve(request) {
         case .answer(let response):
-            return response
+            answer(response)
         case .route(let route, var routed, let headFallback):
-            RouteRecorder.current?.record(route.pattern, loggedPath: route.loggedPath)
             for check in route.admission where !routed.isAdmitted {
                 if let refusal = check(&routed) {
-                    return Self.finish(refusal, route: route, headFallback: headFallback)
+                    return answer(Self.finish(refusal, route: route, headFallback: headFallback))
                 }
             }
-            return Self.finish(try await route.handler(routed), route: route, headFallback: headFallback)
-        }
-    }
-
-    /// 404, 405, or the answer of a route's immediate handler; `nil` for routes without one, or
-    /// when it declined.
-    public func respondImmediately(to request: HTTPRequest) -> HTTPResponse? {
-        switch resolve(request) {
-        case .answer(let response):
-            return response
-        case .route(let route, var routed, let headFallback):
-            guard let immediate = route.immediate else { return nil }
-            for check in route.admission where !routed.isAdmitted {
-                if let refusal = check(&routed) {
-                    return Self.finish(refusal, route: route, headFallback: headFallback)
+            route.handler(
+                routed,
+                answer.map { result in
+                    switch result {
+                    case .success(let response):
+                        return .success(Self.finish(response, route: route, headFallback: headFallback))
+                    case .failure(var failure):
+                        if failure.route == nil {
+                            failure.route = route.pattern
+                            failure.loggedPathRule = route.loggedPath
+                        }
+                        return .failure(failure)
+                    }
                 }
-            }
-            guard let response = immediate(routed) else { return nil }
-            return Self.finish(response, route: route, headFallback: headFallback)
+            )
         }
-    }
-
-    /// Hands a request to its route's later handler (admission checks passed already, in
-    /// ``respondImmediately(to:)``); `false` for routes without one, or when it declined.
-    public func respondLater(
-        to request: HTTPRequest,
-        completion: @escaping @Sendable (HTTPResponse) -> Void
-    ) -> Bool {
-        guard case .route(let route, let routed, let headFallback) = resolve(request), let later = route.later else {
-            return false
-        }
-        return later(routed) { response in completion(Self.finish(response, route: route, headFallback: headFallback)) }
-    }
-
-    /// The server's refusal, labelled with the route the request would have reached (and its
-    /// ``logPaths(of:as:)`` rule), for metrics and the access log.
-    public func refused(_ request: HTTPRequest, with response: HTTPResponse) -> HTTPResponse {
-        guard case .route(let route, _, _) = resolve(request) else { return response }
-        return Self.finish(response, route: route, headFallback: false)
     }
 
     /// 404 or 405 for a request no route takes, a route's admission refusal
     /// (``admit(under:_:)``), else the route's body limit: all decided before the body is read.
-    public func admit(_ request: HTTPRequest) -> HTTPAdmission {
+    /// A `refusal` (the server's) is labelled with the route the request would have reached (and
+    /// its ``logPaths(of:as:)`` rule), for metrics and the access log.
+    public func admit(_ request: HTTPRequest, refusal: HTTPResponse?) -> HTTPAdmission {
+        if let refusal {
+            guard case .route(let route, _, _) = resolve(request) else { return .answer(refusal) }
+            return .answer(Self.finish(refusal, route: route, headFallback: false))
+        }
         // Paths without escapes reaching a route without checks: its limit, without decoding
         // parameters.
         if let found = table.match(method: request.method, alsoGet: request.method == "HEAD", rawPath: request.rawPath),

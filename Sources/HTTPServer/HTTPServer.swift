@@ -5,11 +5,11 @@ import Synchronization
 /// An HTTP/1.1 server on libmicrohttpd that answers with a responder wrapped in middleware.
 ///
 /// libmicrohttpd's own threads do the I/O (`poll`, keep-alive, limits, timeouts). When a request
-/// is complete, the middleware and responder are first asked to answer it at once on that thread
-/// (``HTTPResponder/respondImmediately(to:)``, for handlers that need no waiting). Otherwise its
-/// connection is suspended and the request goes to `run()`'s task group, which answers it in a
-/// child task; the response is handed back and the connection resumed. No thread of either side
-/// ever waits for the other.
+/// is complete, the middleware and responder get it on that thread
+/// (``HTTPResponder/respond(to:answer:)``): an answer given before that call returns is sent at
+/// once. Otherwise its connection is suspended until the answer comes, from a callback or from a
+/// task the handler started in `run()`'s task group (an async route's); the connection is then
+/// resumed. No thread of either side ever waits for the other.
 ///
 /// ```swift
 /// var router = Router()
@@ -53,8 +53,8 @@ public final class HTTPServer: Service {
         public var maxConnectionsPerIP: Int?
         /// How long graceful shutdown waits for requests in flight before closing them.
         public var shutdownTimeout: Duration = .seconds(10)
-        /// libmicrohttpd threads doing socket I/O. Handlers run on Swift's pool, except immediate
-        /// ones (``HTTPResponder/respondImmediately(to:)``), which run on these.
+        /// libmicrohttpd threads doing socket I/O. Handlers are called on these
+        /// (``HTTPResponder/respond(to:answer:)``); async ones then run on Swift's pool.
         public var threadCount: Int = 2
 
         public init() {}
@@ -173,14 +173,13 @@ public final class HTTPServer: Service {
         core: HTTPServerCore,
         daemon: MHDDaemon
     ) async {
-        let responder = self.responder
         let shutdownTimeout = configuration.shutdownTimeout
         await withDiscardingTaskGroup { group in
             var draining = false
             loop: for await event in events {
                 switch event {
-                case .request(let pending):
-                    group.addTask { await core.respond(to: pending, with: responder) }
+                case .run(let work):
+                    group.addTask { await work() }
                 case .shutdown:
                     guard !draining else { continue }
                     draining = true

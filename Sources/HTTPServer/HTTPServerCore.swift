@@ -9,10 +9,10 @@ import Synchronization
 /// to Swift, and turns responses back into libmicrohttpd responses.
 ///
 /// Callbacks run on libmicrohttpd's threads and never block: they take short locks and yield to
-/// an `AsyncStream`. A request the responder can answer at once
-/// (``HTTPResponder/respondImmediately(to:)``) is answered right there, without suspending its
-/// connection; one it answers later without a task (``HTTPResponder/respondLater(to:completion:)``)
-/// is suspended and resumed from the thread that completes it.
+/// an `AsyncStream`. Each complete request goes to the responder on that thread
+/// (``HTTPResponder/respond(to:answer:)``): one it answers before returning is sent
+/// right there, without suspending its connection; one it answers later (from a callback, or a
+/// task it starts in `run()`'s task group) is suspended and resumed from the thread that answers.
 final class HTTPServerCore: Sendable {
     struct Limits: Sendable {
         var maxBodySize: Int
@@ -106,31 +106,28 @@ final class HTTPServerCore: Sendable {
         }
     }
 
-    /// Runs `responder` for a suspended request and resumes its connection with the answer.
-    func respond(to pending: PendingRequest, with responder: any HTTPResponder) async {
-        let response: HTTPResponse
-        do {
-            response = try await responder.respond(to: pending.request)
-        } catch let error as HTTPError {
-            response = error.response
-        } catch {
-            // Only reached when the middleware has no ErrorMiddleware.
+    /// The response for the responder's answer: a failure is only left when the middleware has
+    /// no ErrorMiddleware.
+    private func response(for result: HTTPResult, to request: (id: String, method: String)) -> HTTPResponse {
+        switch result {
+        case .success(let response):
+            return response
+        case .failure(let failure):
+            if let error = failure.error as? HTTPError { return error.response }
             if !Task.isCancelled {
                 logger.error(
                     "request failed",
-                    metadata: [
-                        "request_id": .string(pending.request.requestID),
-                        "error": .string(String(describing: error)),
-                    ]
+                    metadata: ["request_id": .string(request.id), "error": .string(String(describing: failure.error))]
                 )
             }
-            response = ErrorMiddleware.internalError
+            return ErrorMiddleware.internalError
         }
-        complete(pending.context, with: response)
     }
 
+    /// Hands `response` to the request: kept for its I/O thread while the responder's call is
+    /// still running, else its suspended connection resumed with it.
     private func complete(_ context: RequestContext, with response: HTTPResponse) {
-        guard context.resume(with: response) else { return }  // abandoned at shutdown: drop
+        guard context.resume(with: response) else { return }  // answered at once, or abandoned: done
         _ = state.withLock { $0.suspended.removeValue(forKey: ObjectIdentifier(context)) }
         MHD_resume_connection(context.connection.pointer)
     }
@@ -186,7 +183,7 @@ final class HTTPServerCore: Sendable {
             context.state.withLock { $0.phase = .answered }
             guard let response else { return false }
             return queue(response, for: context, forceClose: false)
-        case .suspended, .answered:
+        case .dispatching, .answeredAtOnce, .suspended, .answered:
             return true
         }
     }
@@ -356,8 +353,8 @@ final class HTTPServerCore: Sendable {
         }
     }
 
-    /// Final call: the body is complete. Answers at once when the responder can; otherwise
-    /// suspends the connection and hands the request to Swift.
+    /// Final call: the body is complete. Answers at once when the responder does so before its
+    /// call returns; otherwise suspends the connection until the answer comes.
     private func dispatch(_ context: RequestContext, connection: OpaquePointer) -> Bool {
         // The head and body are moved out of the state (`swap`), not copied and then cleared.
         var head: RequestContext.Head?
@@ -370,32 +367,38 @@ final class HTTPServerCore: Sendable {
         let request = head.request(body: body)
         deadlines?.requestReceived(on: connection)
 
-        if let response = responder.respondImmediately(to: request) {
-            context.state.withLock { $0.phase = .answered }
-            return queue(response, for: context, forceClose: false)
+        context.state.withLock { $0.phase = .dispatching }
+        let identity = (id: request.requestID, method: request.method)
+        let events = self.events
+        responder.respond(
+            to: request,
+            answer: HTTPResponseSink(
+                spawn: { [self] work in
+                    if case .terminated = events.yield(.run(work)) { complete(context, with: Self.shuttingDown) }
+                },
+                { [self] result in complete(context, with: response(for: result, to: identity)) }
+            )
+        )
+        // Suspended under the context's lock: an answer from another thread finds the connection
+        // either answered at once or suspended, never resumed before it is suspended.
+        let answered = context.state.withLock { state -> HTTPResponse? in
+            if case .answeredAtOnce(let response) = state.phase {
+                state.phase = .answered
+                return response
+            }
+            state.phase = .suspended
+            state.wasSuspended = true
+            MHD_suspend_connection(connection)
+            return nil
         }
-        context.state.withLock {
-            $0.phase = .suspended
-            $0.wasSuspended = true
-        }
+        if let answered { return queue(answered, for: context, forceClose: false) }
         statistics.suspended()
-        MHD_suspend_connection(connection)
         let accepted = state.withLock { state in
             guard !state.closed else { return false }
             state.suspended[ObjectIdentifier(context)] = context
             return true
         }
-        guard accepted else {
-            if context.resume(with: Self.shuttingDown) { MHD_resume_connection(connection) }
-            return true
-        }
-        // Suspended first: the later answer may come from another thread before this returns.
-        if responder.respondLater(to: request, completion: { [self] response in complete(context, with: response) }) {
-            return true
-        }
-        if case .terminated = events.yield(.request(PendingRequest(context: context, request: request))) {
-            complete(context, with: Self.shuttingDown)
-        }
+        if !accepted, context.resume(with: Self.shuttingDown) { MHD_resume_connection(connection) }
         return true
     }
 

@@ -28,6 +28,10 @@ final class RequestContext: Sendable {
         case receiving
         /// The body went over the limit; further bytes are counted and dropped.
         case tooLarge
+        /// The request is with the responder, on the I/O thread (``HTTPResponder/respond(to:answer:)``).
+        case dispatching
+        /// The responder answered before its call returned: the I/O thread sends this at once.
+        case answeredAtOnce(HTTPResponse)
         /// The connection is suspended while Swift computes the response.
         case suspended
         /// The connection was resumed with this response (`nil`: abandoned at shutdown, close).
@@ -99,12 +103,21 @@ final class RequestContext: Sendable {
     }
 
     /// Moves a suspended request to resumed with `response`; `true` when the caller won the
-    /// transition and so must call `MHD_resume_connection` (exactly once).
+    /// transition and so must call `MHD_resume_connection` (exactly once). A request still with
+    /// the responder keeps `response` for the I/O thread to send when the responder returns
+    /// (`false`: nothing to resume); any later answer is dropped.
     func resume(with response: HTTPResponse?) -> Bool {
         state.withLock { state in
-            guard case .suspended = state.phase else { return false }
-            state.phase = .resumed(response)
-            return true
+            switch state.phase {
+            case .suspended:
+                state.phase = .resumed(response)
+                return true
+            case .dispatching:
+                if let response { state.phase = .answeredAtOnce(response) }
+                return false
+            default:
+                return false
+            }
         }
     }
 }
@@ -121,7 +134,7 @@ final class ServerStatistics: Sendable {
     /// Requests whose headers arrived and whose response has not finished.
     var inFlight: Int { requestsInFlight.load(ordering: .sequentiallyConsistent) }
 
-    /// Requests whose connection was suspended to be answered by a task (not immediately).
+    /// Requests whose connection was suspended because their answer did not come at once.
     var suspensions: Int { suspensionCount.load(ordering: .relaxed) }
 
     func contextCreated() { contexts.add(1, ordering: .relaxed) }

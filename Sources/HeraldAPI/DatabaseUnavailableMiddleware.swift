@@ -17,26 +17,28 @@ public struct DatabaseUnavailableMiddleware: HTTPMiddleware {
 
     public func handle(
         _ request: HTTPRequest,
-        next: @Sendable (HTTPRequest) async throws -> HTTPResponse
-    ) async throws -> HTTPResponse {
-        do {
-            return try await next(request)
-        } catch let error as DatabaseError where error.isUnavailable {
-            logger.warning(
-                "database unavailable; answered 503",
-                metadata: [
-                    "request_id": .string(request.requestID),
-                    "method": .string(request.method),
-                    "error": .string(String(describing: error)),
-                ]
-            )
-            return Self.error(for: error).response
-        }
-    }
-
-    /// Passes immediate answers through: they do not touch the database.
-    public func handleImmediately(_ request: HTTPRequest, next: (HTTPRequest) -> HTTPResponse?) -> HTTPResponse? {
-        next(request)
+        answer: HTTPResponseSink,
+        next: (HTTPRequest, HTTPResponseSink) -> Void
+    ) {
+        let requestID = request.requestID
+        let method = request.method
+        next(
+            request,
+            answer.map { [logger] result in
+                guard case .failure(let failure) = result,
+                    let error = failure.error as? DatabaseError, error.isUnavailable
+                else { return result }
+                logger.warning(
+                    "database unavailable; answered 503",
+                    metadata: [
+                        "request_id": .string(requestID),
+                        "method": .string(method),
+                        "error": .string(String(describing: error)),
+                    ]
+                )
+                return .success(failure.labelling(Self.error(for: error).response))
+            }
+        )
     }
 
     /// The 503 for `error`: a second for contention (a lock, a pooled connection), five while the

@@ -10,52 +10,37 @@ extension RelayService {
         case push(RelayedPush, via: APNSClient)
     }
 
-    /// Answers one relay request without waiting, or returns `nil` (having changed nothing) when
-    /// it would have to wait: too many pushes wait for APNs (the budget's
-    /// ``APNs/APNSSendBudget/hasRoom``; ``relayLater(_:completion:)`` then takes it), or no APNs
-    /// connection can take the push now (the async ``relay(_:)`` then connects).
+    /// Answers one relay request through `answer`: at once whenever it can decide so (bad input,
+    /// or a push handed to a live APNs connection with room in the queue). A push that must wait
+    /// for room waits as a callback in the budget (first come, first served), no task, and is
+    /// answered 202 once it is sent, or 503 when the relay shuts down first or no connection can
+    /// take it then; only a push that needs a connection first takes a task
+    /// (``connectAndSend(_:via:)``).
     ///
     /// Runs on the HTTP server's I/O thread; never blocks. The push goes out from this thread, and
-    /// APNs' answer is handled on the connection's I/O thread: no task per push.
-    func relayImmediately(_ request: HTTPRequest) -> HTTPResponse? {
-        switch validate(request) {
-        case .answered(let response):
-            return response
-        case .push(let push, let client):
-            guard client.budget.hasRoom || stopping.load(ordering: .relaxed) else { return nil }
-            return send(push, via: client)
-        }
-    }
-
-    /// Takes a relay request that must wait for room in the budget, without a task and without
-    /// blocking: the push waits as a callback in the budget (first come, first served), and
-    /// `completion` gets 202 once it is sent, or 503 when the relay shuts down first or no
-    /// connection can take it then. Returns `false` (having changed nothing) when the request
-    /// needs a connection first: the async ``relay(_:)`` answers it.
-    ///
-    /// `completion` runs on the calling thread when room is there at once, else on the thread
-    /// that made room: an APNs connection's I/O thread, where an answered push was released.
-    func relayLater(_ request: HTTPRequest, completion: @escaping @Sendable (HTTPResponse) -> Void) -> Bool {
+    /// APNs' answer is handled on the connection's I/O thread. A push that waited is answered on
+    /// the thread that made room: an APNs connection's I/O thread, where an answered push was
+    /// released.
+    func relay(_ request: HTTPRequest, answer: HTTPResponseSink) {
         let (push, client): (RelayedPush, APNSClient)
         switch validate(request) {
-        case .answered(let response):
-            completion(response)
-            return true
+        case .answered(let response): return answer(response)
         case .push(let validated, let validatedClient): (push, client) = (validated, validatedClient)
         }
+        if client.budget.hasRoom || stopping.load(ordering: .relaxed), let response = send(push, via: client) {
+            return answer(response)
+        }
         let known = client.budget.waitForRoom { [self] outcome in
-            completion(afterWaiting(outcome, push, via: client))
+            answer(afterWaiting(outcome, push, via: client))
         }
         switch known {
         case nil:
-            return true
+            return
         case .closed?:
-            completion(afterWaiting(.closed, push, via: client))
-            return true
+            answer(afterWaiting(.closed, push, via: client))
         case .room?:
-            guard let response = send(push, via: client) else { return false }
-            completion(response)
-            return true
+            if let response = send(push, via: client) { return answer(response) }
+            answer.answer(by: { [self] in await connectAndSend(push, via: client) })
         }
     }
 
@@ -73,13 +58,9 @@ extension RelayService {
         return unavailable("APNs (\(push.environment)) cannot be reached right now")
     }
 
-    /// Answers one relay request, waiting for an APNs connection or for room when needed.
-    func relay(_ request: HTTPRequest) async -> HTTPResponse {
-        let (push, client): (RelayedPush, APNSClient)
-        switch validate(request) {
-        case .answered(let response): return response
-        case .push(let validated, let validatedClient): (push, client) = (validated, validatedClient)
-        }
+    /// Sends a validated push that no APNs connection could take at once: waits for a
+    /// connection, then for room.
+    private func connectAndSend(_ push: RelayedPush, via client: APNSClient) async -> HTTPResponse {
         if client.budget.hasRoom, let response = send(push, via: client) { return response }
         do {
             try await client.prepare()

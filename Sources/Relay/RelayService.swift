@@ -112,16 +112,14 @@ public final class RelayService: Service {
     /// The route answers on the HTTP server's I/O thread whenever it can decide at once (bad
     /// input, or a push handed to a live APNs connection with room in the queue); a push that
     /// must wait for room waits as a callback in the budget, its connection suspended, no task;
-    /// only a push that must wait for a connection takes the asynchronous path.
+    /// only a push that must wait for a connection takes a task (``relay(_:answer:)``).
     public func register(on router: inout Router) {
         // A body WebPush forbids is refused on its Content-Length, before it is read.
         router.on(
             "POST",
             "/push/{token}/{id}",
             maxBodySize: WebPushTranslation.maxBodySize,
-            immediately: { [self] request in relayImmediately(request) },
-            later: { [self] request, completion in relayLater(request, completion: completion) },
-            otherwise: { [self] request in await relay(request) }
+            answering: { [self] request, answer in relay(request, answer: answer) }
         )
         for method in ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"] {
             router.on(method, "/push/{token}/{id}") { _ in

@@ -295,13 +295,21 @@ struct MiddlewareTests {
             var name: String
             func handle(
                 _ request: HTTPRequest,
-                next: @Sendable (HTTPRequest) async throws -> HTTPResponse
-            ) async throws -> HTTPResponse {
+                answer: HTTPResponseSink,
+                next: (HTTPRequest, HTTPResponseSink) -> Void
+            ) {
                 var request = request
                 request.headers.add(name: "X-Trail", value: name)
-                var response = try await next(request)
-                response.headers.add(name: "X-Back", value: name)
-                return response
+                next(
+                    request,
+                    answer.map { [name] result in
+                        result.map { response in
+                            var response = response
+                            response.headers.add(name: "X-Back", value: name)
+                            return response
+                        }
+                    }
+                )
             }
         }
         var router = Router()

@@ -67,15 +67,14 @@ struct RelayBackpressureTests {
             _ = try await relay.deliveries(token: token)
             try await waitForTheWarmUpAnswer(metrics)
             _ = relay.simulator.addFault(APNSSimulatorFault(.delay(apnsDelay), token: token))
-            #expect(relay.service.relayImmediately(push(token, "fills"))?.status == 202)
+            #expect(AnswerProbe { relay.service.relay(push(token, "fills"), answer: $0) }.atOnce?.status == 202)
             try await body(relay, metrics, token)
         }
     }
 
     @Test func aFullQueueNeverHoldsTheHTTPThreadTheRequestWaitsAsynchronouslyAndIsAccepted() async throws {
         try await withFullQueue(apnsDelay: .milliseconds(300)) { relay, metrics, token in
-            // Nothing decided, nothing counted, nothing sent: the request goes the async way.
-            #expect(relay.service.relayImmediately(push(token, "waits")) == nil)
+            // Not answered at once: the connection is suspended until room comes.
             #expect(metrics.value("herald_relay_in_flight") == 1)
             #expect(try await relay.post("/push/\(token)/waits").status == 202)
             #expect(relay.server.statistics.suspensions >= 1)
@@ -88,12 +87,11 @@ struct RelayBackpressureTests {
         try await withFullQueue(apnsDelay: .milliseconds(300)) { relay, metrics, token in
             let service = relay.service
             let budget = try #require(service.clients[.production]).budget
-            let response = await withCheckedContinuation { (continuation: CheckedContinuation<HTTPResponse, Never>) in
-                let taken = service.relayLater(push(token, "later")) { continuation.resume(returning: $0) }
-                #expect(taken)
-                #expect(budget.suspendedCalls == 1, "waiting as a callback: no task, no thread held")
-            }
-            #expect(response.status == 202)
+            let probe = AnswerProbe { service.relay(push(token, "later"), answer: $0) }
+            #expect(probe.atOnce == nil)
+            #expect(probe.tasksStarted == 0)
+            #expect(budget.suspendedCalls == 1, "waiting as a callback: no task, no thread held")
+            #expect(try await probe.answer()?.get().status == 202)
             let delivered = try await relay.deliveries(token: token, count: 3)
             #expect(delivered.filter { $0.status == 200 }.count == 3)
         }
@@ -103,11 +101,12 @@ struct RelayBackpressureTests {
         try await withFullQueue(apnsDelay: .seconds(5)) { relay, metrics, token in
             let service = relay.service
             let budget = try #require(service.clients[.production]).budget
-            let response = await withCheckedContinuation { (continuation: CheckedContinuation<HTTPResponse, Never>) in
-                #expect(service.relayLater(push(token, "later")) { continuation.resume(returning: $0) })
-                #expect(budget.suspendedCalls == 1)
-                service.triggerGracefulShutdown()
-            }
+            let probe = AnswerProbe { service.relay(push(token, "later"), answer: $0) }
+            #expect(probe.atOnce == nil)
+            #expect(probe.tasksStarted == 0)
+            #expect(budget.suspendedCalls == 1)
+            service.triggerGracefulShutdown()
+            let response = try #require(try await probe.answer()?.get())
             #expect(response.status == 503)
             #expect(response.headers["Retry-After"] == "10")
             #expect(metrics.value("herald_relay_in_flight") == 1)
@@ -117,14 +116,14 @@ struct RelayBackpressureTests {
     @Test func shutdownReleasesARequestWaitingForRoomWith503() async throws {
         try await withFullQueue(apnsDelay: .seconds(5)) { relay, metrics, token in
             let service = relay.service
-            let waiting = Task { await service.relay(push(token, "waits")) }
+            let waiting = Task { try await relay.post("/push/\(token)/waits") }
             let budget = try #require(service.clients[.production]).budget
             // A task reaching its suspension announces nothing: poll the budget for it.
             try await eventually("the request waiting in the budget") { budget.suspendedCalls == 1 }
             relay.service.triggerGracefulShutdown()
-            let response = await waiting.value
+            let response = try await waiting.value
             #expect(response.status == 503)
-            #expect(response.headers["Retry-After"] == "10")
+            #expect(response.headers["retry-after"] == "10")
             // Woken by the shutdown, not by room: the first push still waits for APNs.
             #expect(metrics.value("herald_relay_in_flight") == 1)
         }
@@ -132,7 +131,9 @@ struct RelayBackpressureTests {
 
     @Test func atTheBudgetsLimitTheRelayAnswers503AtOnce() async throws {
         try await withFullQueue(maxInFlight: 1, apnsDelay: .seconds(5)) { relay, metrics, token in
-            let refused = try #require(relay.service.relayImmediately(push(token, "refused")))
+            let refused = try #require(
+                AnswerProbe { relay.service.relay(push(token, "refused"), answer: $0) }.atOnce
+            )
             #expect(refused.status == 503)
             #expect(refused.headers["Retry-After"] == "10")
             #expect(String(decoding: refused.body, as: UTF8.self).contains("apns_unavailable"))

@@ -50,13 +50,13 @@ public struct APNSSimulatorControl: HTTPResponder {
         self.router = router
     }
 
-    public func respond(to request: HTTPRequest) async throws -> HTTPResponse {
-        try await router.respond(to: request)
+    public func respond(to request: HTTPRequest, answer: HTTPResponseSink) {
+        router.respond(to: request, answer: answer)
     }
 
     /// 404 and 405 on the headers, before a body is read.
-    public func admit(_ request: HTTPRequest) -> HTTPAdmission {
-        router.admit(request)
+    public func admit(_ request: HTTPRequest, refusal: HTTPResponse?) -> HTTPAdmission {
+        router.admit(request, refusal: refusal)
     }
 
     /// Adds the control routes to `router` under `prefix` (`""` or `/simulator`, say).

@@ -17,26 +17,23 @@ public struct AccessLogMiddleware: HTTPMiddleware {
 
     public func handle(
         _ request: HTTPRequest,
-        next: @Sendable (HTTPRequest) async throws -> HTTPResponse
-    ) async throws -> HTTPResponse {
+        answer: HTTPResponseSink,
+        next: (HTTPRequest, HTTPResponseSink) -> Void
+    ) {
         // The metadata below is built eagerly; skip it all when the line would be dropped.
-        guard logger.logLevel <= .info else { return try await next(request) }
+        guard logger.logLevel <= .info else { return next(request, answer) }
         let start = ContinuousClock.now
-        var response: HTTPResponse?
-        defer { log(request, response, since: start) }
-        response = try await next(request)
-        return response!
+        next(
+            request,
+            answer.map { [self] result in
+                log(request, result, since: start)
+                return result
+            }
+        )
     }
 
-    public func handleImmediately(_ request: HTTPRequest, next: (HTTPRequest) -> HTTPResponse?) -> HTTPResponse? {
-        guard logger.logLevel <= .info else { return next(request) }
-        let start = ContinuousClock.now
-        guard let response = next(request) else { return nil }
-        log(request, response, since: start)
-        return response
-    }
-
-    private func log(_ request: HTTPRequest, _ response: HTTPResponse?, since start: ContinuousClock.Instant) {
+    private func log(_ request: HTTPRequest, _ result: HTTPResult, since start: ContinuousClock.Instant) {
+        let response = try? result.get()
         let (seconds, attoseconds) = start.duration(to: .now).components
         let milliseconds = Double(seconds) * 1000 + Double(attoseconds) / 1e15
         var metadata: [(key: String, value: LogValue)] = [
@@ -52,10 +49,10 @@ public struct AccessLogMiddleware: HTTPMiddleware {
             "request",
             sortedMetadata: metadata + [
                 ("method", .string(request.method)),
-                ("path", .string(RouteRecorder.loggedPath(of: request, answeredWith: response))),
+                ("path", .string(RouteLabel.loggedPath(of: request, answeredWith: result))),
                 ("remote", .string(request.remoteAddress)),
                 ("request_id", .string(request.requestID)),
-                ("route", .string(RouteRecorder.label(for: response))),
+                ("route", .string(RouteLabel.label(for: result))),
                 ("status", .int(response?.status ?? 500)),
             ]
         )

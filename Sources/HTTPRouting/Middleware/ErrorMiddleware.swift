@@ -14,35 +14,45 @@ public struct ErrorMiddleware: HTTPMiddleware {
 
     public func handle(
         _ request: HTTPRequest,
-        next: @Sendable (HTTPRequest) async throws -> HTTPResponse
-    ) async throws -> HTTPResponse {
-        do {
-            return try await next(request)
-        } catch let error as HTTPError {
-            return error.response
-        } catch {
-            if Task.isCancelled {
-                // The server is stopping and gave up on this request; nobody will read the answer.
-                logger.notice("request cancelled", metadata: ["request_id": .string(request.requestID)])
-                return Self.internalError
+        answer: HTTPResponseSink,
+        next: (HTTPRequest, HTTPResponseSink) -> Void
+    ) {
+        let requestID = request.requestID
+        let method = request.method
+        next(
+            request,
+            answer.map { [logger] result in
+                guard case .failure(let failure) = result else { return result }
+                return .success(failure.labelling(Self.response(for: failure, requestID, method, logger)))
             }
-            logger.error(
-                "request failed",
-                metadata: [
-                    "request_id": .string(request.requestID),
-                    "method": .string(request.method),
-                    "route": .string(RouteRecorder.label(for: nil)),
-                    "error": .string(String(describing: error)),
-                    "error_type": .string(String(describing: type(of: error))),
-                ]
-            )
-            return Self.internalError
-        }
+        )
     }
 
-    /// Immediate handlers cannot throw: nothing to translate.
-    public func handleImmediately(_ request: HTTPRequest, next: (HTTPRequest) -> HTTPResponse?) -> HTTPResponse? {
-        next(request)
+    /// The response for `failure`, logging what is not an ``HTTPError``. Runs in the task that
+    /// failed, so that a cancelled one (the server stopping) is told apart.
+    private static func response(
+        for failure: HTTPFailure,
+        _ requestID: String,
+        _ method: String,
+        _ logger: Logger
+    ) -> HTTPResponse {
+        if let error = failure.error as? HTTPError { return error.response }
+        if Task.isCancelled {
+            // The server is stopping and gave up on this request; nobody will read the answer.
+            logger.notice("request cancelled", metadata: ["request_id": .string(requestID)])
+            return internalError
+        }
+        logger.error(
+            "request failed",
+            metadata: [
+                "request_id": .string(requestID),
+                "method": .string(method),
+                "route": .string(failure.route ?? "unmatched"),
+                "error": .string(String(describing: failure.error)),
+                "error_type": .string(String(describing: type(of: failure.error))),
+            ]
+        )
+        return internalError
     }
 
     /// The response for an error that is not an ``HTTPError``.

@@ -26,26 +26,27 @@ public struct MetricsMiddleware: HTTPMiddleware {
 
     public func handle(
         _ request: HTTPRequest,
-        next: @Sendable (HTTPRequest) async throws -> HTTPResponse
-    ) async throws -> HTTPResponse {
+        answer: HTTPResponseSink,
+        next: (HTTPRequest, HTTPResponseSink) -> Void
+    ) {
         let start = ContinuousClock.now
-        var response: HTTPResponse?
-        defer { record(request, response, since: start) }
-        response = try await next(request)
-        return response!
-    }
-
-    public func handleImmediately(_ request: HTTPRequest, next: (HTTPRequest) -> HTTPResponse?) -> HTTPResponse? {
-        let start = ContinuousClock.now
-        guard let response = next(request) else { return nil }
-        record(request, response, since: start)
-        return response
-    }
-
-    private func record(_ request: HTTPRequest, _ response: HTTPResponse?, since start: ContinuousClock.Instant) {
         let method = Self.isKnown(method: request.method) ? request.method : "OTHER"
-        let route = RouteRecorder.label(for: response)
-        let status = response?.status ?? 500
+        next(
+            request,
+            answer.map { [self] result in
+                record(method, result, since: start)
+                return result
+            }
+        )
+    }
+
+    private func record(_ method: String, _ result: HTTPResult, since start: ContinuousClock.Instant) {
+        let route = RouteLabel.label(for: result)
+        let status: Int
+        switch result {
+        case .success(let response): status = response.status
+        case .failure: status = 500
+        }
         let (count, time) = samples.find(method: method, route: route, status: status) {
             (
                 requests.labelled([("method", method), ("route", route), ("status", Self.statusLabel(status))]),

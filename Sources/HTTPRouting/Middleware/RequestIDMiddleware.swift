@@ -12,19 +12,19 @@ public struct RequestIDMiddleware: HTTPMiddleware {
 
     public func handle(
         _ request: HTTPRequest,
-        next: @Sendable (HTTPRequest) async throws -> HTTPResponse
-    ) async throws -> HTTPResponse {
+        answer: HTTPResponseSink,
+        next: (HTTPRequest, HTTPResponseSink) -> Void
+    ) {
         let request = Self.identified(request)
-        var response = try await next(request)
-        response.headers.replaceOrAdd(name: Self.headerName, value: request.requestID)
-        return response
-    }
-
-    public func handleImmediately(_ request: HTTPRequest, next: (HTTPRequest) -> HTTPResponse?) -> HTTPResponse? {
-        let request = Self.identified(request)
-        guard var response = next(request) else { return nil }
-        response.headers.replaceOrAdd(name: Self.headerName, value: request.requestID)
-        return response
+        let id = request.requestID
+        next(
+            request,
+            answer.map { result in
+                guard case .success(var response) = result else { return result }
+                response.headers.replaceOrAdd(name: Self.headerName, value: id)
+                return .success(response)
+            }
+        )
     }
 
     /// `request` with the id it will be known by.

@@ -146,7 +146,7 @@ final class HTTP1Receiver: Sendable {
     private final class Log: Sendable, HTTPResponder {
         let state = Mutex(State())
 
-        func respond(to request: HTTPRequest) async throws -> HTTPResponse {
+        func respond(to request: HTTPRequest, answer: HTTPResponseSink) {
             let delivery = ReceivedDelivery(
                 headers: request.headers.map { (name: $0.name, value: $0.value) },
                 body: request.body
@@ -158,7 +158,7 @@ final class HTTP1Receiver: Sendable {
             var response = HTTPResponse(status: status)
             if (300..<400).contains(status) { response.headers.replaceOrAdd(name: "Location", value: "/elsewhere") }
             for (name, value) in responseHeaders { response.headers.add(name: name, value: value) }
-            return response
+            answer(response)
         }
 
         let responseHeaders: [(String, String)]
