@@ -67,24 +67,47 @@ import Testing
 }
 
 @Suite struct FanOutTests {
-    /// Counts the sends waiting at once and answers each when the test releases it.
+    /// Counts the sends waiting at once. The first `fill` sends wait for each other (suspended, not
+    /// spinning), so the cap is reached whatever the machine's load; later ones answer at once.
     final class Gate: Sendable {
         private struct State {
             var waiting = 0
             var most = 0
             var sent: [Int] = []
+            var open = false
+            var parked: [CheckedContinuation<Void, Never>] = []
         }
 
         private let state = Mutex(State())
+        private let fill: Int
+
+        init(fill: Int) {
+            self.fill = fill
+        }
 
         func send(_ push: Int) async throws -> APNSSendResult {
-            state.withLock {
-                $0.waiting += 1
-                $0.most = max($0.most, $0.waiting)
-                $0.sent.append(push)
+            let released = state.withLock { state -> [CheckedContinuation<Void, Never>]? in
+                state.waiting += 1
+                state.most = max(state.most, state.waiting)
+                state.sent.append(push)
+                guard !state.open else { return [] }
+                guard state.waiting >= fill else { return nil }
+                state.open = true
+                defer { state.parked = [] }
+                return state.parked
             }
-            // Let the others pile up before answering.
-            for _ in 0..<20 { await Task.yield() }
+            if let released {
+                for continuation in released { continuation.resume() }
+            } else {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let now = state.withLock { state in
+                        if state.open { return true }
+                        state.parked.append(continuation)
+                        return false
+                    }
+                    if now { continuation.resume() }
+                }
+            }
             state.withLock { $0.waiting -= 1 }
             if push % 7 == 3 {
                 return .rejected(APNSRejection(response: APNSErrorResponse(status: 410, reason: .unregistered)))
@@ -98,7 +121,7 @@ import Testing
 
     @Test("at most maximumInFlight wait for APNs, and every push is answered once", arguments: [1, 4, 64])
     func cap(maximumInFlight: Int) async throws {
-        let gate = Gate()
+        let gate = Gate(fill: maximumInFlight)
         let fanOut = APNSFanOut(maximumInFlight: maximumInFlight, clock: ManualClock(PushOutcomeTests.now))
         var next = 0
         var answered: [Int: String] = [:]
@@ -124,7 +147,7 @@ import Testing
 
     @Test("a source that fails stops the sending, and what was in flight is still answered")
     func sourceFails() async throws {
-        let gate = Gate()
+        let gate = Gate(fill: 8)
         let fanOut = APNSFanOut(maximumInFlight: 8, clock: ManualClock(PushOutcomeTests.now))
         var next = 0
         var answered = 0
@@ -144,7 +167,7 @@ import Testing
 
     @Test("a list is sent whole and answered in its order")
     func list() async throws {
-        let gate = Gate()
+        let gate = Gate(fill: 3)
         let fanOut = APNSFanOut(maximumInFlight: 3, clock: ManualClock(PushOutcomeTests.now))
         let answers = try await fanOut.send(Array(0..<10)) { try await gate.send($0) }
         #expect(answers.count == 10)
@@ -165,7 +188,7 @@ import Testing
 
     @Test("once cancelled, nothing new is sent")
     func cancelled() async throws {
-        let gate = Gate()
+        let gate = Gate(fill: 2)
         let fanOut = APNSFanOut(maximumInFlight: 2, clock: ManualClock(PushOutcomeTests.now))
         let task = Task {
             var next = 0
