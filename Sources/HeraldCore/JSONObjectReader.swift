@@ -189,6 +189,10 @@ public struct JSONObjectReader<Domain: RefusalDomain>: Sendable {
 
     /// `value` as a string at `field`, checked as
     /// ``string(_:maximumBytes:allowEmpty:code:tooLongCode:message:)`` checks.
+    // Not optimized: Swift 6.3.1's optimizer crashes on this function in release builds
+    // (FunctionSignatureOpts asserts `!type.hasTypeParameter()`, also with the checks moved out of
+    // it). It does what a caller's `guard case .string` would; its callers are optimized.
+    @_optimize(none)
     public static func string(
         _ value: JSONValue,
         field: String,
