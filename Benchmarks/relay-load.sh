@@ -8,6 +8,15 @@
 # median of each round's own ratio (its wrk run over the h2load run just before it, which the
 # machine's drift between rounds disturbs less), and the relay's CPU time per request, steadier
 # than rates when other work shares the machine.
+# The Go reference (issue 34): Benchmarks/go-relay, the same relay written the ordinary way with
+# Go's standard library (net/http, its HTTP/2 client, crypto/ecdsa), built once into the run's
+# directory and loaded in each full-speed round with the same wrk script and duration against the
+# same sink, before herald's relay in even rounds and after it in odd ones. Reported: its rate
+# (go_relay_rate), herald's rate over it (ratio_to_go, the median of the rounds' own ratios) and its
+# CPU time per request (go_cpu_us_per_request). It answers after APNs has answered, where herald
+# answers once the push is handed to its connection. Herald answers 503 when too many pushes wait
+# for APNs, which wrk counts in its rate: ratio_to_go_2xx compares the rates of 2xx answers only.
+# Skipped, saying so, when `go` is absent.
 # wrk runs WRK_THREADS threads (default 1), as h2load runs one: on a two-core machine the load
 # generator shares the cores with the relay and the sink. With a second wrk thread the relay's own
 # CPU time per request was the same, wrk's rose from 7-9 µs to 9-12, and the relay's rate fell by
@@ -20,7 +29,8 @@
 # Every load is bounded by -d; only 127.0.0.1 is used.
 # CONCURRENCY_SERIES="64 128 256 ..." adds a stage of back-to-back runs at those connection counts,
 # with a watchdog for runs in which the relay stalls (SERIES_ROUNDS, STALL_DIR).
-# Usage: [RELAY_LOG_LEVEL=info] Benchmarks/relay-load.sh   (after `make release`, or HERALD_BIN=path/to/herald; needs wrk, h2load, h2o: scripts/bootstrap.sh --bench)
+# Usage: [RELAY_LOG_LEVEL=info] [DURATION=10s] [ROUNDS=5] Benchmarks/relay-load.sh   (after `make release`, or
+# HERALD_BIN=path/to/herald; needs wrk, h2load, h2o, and go for the Go reference: scripts/bootstrap.sh --bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${DURATION:-10s}
@@ -36,6 +46,7 @@ cleanup() {
   [ -n "${relay_pid:-}" ] && kill -TERM "$relay_pid" 2>/dev/null && wait "$relay_pid" 2>/dev/null
   [ -n "${sink_pid:-}" ] && kill "$sink_pid" 2>/dev/null && wait "$sink_pid" 2>/dev/null
   [ -n "${floor_pid:-}" ] && kill "$floor_pid" 2>/dev/null && wait "$floor_pid" 2>/dev/null
+  [ -n "${go_relay_pid:-}" ] && kill -TERM "$go_relay_pid" 2>/dev/null && wait "$go_relay_pid" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -58,6 +69,20 @@ APNS_AUTH_KEY="$(cat "$work/key.p8")" APNS_KEY_ID=BENCHKEY01 APPLE_TEAM_ID=BENCH
   DATABASE_URL="sqlite:$work/relay.sqlite" "${HERALD_BIN:-.build/release/herald}" relay >"$work/relay.log" 2>&1 &
 relay_pid=$!
 for _ in $(seq 100); do curl -fs "http://127.0.0.1:$relay_port/" >/dev/null 2>&1 && break; sleep 0.1; done
+
+# The Go reference relay, with herald relay's configuration, on the port after the floor's.
+go_relay_port=$((relay_port + 2)); go_relay_pid=
+if ! command -v go >/dev/null; then
+  echo "relay-load: Go relay skipped (no go on PATH; scripts/bootstrap.sh --bench installs golang-go)"
+elif ! (cd Benchmarks/go-relay && go build -o "$work/go-relay" .) >"$work/go-build.log" 2>&1; then
+  echo "relay-load: Go relay skipped (go build failed: $(head -c 300 "$work/go-build.log"))"
+else
+  APNS_AUTH_KEY="$(cat "$work/key.p8")" APNS_KEY_ID=BENCHKEY01 APPLE_TEAM_ID=BENCHTEAM1 TOPIC=com.example.bench \
+    APNS_PRODUCTION_URL="https://127.0.0.1:$sink_port" APNS_SANDBOX_URL="https://127.0.0.1:$sink_port" \
+    APNS_CA_FILE="$work/sink/cert.pem" PORT=$go_relay_port "$work/go-relay" >"$work/go-relay.log" 2>&1 &
+  go_relay_pid=$!
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$go_relay_port/" >/dev/null 2>&1 && break; sleep 0.1; done
+fi
 
 token=$(printf 'ab%.0s' $(seq 32))
 body=$(head -c 300 /dev/urandom | base64 -w0 | head -c 300)
@@ -124,7 +149,23 @@ echo "== relay at full speed (wrk -t$wrk_threads -c64 -d$duration), h2load again
 # Besides the relay's CPU time per request, the sink's and wrk's: the three share the machine,
 # so the relay's rate is bounded by their sum.
 references=(); rates=(); paired=(); cpus=(); sink_cpus=(); wrk_cpus=(); bench_paired=()
+go_rates=(); go_paired=(); go_cpus=(); go_paired_2xx=()
+# The rate of 2xx answers from wrk's output: its rate times the share of answers that were 2xx.
+ok_rate() { awk '/requests in/ {n = $1} /Requests\/sec/ {r = $2} /^wrk: / {split($2, e, "="); bad = e[2]}
+  END {printf "%.2f", (n > 0 ? r * (n - bad) / n : 0)}' <<<"$1"; }
+# The Go relay under the same load: sets go_rate, go_cpu and go_wrk (wrk's error line).
+go_relay_load() {
+  local go_before out
+  go_before=$(cpu_ticks "$go_relay_pid")
+  out=$(wrk -t"$wrk_threads" -c64 -d"$duration" -s "$work/post.lua" "http://127.0.0.1:$go_relay_port")
+  go_cpu=$(per_request_us $(($(cpu_ticks "$go_relay_pid") - go_before)) "$(awk '/requests in/ {print $1}' <<<"$out")")
+  go_rate=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  go_ok_rate=$(ok_rate "$out")
+  go_wrk=$(grep -E '^wrk:' <<<"$out" | sed 's/^wrk:/go_wrk:/')
+}
 for i in $(seq "$rounds"); do
+  # Even rounds load the Go relay first, odd ones after herald's, so drift favours neither.
+  [ -n "$go_relay_pid" ] && [ $((i % 2)) -eq 0 ] && go_relay_load
   references+=("$(h2load_rate)")
   bench_rate=$(herald_bench_rate)
   before=$(cpu_ticks); sink_before=$(cpu_ticks "$sink_pid"); thread_ticks >"$work/threads-before"
@@ -138,11 +179,24 @@ for i in $(seq "$rounds"); do
   rates+=("$(awk '/Requests\/sec/ {print $2}' <<<"$max")")
   paired+=("$(awk -v a="${rates[-1]}" -v b="${references[-1]}" 'BEGIN {printf "%.3f", a/b}')")
   bench_paired+=("$(awk -v a="${rates[-1]}" -v b="$bench_rate" 'BEGIN {printf "%.3f", a/b}')")
-  echo "round $i: h2load_sink_rate=${references[-1]} relay_rate=${rates[-1]} ratio=${paired[-1]} herald_bench_rate=$bench_rate ratio_to_herald_bench=${bench_paired[-1]} p50=$(awk '/ 50%/ {print $2}' <<<"$max") p99=$(awk '/ 99%/ {print $2}' <<<"$max") cpu_us_per_request: relay=${cpus[-1]} sink=${sink_cpus[-1]} wrk=${wrk_cpus[-1]} relay_threads_us_per_request: $(thread_split "$work/threads-before" "$work/threads-after" "$requests")$(grep -E '^wrk:' <<<"$max")"
+  go_fields=""
+  if [ -n "$go_relay_pid" ]; then
+    [ $((i % 2)) -eq 1 ] && go_relay_load
+    go_rates+=("$go_rate"); go_cpus+=("$go_cpu")
+    go_paired+=("$(awk -v a="${rates[-1]}" -v b="$go_rate" 'BEGIN {printf "%.3f", (b > 0 ? a/b : 0)}')")
+    go_paired_2xx+=("$(awk -v a="$(ok_rate "$max")" -v b="$go_ok_rate" 'BEGIN {printf "%.3f", (b > 0 ? a/b : 0)}')")
+    go_fields=" go_relay_rate=$go_rate ratio_to_go=${go_paired[-1]} relay_2xx_rate=$(ok_rate "$max") go_relay_2xx_rate=$go_ok_rate ratio_to_go_2xx=${go_paired_2xx[-1]} go_cpu_us_per_request=$go_cpu $go_wrk"
+  fi
+  echo "round $i: h2load_sink_rate=${references[-1]} relay_rate=${rates[-1]} ratio=${paired[-1]} herald_bench_rate=$bench_rate ratio_to_herald_bench=${bench_paired[-1]} p50=$(awk '/ 50%/ {print $2}' <<<"$max") p99=$(awk '/ 99%/ {print $2}' <<<"$max") cpu_us_per_request: relay=${cpus[-1]} sink=${sink_cpus[-1]} wrk=${wrk_cpus[-1]} relay_threads_us_per_request: $(thread_split "$work/threads-before" "$work/threads-after" "$requests")$(grep -E '^wrk:' <<<"$max")$go_fields"
 done
+go_summary=""
+if [ -n "$go_relay_pid" ]; then
+  go_summary="go_relay_rate=$(printf '%s\n' "${go_rates[@]}" | median) ratio_to_go=$(printf '%s\n' "${go_paired[@]}" | median) ratio_to_go_2xx=$(printf '%s\n' "${go_paired_2xx[@]}" | median) go_cpu_us_per_request=$(printf '%s\n' "${go_cpus[@]}" | median) "
+  kill -TERM "$go_relay_pid"; wait "$go_relay_pid" 2>/dev/null || true; go_relay_pid=
+fi
 reference=$(printf '%s\n' "${references[@]}" | median)
 rate=$(printf '%s\n' "${rates[@]}" | median)
-echo "relay-load: log_level=$log_level relay_rate=$rate h2load_sink_rate=$reference ratio=$(awk -v a="$rate" -v b="$reference" 'BEGIN {printf "%.2f", a/b}') paired_ratio=$(printf '%s\n' "${paired[@]}" | median) ratio_to_herald_bench=$(printf '%s\n' "${bench_paired[@]}" | median) cpu_us_per_request=$(printf '%s\n' "${cpus[@]}" | median) sink_cpu_us=$(printf '%s\n' "${sink_cpus[@]}" | median) wrk_cpu_us=$(printf '%s\n' "${wrk_cpus[@]}" | median) rss_mb=$(rss) peak_rss_mb=$(hwm) (medians)"
+echo "relay-load: log_level=$log_level relay_rate=$rate h2load_sink_rate=$reference ratio=$(awk -v a="$rate" -v b="$reference" 'BEGIN {printf "%.2f", a/b}') paired_ratio=$(printf '%s\n' "${paired[@]}" | median) ratio_to_herald_bench=$(printf '%s\n' "${bench_paired[@]}" | median) cpu_us_per_request=$(printf '%s\n' "${cpus[@]}" | median) sink_cpu_us=$(printf '%s\n' "${sink_cpus[@]}" | median) wrk_cpu_us=$(printf '%s\n' "${wrk_cpus[@]}" | median) rss_mb=$(rss) peak_rss_mb=$(hwm) $go_summary(medians)"
 
 # The floor of the HTTP side: libmicrohttpd in C, set up as Herald's server, answering 202
 # without doing anything (Benchmarks/mhd-floor.c). Needs gcc; skipped without it.

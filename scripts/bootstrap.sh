@@ -6,16 +6,17 @@
 #              systemd-analyze (systemd), which checks contrib/herald.service, and for the
 #              documentation examples openssl and python3, and gdb for the test
 #              watchdog's backtraces
-#   --bench    also wrk, h2o, h2load (nghttp2-client), GNU time, jq, and the sqlite3 shell and
+#   --bench    also wrk, h2o, h2load (nghttp2-client), GNU time, jq, the sqlite3 shell and
 #              PostgreSQL (server, psql, pg_dump) whose own insert rate Benchmarks/audience.sh
-#              measures beside Herald's
+#              measures beside Herald's, and Go (golang-go), which builds the reference relay
+#              Benchmarks/relay-load.sh measures `herald relay` against
 set -euo pipefail
 
 packages=(pkg-config libssl-dev libnghttp2-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libjemalloc-dev libcurl4-openssl-dev)
 for arg in "$@"; do
   case "$arg" in
     --test) packages+=(postgresql curl nghttp2-client systemd openssl python3 gdb) ;;
-    --bench) packages+=(wrk h2o nghttp2-client curl time jq python3 sqlite3 postgresql) ;;
+    --bench) packages+=(wrk h2o nghttp2-client curl time jq python3 sqlite3 postgresql golang-go) ;;
     *) echo "bootstrap: unknown argument $arg (use --test or --bench)" >&2; exit 2 ;;
   esac
 done

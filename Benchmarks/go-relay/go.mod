@@ -1,0 +1,3 @@
+module herald.local/go-relay
+
+go 1.19
