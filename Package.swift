@@ -278,6 +278,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // One `eventually` for what truly polls, and a deadline for awaited events.
+        // Runs a responder as the server does and keeps its answer (HTTPServerTests, RelayTests).
+        .target(
+            name: "HTTPTestSupport",
+            dependencies: ["HTTPRouting"],
+            path: "Tests/HTTPTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "AsyncTestSupport",
             path: "Tests/AsyncTestSupport",
@@ -337,7 +344,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPServerTests",
-            dependencies: ["HTTPRouting", "HTTPServer", "HeraldCore", "AsyncTestSupport"],
+            dependencies: ["HTTPRouting", "HTTPServer", "HeraldCore", "AsyncTestSupport", "HTTPTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -384,7 +391,7 @@ let package = Package(
             dependencies: [
                 "Relay", "APNs", "APNsTransport", "APNsSimulator", "HTTPRouting", "HTTPServer", "HTTP2", "HeraldIO",
                 "HeraldCore",
-                "HeraldCrypto", "SocketTestSupport", "AsyncTestSupport",
+                "HeraldCrypto", "SocketTestSupport", "AsyncTestSupport", "HTTPTestSupport",
             ],
             swiftSettings: swiftSettings
         ),

@@ -366,6 +366,9 @@ public struct NotificationSender: Sendable {
         var error: (any Error)?
     }
 
+    /// Reads the page after `pages` while the current one is sent. A task of its own because the
+    /// fan-out's source is a plain closure; the pass awaits it, or cancels and awaits it, before
+    /// it returns, so no read outlives the pass.
     private static func readAhead(_ pages: PendingPages) -> Task<PageRead, Never> {
         Task {
             var pages = pages
@@ -402,17 +405,23 @@ public struct NotificationSender: Sendable {
             result.apnsID = rejection.response.apnsID?.uuidString.lowercased()
             result.attempts = rejection.attempts
             result.invalidAt = since
-        case .retry(let failure), .rejected(let failure):
-            if case .rejected = answer.outcome {
-                result.status = .rejected
-            } else {
-                result.status = isLastAttempt ? .failed : .retrying
-            }
-            result.reason = failure.rejection == nil ? String(failure.reason.prefix(300)) : failure.reason
-            result.apnsID = failure.rejection?.response.apnsID?.uuidString.lowercased()
-            result.attempts = failure.attempts
+        case .retry(let failure):
+            result.status = isLastAttempt ? .failed : .retrying
+            result.record(failure)
+        case .rejected(let failure):
+            result.status = .rejected
+            result.record(failure)
         }
         result.updatedAt = now
         return result
+    }
+}
+
+extension DeliveryResult {
+    /// The reason, APNs' id and the attempts of a push that was not sent.
+    fileprivate mutating func record(_ failure: APNSPushFailure) {
+        reason = failure.rejection == nil ? String(failure.reason.prefix(300)) : failure.reason
+        apnsID = failure.rejection?.response.apnsID?.uuidString.lowercased()
+        attempts = failure.attempts
     }
 }

@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import AsyncTestSupport
 import Foundation
+import HTTPTestSupport
 import HeraldCore
 import Testing
 

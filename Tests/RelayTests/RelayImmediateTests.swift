@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import Foundation
+import HTTPTestSupport
 import HeraldCore
 import Testing
 

@@ -115,17 +115,7 @@ public struct APNSFanOut: Sendable {
                         break
                     }
                     inFlight += 1
-                    group.addTask {
-                        let result: Result<APNSSendResult, any Error>
-                        do {
-                            result = .success(try await send(push))
-                        } catch {
-                            result = .failure(Task.isCancelled ? CancellationError() : error)
-                        }
-                        return (
-                            push, APNSPushAnswer(result: result, outcome: APNSPushOutcome(result, now: clock.now()))
-                        )
-                    }
+                    group.addTask { (push, await Self.answer(push, send, clock: clock)) }
                 }
                 guard inFlight > 0, let (push, answer) = try await group.next() else { break }
                 inFlight -= 1
@@ -141,15 +131,7 @@ public struct APNSFanOut: Sendable {
         _ send: @escaping @Sendable (Push) async throws -> APNSSendResult
     ) async throws -> [APNSPushAnswer] {
         // Most Live Activity updates go to one instance: no task group for them.
-        if pushes.count == 1 {
-            let result: Result<APNSSendResult, any Error>
-            do {
-                result = .success(try await send(pushes[0]))
-            } catch {
-                result = .failure(Task.isCancelled ? CancellationError() : error)
-            }
-            return [APNSPushAnswer(result: result, outcome: APNSPushOutcome(result, now: clock.now()))]
-        }
+        if pushes.count == 1 { return [await Self.answer(pushes[0], send, clock: clock)] }
         var answers = [APNSPushAnswer?](repeating: nil, count: pushes.count)
         var index = 0
         try await run(
@@ -164,5 +146,20 @@ public struct APNSFanOut: Sendable {
         return answers.map {
             $0 ?? APNSPushAnswer(result: .failure(CancellationError()), outcome: .cancelled)
         }
+    }
+
+    /// Sends one push and reads its answer; an error after the task was cancelled is `cancelled`.
+    private static func answer<Push: Sendable>(
+        _ push: Push,
+        _ send: @Sendable (Push) async throws -> APNSSendResult,
+        clock: any HeraldClock
+    ) async -> APNSPushAnswer {
+        let result: Result<APNSSendResult, any Error>
+        do {
+            result = .success(try await send(push))
+        } catch {
+            result = .failure(Task.isCancelled ? CancellationError() : error)
+        }
+        return APNSPushAnswer(result: result, outcome: APNSPushOutcome(result, now: clock.now()))
     }
 }

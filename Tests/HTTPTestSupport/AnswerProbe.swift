@@ -1,17 +1,17 @@
-import HTTPRouting
+public import HTTPRouting
 import Synchronization
 
 /// Runs a handler as the server does, on the calling thread with a sink, and keeps its answer:
 /// the one given before the call returned (``atOnce``), and the one given at all (``answer()``).
 /// Tasks the handler starts run as tasks of their own.
-final class AnswerProbe: Sendable {
+public final class AnswerProbe: Sendable {
     /// The answer given before the call returned; `nil` when the handler answers later.
-    let atOnce: HTTPResponse?
+    public let atOnce: HTTPResponse?
     /// How many tasks the handler started before its call returned.
-    let tasksStarted: Int
+    public let tasksStarted: Int
     private let answers: AsyncStream<HTTPResult>
 
-    init(_ call: (HTTPResponseSink) -> Void) {
+    public init(_ call: (HTTPResponseSink) -> Void) {
         let (answers, continuation) = AsyncStream.makeStream(of: HTTPResult.self)
         let seen = Seen()
         call(
@@ -29,12 +29,12 @@ final class AnswerProbe: Sendable {
     }
 
     /// `responder`'s handling of `request`.
-    convenience init(_ responder: some HTTPResponder, _ request: HTTPRequest) {
+    public convenience init(_ responder: some HTTPResponder, _ request: HTTPRequest) {
         self.init { responder.respond(to: request, answer: $0) }
     }
 
     /// The answer, once it comes (`nil`: the handler dropped the sink without answering).
-    func answer() async -> HTTPResult? {
+    public func answer() async -> HTTPResult? {
         for await result in answers { return result }
         return nil
     }
