@@ -1,4 +1,5 @@
 import APNs
+import AsyncTestSupport
 import Foundation
 import HeraldCore
 import Synchronization
@@ -203,5 +204,47 @@ import Testing
         }
         try await task.value
         #expect(gate.sent.count <= 11, "no push asked for after the cancel is sent")
+    }
+    @Test("a push keeps its slot until settled, and the pushes answered together settle at once")
+    func settle() async throws {
+        let maximumInFlight = 4
+        let sent = Mutex(0)
+        let settling = Mutex(0)
+        let sentWhileFull = Mutex<Int?>(nil)
+        let full = Latch()
+        let fanOut = APNSFanOut(maximumInFlight: maximumInFlight, clock: ManualClock(PushOutcomeTests.now))
+        // Settled one by one, the first push would wait for ever: the deadline fails the test.
+        let settled = try await withDeadline("the first pushes to settle together") {
+            var next = 0
+            var settled: [Int] = []
+            try await fanOut.run(
+                next: { () -> Int? in
+                    guard next < 12 else { return nil }
+                    defer { next += 1 }
+                    return next
+                },
+                send: { _ in
+                    sent.withLock { $0 += 1 }
+                    return .delivered(APNSDelivery())
+                },
+                settle: { push, answer -> Int in
+                    // The first pushes wait until every slot's push is settling at once.
+                    let isLast = settling.withLock { settling in
+                        settling += 1
+                        return settling == maximumInFlight
+                    }
+                    if isLast {
+                        sentWhileFull.withLock { $0 = sent.withLock { $0 } }
+                        full.open()
+                    }
+                    try await full.wait()
+                    guard case .sent = answer.outcome else { return -1 }
+                    return push
+                }
+            ) { _, push in settled.append(push) }
+            return settled
+        }
+        #expect(sentWhileFull.withLock { $0 } == maximumInFlight, "no push is sent while every slot's settles")
+        #expect(settled.sorted() == Array(0..<12), "every push settled once, and its result answered")
     }
 }

@@ -73,8 +73,11 @@ public struct APNSPushAnswer: Sendable {
 /// The pushes come from `next`, asked whenever there is room (it may read a page, wait for a
 /// jitter slot, or claim devices); each answer goes to `answered`, one at a time on the caller's
 /// task, in the order APNs answers. While `answered` waits (a writer that fell behind), nothing
-/// new is sent, so memory stays bounded at any audience size. Once the task is cancelled, nothing
-/// new is sent and the pushes in flight are answered `cancelled` unless APNs answered first.
+/// new is sent, so memory stays bounded at any audience size. A sender that writes each result
+/// gives `settle` instead (``run(next:send:settle:answered:)``): it runs on the push's own task,
+/// concurrently for the pushes answered together, and the push keeps its slot until it returns.
+/// Once the task is cancelled, nothing new is sent and the pushes in flight are answered
+/// `cancelled` unless APNs answered first.
 public struct APNSFanOut: Sendable {
     /// Pushes sent and not yet answered, at most.
     public var maximumInFlight: Int
@@ -96,8 +99,26 @@ public struct APNSFanOut: Sendable {
         send: @escaping @Sendable (Push) async throws -> APNSSendResult,
         answered: (Push, APNSPushAnswer) async throws -> Void
     ) async throws {
+        try await run(next: next, send: send, settle: { _, answer in answer }, answered: answered)
+    }
+
+    /// Sends what `next` hands out until it returns `nil`; each push's task hands its answer to
+    /// `settle` (to write its result, say) and its slot is free only once `settle` returns, then
+    /// what `settle` returned goes to `answered`. A slow `settle` thus holds new sends back, and
+    /// the pushes answered meanwhile settle concurrently (a ``GroupCommit`` gathers their writes).
+    ///
+    /// `settle` also runs for a push answered `cancelled`, and after the task is cancelled: work
+    /// it must finish (a result APNs has) ignores cancellation. When `next` throws, nothing more is
+    /// sent, the pushes in flight are still answered and settled, then the error is thrown. When
+    /// `settle` or `answered` throws, the pushes in flight are cancelled and the error is thrown.
+    public func run<Push: Sendable, Settled: Sendable>(
+        next: () async throws -> Push?,
+        send: @escaping @Sendable (Push) async throws -> APNSSendResult,
+        settle: @escaping @Sendable (Push, APNSPushAnswer) async throws -> Settled,
+        answered: (Push, Settled) async throws -> Void
+    ) async throws {
         let clock = self.clock
-        try await withThrowingTaskGroup(of: (Push, APNSPushAnswer).self) { group in
+        try await withThrowingTaskGroup(of: (Push, Settled).self) { group in
             var inFlight = 0
             var exhausted = false
             var failure: (any Error)?
@@ -115,11 +136,11 @@ public struct APNSFanOut: Sendable {
                         break
                     }
                     inFlight += 1
-                    group.addTask { (push, await Self.answer(push, send, clock: clock)) }
+                    group.addTask { (push, try await settle(push, await Self.answer(push, send, clock: clock))) }
                 }
-                guard inFlight > 0, let (push, answer) = try await group.next() else { break }
+                guard inFlight > 0, let (push, settled) = try await group.next() else { break }
                 inFlight -= 1
-                try await answered(push, answer)
+                try await answered(push, settled)
             }
             if let failure { throw failure }
         }
