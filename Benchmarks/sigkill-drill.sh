@@ -135,7 +135,7 @@ victim_tokens = set().union(*(tokens_of[n] for n in victim)) if victim else set(
 early = {d["token"] for d in deliveries if at(d) < killed + 1.0}
 in_flight = len((victim_tokens & early) - recorded)
 # Of those, the ones that reached the simulator in the last 100 ms before the kill or after it:
-# the pushes still unanswered or within the 50 ms a result may wait for its write.
+# the pushes still unanswered or waiting for the transaction that writes their results.
 late = {d["token"] for d in deliveries if killed - 0.1 <= at(d) < killed + 1.0}
 recent = len((victim_tokens & late) - recorded)
 lost = len(every) - len(counts)

@@ -46,7 +46,7 @@ struct PendingPages: Sendable {
 
     /// The next page to send; empty when nothing is left.
     ///
-    /// - Throws: ``ResultWriter/ClaimLost`` when another sender took the notification over.
+    /// - Throws: ``NotificationSender/ClaimLost`` when another sender took the notification over.
     mutating func next() async throws -> [DeliveryResult] {
         let rows = try await store.unfinished(id: notification.id, after: afterOrdinal, limit: pageSize)
         if let last = rows.last {
@@ -87,7 +87,7 @@ struct PendingPages: Sendable {
                     ownership: NotificationStore.SendOwnership(owner: owner, until: now.addingTimeInterval(sendLease)),
                     at: now
                 )
-            else { throw ResultWriter.ClaimLost() }
+            else { throw NotificationSender.ClaimLost() }
             state.cursor = next
             resolving = isLast ? nil : (state, resolver)
             if let last = stored.last {

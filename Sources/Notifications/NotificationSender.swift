@@ -8,8 +8,9 @@ import Storage
 
 /// Sends one stored notification to its tokens that have no final result yet: concurrently,
 /// at most ``maximumInFlight`` requests at a time (the pool spreads them over its connections'
-/// streams), writing each result within ``flushInterval`` of APNs' answer (or ``flushEvery`` at a
-/// time, whichever comes first). The `notification.send` job runs it.
+/// streams), writing each result as APNs answers it, in a ``GroupCommit`` batch with the results
+/// answered while the previous batch was written (at most ``flushEvery`` a transaction). A push
+/// holds its slot until its result is written. The `notification.send` job runs it.
 ///
 /// Idempotent by design: a token's row leaves `pending` only once APNs has answered for it, so a
 /// send interrupted by a crash or a lost lease resends only tokens without a result (duplicates
@@ -22,10 +23,9 @@ public struct NotificationSender: Sendable {
     public let clock: any HeraldClock
     /// Requests in flight at once for one notification.
     public var maximumInFlight: Int
-    /// Results written per transaction at most; a full batch is written at once.
+    /// Results written per transaction at most: the largest batch of the ``GroupCommit`` that
+    /// writes them.
     public var flushEvery: Int
-    /// The longest a result waits for its write, in seconds.
-    public var flushInterval: TimeInterval
     /// How long a sender's claim on a notification holds unless renewed (every third of it). It
     /// is shorter than the job lease, so that a job recovered from a dead instance finds the dead
     /// sender's claim expired.
@@ -44,7 +44,6 @@ public struct NotificationSender: Sendable {
         clock: any HeraldClock = SystemClock(),
         maximumInFlight: Int = 1_000,
         flushEvery: Int = 500,
-        flushInterval: TimeInterval = 0.05,
         sendLease: TimeInterval = 10,
         resolver: (any AudienceResolver)? = nil,
         pageSize: Int = 1_000,
@@ -56,7 +55,6 @@ public struct NotificationSender: Sendable {
         self.clock = clock
         self.maximumInFlight = max(1, maximumInFlight)
         self.flushEvery = max(1, flushEvery)
-        self.flushInterval = max(0, flushInterval)
         self.sendLease = max(1, sendLease)
         self.resolver = resolver ?? store.devices
         self.pageSize = max(1, pageSize)
@@ -254,25 +252,18 @@ public struct NotificationSender: Sendable {
             priority: notification.priority,
             collapseID: notification.collapseID
         )
-        let buffer = ResultBuffer(flushEvery: flushEvery, flushInterval: flushInterval)
-        let writer = ResultWriter(
-            store: store,
-            notification: notification,
-            owner: owner,
-            clock: clock,
-            sendLease: sendLease
-        )
+        let writes = resultWrites(of: notification, owner: owner)
         let fanOut = APNSFanOut(maximumInFlight: maximumInFlight, clock: clock)
         let (clock, metrics) = (self.clock, self.metrics)
-        let unwrittenLimit = 4 * flushEvery
-        var pageError: (any Error)?
-        // The writer writes the results as they come while the fan-out sends; a writer that fails
-        // (its claim lost) ends the pass, cancelling what is in flight.
+        var fanOutError: (any Error)?
+        // Each push's task writes its result, and each batch written renews the claim; a renewal
+        // of its own keeps it while nothing is written (APNs slow to answer). A write or a
+        // renewal that finds the claim lost ends the pass with `ClaimLost`, cancelling what is in
+        // flight.
         try await withThrowingTaskGroup(of: FanOutStep.self) { group in
             group.addTask {
-                defer { buffer.writerStopped() }
-                try await writer.run(buffer)
-                return .written
+                try await renewClaim(of: notification.id, owner: owner)
+                return .renewed
             }
             group.addTask {
                 var recorded: [DeliveryStatus: Int] = [:]
@@ -303,23 +294,26 @@ public struct NotificationSender: Sendable {
                             request.id = APNSIdentifier.next()
                             return Pending(item: item, request: request)
                         },
-                        send: { try await client.send($0.request) }
-                    ) { pending, answer in
-                        guard
-                            let result = Self.result(
-                                of: pending,
-                                answer: answer,
-                                at: clock.now(),
-                                isLastAttempt: isLastAttempt
-                            )
-                        else { return }
-                        buffer.append(result)
-                        recorded[result.status, default: 0] += 1
-                        metrics.tokens.increment(labels: [("result", result.status.rawValue)])
-                        // Backpressure: while the database writes results slower than APNs
-                        // answers, nothing new is sent, so that memory stays bounded at any
-                        // audience size.
-                        await buffer.waitForRoom(below: unwrittenLimit)
+                        send: { try await client.send($0.request) },
+                        settle: { pending, answer -> DeliveryStatus? in
+                            guard
+                                let result = Self.result(
+                                    of: pending,
+                                    answer: answer,
+                                    at: clock.now(),
+                                    isLastAttempt: isLastAttempt
+                                )
+                            else { return nil }
+                            metrics.tokens.increment(labels: [("result", result.status.rawValue)])
+                            // Each push's task waits for the write of its result, in the batch of
+                            // those answered with it: the push holds its slot until then, so
+                            // while the database writes slower than APNs answers nothing new is
+                            // sent, and memory stays bounded at any audience size.
+                            try await writes.submit(result)
+                            return result.status
+                        }
+                    ) { _, status in
+                        if let status { recorded[status, default: 0] += 1 }
                     }
                 } catch {
                     failure = error
@@ -328,27 +322,22 @@ public struct NotificationSender: Sendable {
                     reading.cancel()
                     _ = await reading.value
                 }
-                buffer.finish()
                 return .sent(recorded, failure)
             }
             for try await step in group {
-                guard case .sent(let recorded, let failure) = step else { continue }
+                guard case .sent(let recorded, let sendFailure) = step else { continue }
                 summary.recorded.merge(recorded, uniquingKeysWith: +)
-                pageError = failure
+                fanOutError = sendFailure
+                // Every push is answered and its result written: the renewals stop.
+                group.cancelAll()
             }
         }
-        // What the writer left (it stops when the task is cancelled), written even when this
-        // task is cancelled: these pushes reached APNs.
-        let rest = buffer.unwritten()
-        if !rest.isEmpty {
-            try await withDatabaseCancellationIgnored { try await writer.write(rest) }
-        }
         if Task.isCancelled { throw CancellationError() }
-        if let pageError { throw pageError }
+        if let fanOutError { throw fanOutError }
     }
 
     private enum FanOutStep: Sendable {
-        case written
+        case renewed
         case sent([DeliveryStatus: Int], (any Error)?)
     }
 

@@ -1,5 +1,6 @@
 import APNs
 import APNsTestSupport
+import AsyncTestSupport
 import DatabaseTestSupport
 import Devices
 import Foundation
@@ -7,6 +8,8 @@ import HeraldCore
 import Jobs
 import JobsTestSupport
 import Notifications
+import Storage
+import Synchronization
 import Testing
 
 /// The notification send against the in-memory APNs: no socket, no real clock. The client's retry
@@ -101,7 +104,7 @@ struct NotificationSendInMemoryTests {
             let created = try await harness.create(tokens: tokens)
             let start = clock.now()
             async let ran = harness.worker.runDueJobs()
-            // The result writer sleeps on the clock too: wait for the retry's own sleep.
+            // The claim renewal sleeps on the clock too: wait for the retry's own sleep.
             try await clock.waitForSleep(within: 20) { $0 == start.addingTimeInterval(2) }
             clock.advance(2)
             try await clock.waitForSleep(within: 20) { $0 == start.addingTimeInterval(7) }
@@ -194,6 +197,99 @@ struct NotificationSendInMemoryTests {
             #expect(last.collapseID == nil)
             #expect(try await harness.store.notification(id: background.id)?.status == .done)
             #expect(try await harness.store.notification(id: created.id)?.status == .done)
+        }
+    }
+    /// The statement with which a transaction renews a sender's claim: in a transaction, only the
+    /// write of a batch of results runs it.
+    static let renewal = "UPDATE notifications SET send_lease_expires_at"
+
+    /// A sender like the harness's whose store reaches the database through `observe`.
+    static func sender(
+        _ harness: NotificationHarness,
+        maximumInFlight: Int,
+        observe: @escaping @Sendable (String, any DatabaseExecutor) async throws -> Void
+    ) -> NotificationSender {
+        let database = ObservedDatabase(base: harness.database, observe: observe)
+        return NotificationSender(
+            store: NotificationStore(database: database, devices: DeviceStore(database: database)),
+            clients: harness.sender.clients,
+            clock: harness.clock,
+            maximumInFlight: maximumInFlight,
+            metrics: MetricsRegistry(),
+            logger: quietLogger
+        )
+    }
+
+    @Test(
+        "the results of pushes answered together share a transaction, and a push keeps its slot until written",
+        arguments: Backend.allCases
+    )
+    func resultsShareTransactions(_ backend: Backend) async throws {
+        try await NotificationHarness.inMemory(backend) { harness in
+            let tokens = NotificationHarness.tokens(120)
+            let maximumInFlight = 40
+            let writes = Mutex(0)
+            let firstWrite = Latch()
+            // The first write waits until the test lets it go: the pushes answered meanwhile wait
+            // for the next one.
+            let sender = Self.sender(harness, maximumInFlight: maximumInFlight) { sql, _ in
+                guard sql.hasPrefix(Self.renewal) else { return }
+                let isFirst = writes.withLock { writes in
+                    writes += 1
+                    return writes == 1
+                }
+                if isFirst { try await firstWrite.wait() }
+            }
+            let created = try await harness.create(tokens: tokens)
+            async let sent = sender.send(created.id, isLastAttempt: false, owner: "batching")
+            try await eventually("every slot's push answered") { harness.apns.requests.count == maximumInFlight }
+            #expect(
+                harness.apns.requests.count == maximumInFlight,
+                "no push is sent while the pushes in flight wait for their results' write"
+            )
+            firstWrite.open()
+            let summary = try await sent
+
+            #expect(summary.status == .done)
+            #expect(summary.recorded == [.sent: tokens.count])
+            #expect(harness.apns.requests.count == tokens.count)
+            let counts = try await harness.store.counts(id: created.id)
+            #expect(counts[.sent] == tokens.count)
+            #expect(counts[.pending] == 0)
+            let transactions = writes.withLock { $0 }
+            #expect(transactions >= 2)
+            #expect(transactions < tokens.count, "\(transactions) transactions for \(tokens.count) results")
+        }
+    }
+
+    @Test("a write that finds the claim lost ends the pass with ClaimLost", arguments: Backend.allCases)
+    func claimLostEndsThePass(_ backend: Backend) async throws {
+        try await NotificationHarness.inMemory(backend) { harness in
+            let tokens = NotificationHarness.tokens(50)
+            let maximumInFlight = 10
+            let created = try await harness.create(tokens: tokens)
+            // Another sender takes the notification over in the transaction of the first write,
+            // just before it renews this sender's claim.
+            let sender = Self.sender(harness, maximumInFlight: maximumInFlight) { sql, tx in
+                guard sql.hasPrefix(Self.renewal) else { return }
+                try await tx.execute(
+                    "UPDATE notifications SET send_owner = 'another sender' WHERE id = $1",
+                    [SQLValue(created.id)]
+                )
+            }
+            await #expect(throws: NotificationSender.ClaimLost.self) {
+                try await sender.send(created.id, isLastAttempt: false, owner: "first")
+            }
+            #expect(
+                harness.apns.requests.count == maximumInFlight,
+                "nothing is sent after the pushes in flight when the claim was lost"
+            )
+            let owner = try await harness.database.queryFirst(
+                "SELECT send_owner FROM notifications WHERE id = $1",
+                [SQLValue(created.id)]
+            )
+            #expect(try owner?.optionalString("send_owner") == "another sender", "the new owner's claim stays")
+            #expect(try await harness.store.notification(id: created.id)?.status == .sending)
         }
     }
 }
