@@ -292,4 +292,38 @@ struct NotificationSendInMemoryTests {
             #expect(try await harness.store.notification(id: created.id)?.status == .sending)
         }
     }
+    @Test(
+        "the claim is renewed every third of the send lease while APNs is slow to answer",
+        arguments: Backend.allCases
+    )
+    func claimRenewedWhileNothingIsWritten(_ backend: Backend) async throws {
+        let clock = ManualClock()
+        try await NotificationHarness.inMemory(backend, clock: clock) { harness in
+            let token = NotificationHarness.tokens(1)[0]
+            // The only push waits 8 s on the clock for the client's retry: nothing is written.
+            harness.apns.script(token, .tooManyRequests(retryAfter: 8), .success)
+            let created = try await harness.create(tokens: [token])
+            let start = clock.now()
+            func claimedUntil() async throws -> Date? {
+                try await harness.database.queryFirst(
+                    "SELECT send_lease_expires_at FROM notifications WHERE id = $1",
+                    [SQLValue(created.id)]
+                )?.optionalDate("send_lease_expires_at")
+            }
+            async let sent = harness.sender.send(created.id, isLastAttempt: false, owner: "slow")
+            let lease = harness.sender.sendLease
+            try await clock.waitForSleep(within: 20) { $0 == start.addingTimeInterval(8) }
+            try await clock.waitForSleep(within: 20) { $0 == start.addingTimeInterval(lease / 3) }
+            #expect(try await claimedUntil() == start.addingTimeInterval(lease))
+
+            clock.advance(lease / 2)
+            let renewed = start.addingTimeInterval(lease / 2 + lease)
+            try await eventually("the claim renewed") { try await claimedUntil() == renewed }
+            clock.advance(8 - lease / 2)
+            let summary = try await sent
+            #expect(summary.status == .done)
+            #expect(summary.recorded == [.sent: 1])
+            #expect(try await claimedUntil() == nil, "a finished pass holds no claim")
+        }
+    }
 }
