@@ -187,7 +187,7 @@ let package = Package(
         ),
         .target(
             name: "Relay",
-            dependencies: ["HeraldCore", "HeraldCrypto", "HTTPRouting", "APNs"],
+            dependencies: ["HeraldCore", "HeraldCrypto", "HTTPRouting", "APNs", "APNsTransport", "HeraldFeature"],
             swiftSettings: swiftSettings
         ),
         // What a feature declares (settings, migrations, routes with their authentication, job kinds
@@ -212,7 +212,7 @@ let package = Package(
                 "APNsTransport", "Devices",
                 "ClientTokens",
                 "Webhooks",
-                "Wake", "LiveActivities", "CloudKit",
+                "Wake", "LiveActivities", "CloudKit", "Relay",
             ],
             swiftSettings: swiftSettings
         ),
@@ -448,7 +448,7 @@ let package = Package(
                 "APNsSimulator",
                 "HeraldCore", "HeraldCrypto", "DatabaseTestSupport", "SocketTestSupport", "AsyncTestSupport",
                 "ProcessTestSupport", "Devices", "ClientTokens", "Webhooks", "Wake", "LiveActivities",
-                "HTTP2TestSupport", "HeraldIO", "HeraldFeature", "Channels",
+                "HTTP2TestSupport", "HeraldIO", "HeraldFeature", "Channels", "Relay",
             ],
             swiftSettings: swiftSettings
         ),

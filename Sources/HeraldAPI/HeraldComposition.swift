@@ -14,8 +14,9 @@ public import Webhooks
 
 /// What `herald serve` builds from the feature list over one database and one set of APNs
 /// clients: the services the features share, the one job queue with every handler, and the
-/// router with every feature's routes behind the shared request machinery. `herald serve` adds
-/// its system routes, the relay and the simulator's control API; the `http` fuzz target
+/// router with every feature's routes behind the shared request machinery, and the services the
+/// features run beside the server. `herald serve` adds its system routes and the simulator's
+/// control API; the `http` fuzz target
 /// composes the very same table, so a route a feature declares is fuzzed without more code.
 ///
 /// ```swift
@@ -43,6 +44,8 @@ public struct HeraldComposition: Sendable {
         public var cloudKit = CloudKitSettings()
         /// The variables the features read their own settings from.
         public var environment: [String: String] = [:]
+        /// The features served whatever their settings say (`herald relay`: `Relay`).
+        public var requiredFeatures: Set<String> = []
         public var clock: any HeraldClock = SystemClock()
         public var logger: Logger
 
@@ -64,6 +67,11 @@ public struct HeraldComposition: Sendable {
 
     /// Every feature's routes (and nothing else), behind API keys and client tokens.
     public var router: Router
+    /// Every feature's long-running services (the relay's), in the list's order: start them once
+    /// the server listens.
+    public let services: [any Service]
+    /// Every feature's metadata for the `herald listening` log line (`relay_topic`), in order.
+    public let announcements: [(key: String, value: String)]
     /// The one queue, with every feature's and the core's handlers; started features have
     /// scheduled their hourly jobs on it.
     public let queue: JobQueue
@@ -111,6 +119,8 @@ public struct HeraldComposition: Sendable {
         // The features of HeraldFeatures.all: their handlers beside the ones above, started
         // once the queue exists; their routes are built after, from the same context.
         var features = FeatureContext(environment: inputs.environment, logger: inputs.logger, clock: inputs.clock)
+        features.requiredFeatures = inputs.requiredFeatures
+        features.apnsConfigured = !inputs.clients.apps.isEmpty
         // As the existential: `provide` is generic, and a bare value would open to its concrete type.
         features.provide(database as any Database)
         features.provide(inputs.jobs)
@@ -149,6 +159,13 @@ public struct HeraldComposition: Sendable {
                 idempotency: idempotency
             )
         )
-        return HeraldComposition(router: router, queue: queue, devices: devices, webhookDeliverer: webhookDeliverer)
+        return HeraldComposition(
+            router: router,
+            services: featureJobs.services,
+            announcements: featureJobs.announcements,
+            queue: queue,
+            devices: devices,
+            webhookDeliverer: webhookDeliverer
+        )
     }
 }

@@ -5,6 +5,7 @@ public import HeraldCore
 public import HeraldFeature
 import LiveActivities
 import Notifications
+import Relay
 import Wake
 import Webhooks
 
@@ -24,10 +25,10 @@ public enum HeraldFeatures {
         Notifications.feature,
         Wake.feature,
         LiveActivities.feature,
+        Relay.feature,
     ]
 
-    /// The settings every feature and the server itself share, and those of the domains not yet
-    /// declared as a feature, in the order of the reference.
+    /// The settings every feature and the server itself share, in the order of the reference.
     public static let coreSettings: [Setting] = [
         .host, .port, .maxBodyBytes, .requestTimeout, .maxConnectionsPerIP,
         .logLevel, .logFormat,
@@ -36,7 +37,6 @@ public enum HeraldFeatures {
         .metricsToken,
         .clientTokenSecret, .clientTokenKeysFile, .clientTokenAudience, .clientMaxDevices,
         .clientRateLimit, .clientIPRateLimit,
-        .relay, .relayMaxInFlight, .relayIPRateLimit,
         .apnsAuthKey, .apnsAuthKeyFile, .apnsKeyID, .appleTeamID, .topic, .apnsEnvironment, .appsFile,
         .apnsProductionURL, .apnsSandboxURL, .apnsManagementProductionURL, .apnsManagementSandboxURL, .apnsCAFile,
         .jobConcurrency, .jobLeaseSeconds, .jobRetentionHours,

@@ -70,6 +70,13 @@ public struct FeatureAssembly: Sendable {
         coreSettings.map { ($0, "core") } + features.flatMap { feature in feature.settings.map { ($0, feature.name) } }
     }
 
+    /// Every feature's problems with its settings (``HeraldFeature/checkSettings``), in the
+    /// list's order: `context` carries the environment, the required features and whether APNs
+    /// is configured, no services.
+    public func settingsProblems(context: FeatureContext) -> [String] {
+        features.flatMap { $0.checkSettings(context) }
+    }
+
     /// Refuses a list in which two declarations collide: a feature name, a setting, a migration
     /// declared twice or a feature's migration of another module, or a job kind declared twice.
     public func validate() throws(FeatureError) {
@@ -104,7 +111,8 @@ public struct FeatureAssembly: Sendable {
     }
 
     /// Builds every feature's routes from `context` and adds them to `router`, each behind the
-    /// authentication it declares.
+    /// authentication it declares; a raw route (``FeatureRoute/Handling/raw(_:)``) as it is, with
+    /// only its own ``FeatureRoute/admission``.
     ///
     /// - Throws: ``FeatureError`` when a feature cannot build its routes, a route needs an
     ///   authenticator `machinery` lacks, or two routes share a method and pattern.
@@ -115,6 +123,8 @@ public struct FeatureAssembly: Sendable {
     ) throws(FeatureError) {
         var declared: [String: String] = [:]
         var admitted: [(pattern: String, authentication: FeatureRoute.Authentication)] = []
+        // Routes' own checks (``FeatureRoute/admission``), after the credentials'.
+        var ownChecks: [(pattern: String, check: Router.AdmissionCheck)] = []
         for feature in features {
             let routes: [FeatureRoute]
             do {
@@ -136,13 +146,20 @@ public struct FeatureAssembly: Sendable {
                     }
                     admitted.append((route.pattern, route.authentication))
                 }
-                let handler = Self.handler(route, idempotency: machinery.idempotency)
-                if let maxBodySize = route.maxBodySize {
-                    router.on(route.method, route.pattern, maxBodySize: maxBodySize, handler)
-                } else {
-                    router.on(route.method, route.pattern, handler)
+                switch route.handling {
+                case .api(let handler):
+                    let handler = Self.handler(route, handler, idempotency: machinery.idempotency)
+                    if let maxBodySize = route.maxBodySize {
+                        router.on(route.method, route.pattern, maxBodySize: maxBodySize, handler)
+                    } else {
+                        router.on(route.method, route.pattern, handler)
+                    }
+                case .raw(let handler):
+                    // As it is: nothing between the router and the handler.
+                    router.on(route.method, route.pattern, maxBodySize: route.maxBodySize, answering: handler)
                 }
                 if let loggedPath = route.loggedPath { router.logPaths(of: route.pattern, as: loggedPath) }
+                if let admission = route.admission { ownChecks.append((route.pattern, admission)) }
             }
         }
         for (pattern, authentication) in try Self.admissionPrefixes(admitted) {
@@ -150,6 +167,7 @@ public struct FeatureAssembly: Sendable {
                 router.admit(under: pattern, authenticator.admission)
             }
         }
+        for (pattern, check) in ownChecks { router.admit(under: pattern, check) }
     }
 
     /// The fewest prefixes whose admission checks cover every authenticated route exactly once: a
@@ -184,8 +202,11 @@ public struct FeatureAssembly: Sendable {
     /// The route's handler behind the shared machinery: the query, the media type,
     /// `Idempotency-Key`, and a ``DomainErrorResponse`` answered with its own status. The
     /// credential was checked by the route's admission, before the body was read.
-    static func handler(_ route: FeatureRoute, idempotency: (any IdempotentRunner)?) -> Router.Handler {
-        let handler = route.handler
+    static func handler(
+        _ route: FeatureRoute,
+        _ handler: @escaping Router.Handler,
+        idempotency: (any IdempotentRunner)?
+    ) -> Router.Handler {
         let name = route.name
         let query = route.query
         let idempotency = route.idempotent ? idempotency : nil

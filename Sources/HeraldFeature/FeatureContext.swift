@@ -12,12 +12,26 @@ public struct FeatureContext: Sendable {
     public var environment: [String: String]
     public var logger: Logger
     public var clock: any HeraldClock
+    /// The features the command serves whatever their settings say: `herald relay` requires
+    /// `Relay`, which `herald serve` serves only with HERALD_RELAY=1. A feature that can be off
+    /// is on when its name is here.
+    public var requiredFeatures: Set<String> = []
+    /// Whether APNs is configured (credentials or HERALD_APPS_FILE, perhaps wrong: their own
+    /// checks say so) or the simulator stands in for it: what a feature that cannot work without
+    /// APNs checks its settings against (``HeraldFeature/checkSettings``). Its routes and jobs
+    /// read the APNs clients themselves.
+    public var apnsConfigured = false
     private var services: [ObjectIdentifier: any Sendable] = [:]
 
     public init(environment: [String: String], logger: Logger, clock: any HeraldClock = SystemClock()) {
         self.environment = environment
         self.logger = logger
         self.clock = clock
+    }
+
+    /// Whether the command requires the feature called `name` (``requiredFeatures``).
+    public func requires(_ name: String) -> Bool {
+        requiredFeatures.contains(name)
     }
 
     /// Makes `service` what ``service(_:)`` answers for its type, replacing an earlier one.

@@ -3,7 +3,8 @@ public import Jobs
 
 /// What a feature runs on the job queue, built once at start-up (``HeraldFeature/jobs``): the
 /// handlers of the job kinds it declares, its recurring jobs, what it does once the queue exists,
-/// and the services it built that its routes use.
+/// the services it built that its routes use, the long-running services it runs beside the
+/// server and what it adds to the `herald listening` log line.
 ///
 /// `herald serve` builds every feature's, makes one ``Jobs/JobQueue`` with all their handlers,
 /// starts each feature on it (``whenQueued(_:)``), then builds the routes from a context that
@@ -27,6 +28,10 @@ public struct FeatureJobs: Sendable {
     private(set) var starts: [@Sendable (JobQueue) async throws -> Void] = []
     /// What the feature provides to the routes' context.
     private(set) var provisions: [@Sendable (inout FeatureContext) -> Void] = []
+    /// The long-running services, in the order added (``run(_:)``).
+    private(set) var services: [any Service] = []
+    /// Metadata of the `herald listening` line (``announce(_:_:)``).
+    private(set) var announcements: [(key: String, value: String)] = []
 
     public init() {}
 
@@ -43,6 +48,20 @@ public struct FeatureJobs: Sendable {
         starts.append(start)
     }
 
+    /// Runs `service` beside the server: `herald serve` starts it once the server listens (after
+    /// the job worker; not at all if the server cannot listen), every feature's in the list's
+    /// order, and asks it to shut down gracefully with the rest, waiting for it within the
+    /// shutdown grace period.
+    public mutating func run(_ service: any Service) {
+        services.append(service)
+    }
+
+    /// Adds `key: value` to the `herald listening` log line (the relay's `relay_topic`): what
+    /// the feature serves, read once at start-up. Never a secret.
+    public mutating func announce(_ key: String, _ value: String) {
+        announcements.append((key, value))
+    }
+
     /// Makes `service` what the routes' context answers for its type (the feature's own routes,
     /// or a later feature's); an existential as one (``FeatureContext/provide(_:)``).
     public mutating func provide<Service: Sendable>(_ service: Service) {
@@ -57,6 +76,11 @@ public struct AssembledJobs: Sendable {
     public let handlers: JobHandlers
     let starts: [(feature: String, start: @Sendable (JobQueue) async throws -> Void)]
     let context: FeatureContext
+    /// Every feature's long-running services (``FeatureJobs/run(_:)``), in the list's order:
+    /// start them once the server listens.
+    public let services: [any Service]
+    /// Every feature's `herald listening` metadata (``FeatureJobs/announce(_:_:)``), in order.
+    public let announcements: [(key: String, value: String)]
 
     /// Starts each feature on `queue`, in the list's order.
     ///
@@ -85,6 +109,8 @@ extension FeatureAssembly {
         var handledBy = Dictionary(uniqueKeysWithValues: core.kinds.map { ($0, "core") })
         var starts: [(feature: String, start: @Sendable (JobQueue) async throws -> Void)] = []
         var routeContext = context
+        var services: [any Service] = []
+        var announcements: [(key: String, value: String)] = []
         for feature in features {
             let jobs: FeatureJobs
             do {
@@ -106,7 +132,15 @@ extension FeatureAssembly {
             handlers.merge(jobs.handlers)
             starts += jobs.starts.map { (feature.name, $0) }
             for provide in jobs.provisions { provide(&routeContext) }
+            services += jobs.services
+            announcements += jobs.announcements
         }
-        return AssembledJobs(handlers: handlers, starts: starts, context: routeContext)
+        return AssembledJobs(
+            handlers: handlers,
+            starts: starts,
+            context: routeContext,
+            services: services,
+            announcements: announcements
+        )
     }
 }

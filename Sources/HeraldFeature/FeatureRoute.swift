@@ -6,6 +6,9 @@ public import HTTPRouting
 /// every feature: checks the credential (before the body is read), the query parameters and the
 /// body's media type, runs the handler under `Idempotency-Key` when ``idempotent``, and answers a
 /// ``DomainErrorResponse`` the handler throws (a ``HeraldCore/Refusal``) with its status.
+///
+/// A raw route (``raw(_:_:maxBodySize:admission:answering:)``) skips all of that: its handler is
+/// the router's own kind, added as it is, for a wire contract of its own (the relay's).
 public struct FeatureRoute: Sendable {
     /// The credential a route takes.
     public enum Authentication: Sendable, Hashable, CustomStringConvertible {
@@ -37,7 +40,12 @@ public struct FeatureRoute: Sendable {
     /// Whether a retried request with the same `Idempotency-Key` answers the first response
     /// instead of running again (for routes that create something).
     public var idempotent: Bool
-    public var handler: Router.Handler
+    /// How the route is answered.
+    public var handling: Handling
+    /// A check of the route's own, run on the request line and headers of every request to
+    /// ``pattern`` or under it, whatever its method, before the body is read (after the
+    /// authentication's): a per-address limit, say. `nil`: none.
+    public var admission: Router.AdmissionCheck?
     /// How the access log shows this route's paths (a device token shortened, say); `nil`: as
     /// received.
     public var loggedPath: (@Sendable (HTTPRequest) -> String)?
@@ -57,7 +65,48 @@ public struct FeatureRoute: Sendable {
         self.query = query
         self.maxBodySize = maxBodySize
         self.idempotent = idempotent
-        self.handler = handler
+        self.handling = .api(handler)
+    }
+
+    private init(_ method: String, _ pattern: String, maxBodySize: Int?, raw handler: @escaping Router.Answering) {
+        self.method = method.uppercased()
+        self.pattern = pattern
+        self.authentication = .none
+        self.query = nil
+        self.maxBodySize = maxBodySize
+        self.idempotent = false
+        self.handling = .raw(handler)
+    }
+
+    /// How a route is answered.
+    public enum Handling: Sendable {
+        /// Behind the shared machinery (authentication, query, media type, `Idempotency-Key`,
+        /// refusals), from a task.
+        case api(Router.Handler)
+        /// As it is (``FeatureRoute/raw(_:_:maxBodySize:admission:answering:)``).
+        case raw(Router.Answering)
+    }
+
+    /// A raw route: `handler` is added to the router as it is, the router's one handler kind,
+    /// called on the server's I/O thread with a one-shot ``HTTPRouting/HTTPResponseSink``. Nothing
+    /// runs between the router and it: no credential (its authentication is `.none`), no query or
+    /// media-type check, no `Idempotency-Key`, no refusal mapping, no task hop. For a route with a
+    /// wire contract of its own whose speed matters (the relay's `POST /push/{token}/{id}`).
+    ///
+    /// - Parameters:
+    ///   - maxBodySize: the route's body limit, when it differs from the server's.
+    ///   - admission: ``admission``.
+    ///   - handler: must not block; answers exactly once, from any thread.
+    public static func raw(
+        _ method: String,
+        _ pattern: String,
+        maxBodySize: Int? = nil,
+        admission: Router.AdmissionCheck? = nil,
+        answering handler: @escaping Router.Answering
+    ) -> FeatureRoute {
+        var route = FeatureRoute(method, pattern, maxBodySize: maxBodySize, raw: handler)
+        route.admission = admission
+        return route
     }
 
     /// `POST /v1/channels`: how messages name the route.

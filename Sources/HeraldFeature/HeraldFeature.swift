@@ -2,8 +2,9 @@ public import HeraldCore
 public import Storage
 
 /// Everything `herald serve` needs from one feature (a domain module), declared in one value:
-/// its settings, its migrations, its routes with the authentication each needs, its job kinds and
-/// their handlers, its webhook event types and what it keeps for how long.
+/// its settings and their check, its migrations, its routes with the authentication each needs, its
+/// job kinds and their handlers, the services it runs beside the server, its webhook event types
+/// and what it keeps for how long.
 ///
 /// A feature module exposes one (`Channels.feature`); HeraldAPI's `HeraldFeatures.all` lists them,
 /// and ``FeatureAssembly`` composes that list into the router, the configuration reference and
@@ -54,6 +55,11 @@ public struct HeraldFeature: Sendable {
     /// What the feature keeps and for how long, one sentence each, naming the setting that bounds
     /// it when there is one; empty when it keeps nothing.
     public var retention: [String]
+    /// The problems of the feature's settings, each a sentence saying what to write, found at
+    /// start-up before anything starts: `herald serve` names every feature's with the core's and
+    /// stops (exit 2). Given a context without services (``FeatureContext/requiredFeatures`` and
+    /// ``FeatureContext/apnsConfigured`` set); empty when all is well.
+    public var checkSettings: @Sendable (FeatureContext) -> [String]
 
     public init(
         name: String,
@@ -63,7 +69,8 @@ public struct HeraldFeature: Sendable {
         webhookEventTypes: [String] = [],
         retention: [String] = [],
         routes: @escaping @Sendable (FeatureContext) throws -> [FeatureRoute] = { _ in [] },
-        jobs: @escaping @Sendable (FeatureContext) throws -> FeatureJobs = { _ in FeatureJobs() }
+        jobs: @escaping @Sendable (FeatureContext) throws -> FeatureJobs = { _ in FeatureJobs() },
+        checkSettings: @escaping @Sendable (FeatureContext) -> [String] = { _ in [] }
     ) {
         self.name = name
         self.settings = settings
@@ -71,6 +78,7 @@ public struct HeraldFeature: Sendable {
         self.jobKinds = jobKinds
         self.webhookEventTypes = webhookEventTypes
         self.retention = retention
+        self.checkSettings = checkSettings
         self.jobs = jobs
         self.routes = routes
     }

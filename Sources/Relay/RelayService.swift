@@ -2,6 +2,7 @@ public import APNs
 import Foundation
 public import HTTPRouting
 public import HeraldCore
+public import HeraldFeature
 import Synchronization
 
 /// The Mastodon WebPush → APNs relay (RELAY.md): the `/push/{device_token}/{id}` route, and the
@@ -107,54 +108,85 @@ public final class RelayService: Service {
         }
     }
 
-    /// Adds `POST /push/{device_token}/{id}`; other methods on it answer 404 (RELAY.md, Routes).
+    /// `POST /push/{device_token}/{id}`, and the other methods on it answering 404 (RELAY.md,
+    /// Routes): raw routes (``HeraldFeature/FeatureRoute/raw(_:_:maxBodySize:admission:answering:)``),
+    /// added to the router as they are, as ``Relay/feature`` declares them.
     ///
-    /// The route answers on the HTTP server's I/O thread whenever it can decide at once (bad
+    /// The POST answers on the HTTP server's I/O thread whenever it can decide at once (bad
     /// input, or a push handed to a live APNs connection with room in the queue); a push that
     /// must wait for room waits as a callback in the budget, its connection suspended, no task;
     /// only a push that must wait for a connection takes a task (``relay(_:answer:)``).
-    public func register(on router: inout Router) {
-        // A body WebPush forbids is refused on its Content-Length, before it is read.
-        router.on(
+    public var routes: [FeatureRoute] {
+        let pattern = "/push/{token}/{id}"
+        // A body WebPush forbids is refused on its Content-Length, before it is read; with
+        // HERALD_RELAY_IP_RATE_LIMIT, each request (any method) is counted on its headers first.
+        var post = FeatureRoute.raw(
             "POST",
-            "/push/{token}/{id}",
+            pattern,
             maxBodySize: WebPushTranslation.maxBodySize,
+            admission: addressAdmission,
             answering: { [self] request, answer in relay(request, answer: answer) }
         )
-        for method in ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"] {
-            router.on(method, "/push/{token}/{id}") { _ in
-                .error(status: 404, code: "not_found", message: "the relay accepts only POST /push/{device_token}/{id}")
-            }
-        }
-        if let addressLimiter {
-            // On the headers, before the body is read; each request counted once.
-            router.admit(under: "/push") { [rateLimited] request in
-                guard
-                    case .refused(let seconds) = addressLimiter.take(ClientAddress.rateLimitKey(request.remoteAddress))
-                else { return nil }
-                rateLimited.increment()
-                return .rateLimited(
-                    retryAfter: seconds,
-                    message: "too many relay requests from this address (HERALD_RELAY_IP_RATE_LIMIT "
-                        + "\(addressLimiter.limit)): retry after \(seconds) s"
-                )
-            }
-        }
         // The access log shows the device token shortened, as the relay's own log lines do
         // (RELAY.md): the full token in every request line would make it a list of every
-        // subscribed device.
-        router.logPaths(of: "/push/{token}/{id}") { request in
-            // The access log's request has no parameters: cut the raw path, "/push/" + token + rest.
-            let raw = request.rawPath
-            if raw.utf8.starts(with: "/push/".utf8) {
-                let tokenStart = raw.utf8.index(raw.utf8.startIndex, offsetBy: 6)
-                if let slash = raw.utf8[tokenStart...].firstIndex(of: UInt8(ascii: "/")) {
-                    return "/push/" + APNSDeviceToken.shortened(String(raw[tokenStart..<slash])) + raw[slash...]
+        // subscribed device. The rule covers every method on the pattern.
+        post.loggedPath = Self.loggedPath
+        var routes = [post]
+        for method in ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"] {
+            routes.append(
+                .raw(method, pattern) { _, answer in
+                    answer(
+                        .error(
+                            status: 404,
+                            code: "not_found",
+                            message: "the relay accepts only POST /push/{device_token}/{id}"
+                        )
+                    )
                 }
-            }
-            let (token, id) = Self.rawSegments(request)
-            return "/push/\(APNSDeviceToken.shortened(token))/\(id)"
+            )
         }
+        return routes
+    }
+
+    /// Adds ``routes`` to `router` as ``HeraldFeature/FeatureAssembly`` does: for a test or a tool
+    /// that serves the relay without the feature list.
+    public func register(on router: inout Router) {
+        do {
+            try router.register(routes, machinery: RequestMachinery())
+        } catch {
+            // The relay's routes need no authenticator and are declared once each.
+            preconditionFailure("the relay's routes cannot be registered: \(error)")
+        }
+    }
+
+    /// The per-address limit (HERALD_RELAY_IP_RATE_LIMIT), checked on the headers before the body
+    /// is read; `nil` without one.
+    private var addressAdmission: Router.AdmissionCheck? {
+        guard let addressLimiter else { return nil }
+        return { [rateLimited] request in
+            guard case .refused(let seconds) = addressLimiter.take(ClientAddress.rateLimitKey(request.remoteAddress))
+            else { return nil }
+            rateLimited.increment()
+            return .rateLimited(
+                retryAfter: seconds,
+                message: "too many relay requests from this address (HERALD_RELAY_IP_RATE_LIMIT "
+                    + "\(addressLimiter.limit)): retry after \(seconds) s"
+            )
+        }
+    }
+
+    /// A relay path as the access log shows it: `/push/` + the token shortened + the rest.
+    @Sendable static func loggedPath(_ request: HTTPRequest) -> String {
+        // The access log's request has no parameters: cut the raw path, "/push/" + token + rest.
+        let raw = request.rawPath
+        if raw.utf8.starts(with: "/push/".utf8) {
+            let tokenStart = raw.utf8.index(raw.utf8.startIndex, offsetBy: 6)
+            if let slash = raw.utf8[tokenStart...].firstIndex(of: UInt8(ascii: "/")) {
+                return "/push/" + APNSDeviceToken.shortened(String(raw[tokenStart..<slash])) + raw[slash...]
+            }
+        }
+        let (token, id) = rawSegments(request)
+        return "/push/\(APNSDeviceToken.shortened(token))/\(id)"
     }
 
     // MARK: Service

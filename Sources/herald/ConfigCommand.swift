@@ -5,6 +5,7 @@ import Foundation
 import HeraldAPI
 import HeraldCore
 import LiveActivities
+import Relay
 import Storage
 import Wake
 import Webhooks

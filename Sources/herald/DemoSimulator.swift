@@ -51,7 +51,7 @@ struct DemoSimulator {
         simulator = try APNSSimulator(configuration: configuration)
         let endpoints = APNSEndpoints(all: simulator.endpoint, caFile: simulator.caFile)
         let app = APNSAppConfiguration(bundleID: bundleID, credentials: .token(key))
-        settings = APNsSettings(apps: [app], endpoints: endpoints, relayApp: app)
+        settings = APNsSettings(apps: [app], endpoints: endpoints)
         self.logger = logger
         keyFile =
             FileManager.default.temporaryDirectory
@@ -79,7 +79,7 @@ struct DemoSimulator {
             keyFile: keyFile,
             keyID: "SIMULATED1",
             teamID: "SIMTEAM001",
-            topic: settings.relayApp.bundleID
+            topic: settings.apps[0].bundleID
         )
         exports.addCloudKit(
             url: simulator.url,
@@ -139,7 +139,7 @@ struct DemoSimulator {
             metadata: [
                 "simulator": .string(simulator.url),
                 "ca_file": .string(simulator.caFile ?? "-"),
-                "topic": .string(settings.relayApp.bundleID),
+                "topic": .string(settings.apps[0].bundleID),
                 "deliveries": .string("\(base)/simulator/deliveries (Authorization: Bearer <API key>)"),
                 "try": .string(
                     relay

@@ -144,12 +144,13 @@ enum ServeCommand {
         let clientLimits = load(ClientRateLimiter.Limits()) { () throws(ConfigurationError) in
             try ClientRateLimiter.Limits.load(environment: environment)
         }
-        var relaySettings = load(RelaySettings()) { () throws(ConfigurationError) in
-            try RelaySettings.load(environment: environment)
-        }
-        // `herald relay` serves the relay without being asked.
-        if relayRequired { relaySettings.enabled = true }
         let useSimulator = parsed.flag("simulator")
+        // `herald relay` serves the relay feature whatever HERALD_RELAY says.
+        let requiredFeatures: Set<String> = relayRequired ? [Relay.name] : []
+        var featureCheck = FeatureContext(environment: environment, logger: Logger(label: "herald"))
+        featureCheck.requiredFeatures = requiredFeatures
+        featureCheck.apnsConfigured = useSimulator || relayRequired || configuresAPNs(environment)
+        problems += HeraldFeatures.assembly.settingsProblems(context: featureCheck)
         if parsed.value("env-file") != nil, !useSimulator {
             problems.append("--env-file goes with --simulator: add --simulator, or drop --env-file")
         }
@@ -168,12 +169,6 @@ enum ServeCommand {
             } catch {
                 problems += error.problems
             }
-        }
-        if relaySettings.enabled, apns == nil, !useSimulator, problems.isEmpty {
-            problems.append(
-                "HERALD_RELAY=1 needs APNs credentials to relay with: set APNS_AUTH_KEY, APNS_KEY_ID, APPLE_TEAM_ID "
-                    + "and TOPIC (or HERALD_APPS_FILE), use --simulator, or unset HERALD_RELAY"
-            )
         }
         if let apps = apns?.apps {
             problems += clientTokens.unknownBoundApps(configured: apps.map(\.bundleID))
@@ -239,7 +234,7 @@ enum ServeCommand {
                 clientTokens: clientTokens,
                 clientDevices: clientDevices,
                 clientLimits: clientLimits,
-                relaySettings: relaySettings,
+                requiredFeatures: requiredFeatures,
                 jobs: jobs,
                 deviceRetention: deviceRetention,
                 webhooks: webhooks,
@@ -272,7 +267,7 @@ enum ServeCommand {
         clientTokens: ClientTokenConfiguration = ClientTokenConfiguration(),
         clientDevices: ClientDeviceSettings = ClientDeviceSettings(),
         clientLimits: ClientRateLimiter.Limits = ClientRateLimiter.Limits(),
-        relaySettings: RelaySettings = RelaySettings(),
+        requiredFeatures: Set<String> = [],
         jobs: JobWorkerConfiguration,
         deviceRetention: TimeInterval = DeviceRetention.defaultRetention,
         webhooks: WebhookConfiguration,
@@ -302,9 +297,6 @@ enum ServeCommand {
             logger: Logger(label: "herald.apns")
         )
         do {
-            let relay = try apns.flatMap { apns in
-                try relaySettings.enabled ? RelayWiring(settings: apns, relay: relaySettings, clients: clients) : nil
-            }
             var inputs = HeraldComposition.Inputs(
                 database: database,
                 clients: clients,
@@ -319,6 +311,7 @@ enum ServeCommand {
             inputs.deviceRetention = deviceRetention
             inputs.cloudKit = cloudKit
             inputs.environment = environment
+            inputs.requiredFeatures = requiredFeatures
             let composed = try await HeraldComposition.compose(inputs)
             let queue = composed.queue
             let worker = JobWorker(
@@ -328,7 +321,7 @@ enum ServeCommand {
                 logger: Logger(label: "herald.jobs")
             )
 
-            // Every feature's routes, and beside them the server's own and the relay's.
+            // Every feature's routes, and beside them the server's own.
             var router = composed.router
             var checks: [any ReadinessCheck] = [DatabaseReadiness(database: database)]
             if apns != nil { checks.append(APNsReadiness(clients: clients)) }
@@ -337,7 +330,6 @@ enum ServeCommand {
             // A scrape sees the job queue as it is, counted at most every 10 s.
             system.metricsRefreshers = [{ await worker.refreshQueueGauges(olderThan: .seconds(10)) }]
             system.register(on: &router)
-            relay?.service.register(on: &router)
             if let simulator {
                 simulator.simulator.control.register(on: &router, prefix: "/simulator")
                 // The control API shows whole device tokens and payloads and injects faults: it
@@ -362,9 +354,10 @@ enum ServeCommand {
                 logger: httpLogger
             )
             // The server binds first; the rest start only once it listens, so a port in use
-            // stops Herald before the worker takes a job or the simulator opens its ports.
+            // stops Herald before the worker takes a job, a feature's service (the relay's) starts
+            // or the simulator opens its ports.
             var services: [any Service] = [server, AfterListening(server: server, service: worker)]
-            if let relay { services.append(AfterListening(server: server, service: relay.service)) }
+            services += composed.services.map { AfterListening(server: server, service: $0) }
             if let simulator { services.append(AfterListening(server: server, service: simulator.simulator)) }
             let group = ServiceGroup(
                 services: services,
@@ -387,10 +380,13 @@ enum ServeCommand {
                         "version": .string(Herald.version),
                         "allocator": .string(Allocator.description),
                     ]
-                    if let apns, relay != nil { metadata["relay_topic"] = .string(apns.relayApp.bundleID) }
+                    for (key, value) in composed.announcements { metadata[key] = .string(value) }
                     metadata["api_keys"] = .int(apiKeys.count)
                     logger.notice("herald listening", metadata: metadata)
-                    if let simulator { simulator.announce(port: port, host: configuration.host, relay: relay != nil) }
+                    if let simulator {
+                        let relay = composed.announcements.contains { $0.key == "relay_topic" }
+                        simulator.announce(port: port, host: configuration.host, relay: relay)
+                    }
                 }
                 try await tasks.waitForAll()
             }
@@ -435,12 +431,10 @@ struct AfterListening: Service {
     }
 }
 
-/// APNs settings for `herald serve`/`herald relay`: the apps, the endpoints, and the relay's app.
+/// APNs settings for `herald serve`/`herald relay`: the apps and the endpoints.
 struct APNsSettings {
     var apps: [APNSAppConfiguration]
     var endpoints: APNSEndpoints
-    /// The app the relay pushes to: the one named by `TOPIC`, else the first.
-    var relayApp: APNSAppConfiguration
 
     static func load(environment: [String: String], relayRequired: Bool) throws(ConfigurationError) -> APNsSettings {
         var problems: [String] = []
@@ -470,38 +464,6 @@ struct APNsSettings {
             problems += error.problems
         }
         if !problems.isEmpty { throw ConfigurationError(problems: problems) }
-        let topic = EnvironmentReader(environment).string(.topic)
-        let relayApp = apps.first { $0.bundleID == topic } ?? apps[0]
-        return APNsSettings(apps: apps, endpoints: endpoints, relayApp: relayApp)
-    }
-}
-
-/// The relay's APNs side: for each environment its app serves, the connections and provider token
-/// of ``APNSClientProvider``'s client (the same ones notifications use, opened lazily), with a
-/// send budget of its own (HERALD_RELAY_MAX_IN_FLIGHT): relayed pushes never take room from
-/// `/v1`'s, and beyond their budget a relay request is answered 503 at once (RELAY.md).
-struct RelayWiring {
-    let service: RelayService
-
-    init(settings: APNsSettings, relay: RelaySettings, clients: APNSClientProvider) throws {
-        let app = settings.relayApp
-        var limits = APNSSendBudget.Configuration()
-        limits.limit = relay.maximumInFlight
-        // Never waits for room: a request beyond the budget is refused at once rather than held.
-        limits.waitAbove = relay.maximumInFlight + 1
-        let budget = APNSSendBudget(configuration: limits)
-        var routes: [APNSEnvironment: APNSClient] = [:]
-        for environment in APNSEnvironment.allCases where app.serves(environment) {
-            routes[environment] = try clients.client(for: app, environment: environment).sharingConnections(
-                budget: budget
-            )
-        }
-        var configuration = RelayService.Configuration(topic: app.bundleID)
-        configuration.addressRateLimit = relay.addressRateLimit
-        self.service = RelayService(
-            configuration: configuration,
-            clients: routes,
-            logger: Logger(label: "herald.relay")
-        )
+        return APNsSettings(apps: apps, endpoints: endpoints)
     }
 }

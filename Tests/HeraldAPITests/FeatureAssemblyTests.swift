@@ -112,6 +112,83 @@ import Testing
         #expect(throws: FeatureError.self) { try Self.router([Self.widgets, again]) }
     }
 
+    /// A raw route is added as it is: its handler answers before `respond` returns (no task),
+    /// with no query or media-type check in between; its own admission covers every method at its
+    /// pattern, once per request.
+    @Test func aRawRouteAnswersAsItIsBehindOnlyItsOwnAdmission() async throws {
+        let checks = Badges.Counted()
+        let raw = HeraldFeature(name: "Raw") { _ in
+            [
+                .raw(
+                    "POST",
+                    "/raw/{id}",
+                    maxBodySize: 16,
+                    admission: { request in
+                        checks.count.withLock { $0 += 1 }
+                        return request.headers["Block"] == nil ? nil : HTTPResponse(status: 429)
+                    },
+                    answering: { request, answer in answer(HTTPResponse(status: 202, body: request.body)) }
+                ),
+                .raw("GET", "/raw/{id}") { _, answer in answer(HTTPResponse(status: 404)) },
+            ]
+        }
+        let router = try Self.router([raw])
+        let answered = Mutex<HTTPResponse?>(nil)
+        let sink = HTTPResponseSink(spawn: { _ in Issue.record("a raw route took a task") }) { result in
+            if case .success(let response) = result { answered.withLock { $0 = response } }
+        }
+        let request = HTTPRequest(
+            method: "POST",
+            path: "/raw/7?anything=1",
+            headers: ["Content-Type": "text/plain"],
+            body: Array("hi".utf8)
+        )
+        router.respond(to: request, answer: sink)
+        let response = try #require(answered.withLock { $0 })
+        #expect(response.status == 202)
+        #expect(response.body == Array("hi".utf8))
+        #expect(router.maximumBodySize(method: "POST", rawPath: "/raw/7") == 16)
+        guard
+            case .answer(let refused) = router.admit(
+                HTTPRequest(method: "GET", path: "/raw/7", headers: ["Block": "1"])
+            )
+        else {
+            Issue.record("the GET at the raw route's pattern was not checked")
+            return
+        }
+        #expect(refused.status == 429)
+        let before = checks.count.withLock { $0 }
+        #expect(try await Self.respond(router, HTTPRequest(method: "POST", path: "/raw/8")).status == 202)
+        #expect(checks.count.withLock { $0 } == before + 1)
+    }
+
+    /// A feature's long-running services and its `herald listening` metadata come out of its jobs
+    /// in the list's order; its settings are checked with the command's required features.
+    @Test func aFeaturesServicesAnnouncementsAndSettingsChecksAreComposed() throws {
+        final class Idle: Service {
+            func run() async throws {}
+            func triggerGracefulShutdown() {}
+        }
+        let lamp = HeraldFeature(name: "Lamp") { _ in
+            []
+        } jobs: { _ in
+            var jobs = FeatureJobs()
+            jobs.run(Idle())
+            jobs.announce("lamp", "on")
+            return jobs
+        } checkSettings: { context in
+            context.requires("Lamp") || context.environment["LAMP"] == "1" ? [] : ["LAMP is not set: set it to 1"]
+        }
+        let assembly = FeatureAssembly(coreSettings: [], coreMigrations: [], features: [Self.polishing, lamp])
+        var context = FeatureContext(environment: [:], logger: Logger(label: "test", level: .error))
+        let jobs = try assembly.jobs(context: context)
+        #expect(jobs.services.count == 1 && jobs.services.first is Idle)
+        #expect(jobs.announcements.map { "\($0.key)=\($0.value)" } == ["lamp=on"])
+        #expect(assembly.settingsProblems(context: context) == ["LAMP is not set: set it to 1"])
+        context.requiredFeatures = ["Lamp"]
+        #expect(assembly.settingsProblems(context: context).isEmpty)
+    }
+
     /// A credential that names its bearer, and counts how often it is checked on the headers.
     struct Badges: RequestAuthenticator {
         let admissions = Counted()

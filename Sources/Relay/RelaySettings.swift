@@ -1,17 +1,19 @@
-import HeraldCore
+public import HeraldCore
 
 /// The relay's settings: whether `herald serve` mounts it (HERALD_RELAY), its send budget
 /// (HERALD_RELAY_MAX_IN_FLIGHT) and its per-address limit (HERALD_RELAY_IP_RATE_LIMIT).
-struct RelaySettings: Sendable, Hashable {
+public struct RelaySettings: Sendable, Hashable {
     /// Whether `herald serve` mounts `/push/…`; `herald relay` always does.
-    var enabled = false
+    public var enabled = false
     /// The most relayed pushes waiting for APNs at once, in a budget of their own.
-    var maximumInFlight = 1_024
+    public var maximumInFlight = 1_024
     /// Requests per client address; `nil`: no limit.
-    var addressRateLimit: RateLimit?
+    public var addressRateLimit: RateLimit?
+
+    public init() {}
 
     /// - Throws: ``HeraldCore/ConfigurationError`` naming the variable and what to write.
-    static func load(environment: [String: String]) throws(ConfigurationError) -> RelaySettings {
+    public static func load(environment: [String: String]) throws(ConfigurationError) -> RelaySettings {
         var reader = EnvironmentReader(environment)
         var settings = RelaySettings()
         settings.enabled = reader.choice(
