@@ -4,8 +4,8 @@ import Devices
 import Foundation
 import HeraldAPI
 import HeraldCore
+import HeraldFeature
 import LiveActivities
-import Relay
 import Storage
 import Wake
 import Webhooks
@@ -130,11 +130,11 @@ enum ConfigCommand {
         } catch {
             problems += error.problems
         }
-        do {
-            _ = try RelaySettings.load(environment: environment)
-        } catch {
-            problems += error.problems
-        }
+        // The features that check their own settings (the relay: its variables, and HERALD_RELAY=1
+        // without APNs to relay with), as `herald serve` has them checked.
+        var features = FeatureContext(environment: environment, logger: Logger(label: "herald"))
+        features.apnsConfigured = ServeCommand.configuresAPNs(environment)
+        problems += HeraldFeatures.assembly.settingsProblems(context: features)
         var apps: [APNSAppConfiguration] = []
         if ServeCommand.configuresAPNs(environment) {
             do {

@@ -163,6 +163,40 @@ import Testing
         #expect(result.error.split(separator: "\n").count == expected.count, "stderr:\n\(result.error)")
     }
 
+    /// `herald config` lists the problems `herald serve` finds in a feature's own check: here the
+    /// relay's, HERALD_RELAY=1 with no APNs app to relay with, beside a relay setting out of range.
+    @Test func configListsTheFeaturesOwnProblems() async throws {
+        let result = try await JobsCommandTests.herald(
+            ["config"],
+            environment: [
+                "HERALD_RELAY": "1", "HERALD_RELAY_MAX_IN_FLIGHT": "0", "APNS_AUTH_KEY": nil,
+                "APNS_AUTH_KEY_FILE": nil, "HERALD_APPS_FILE": nil, "APNS_KEY_ID": nil, "APPLE_TEAM_ID": nil,
+                "TOPIC": nil,
+            ]
+        )
+        #expect(result.status == 2)
+        #expect(result.output.isEmpty)
+        let lines = result.error.split(separator: "\n").map(String.init)
+        #expect(
+            lines.contains { $0.hasPrefix("herald config: HERALD_RELAY_MAX_IN_FLIGHT=0 is not valid") },
+            "stderr:\n\(result.error)"
+        )
+        #expect(lines.count == 2, "stderr:\n\(result.error)")
+
+        let relayWithoutAPNs = try await JobsCommandTests.herald(
+            ["config"],
+            environment: [
+                "HERALD_RELAY": "1", "APNS_AUTH_KEY": nil, "APNS_AUTH_KEY_FILE": nil, "HERALD_APPS_FILE": nil,
+                "APNS_KEY_ID": nil, "APPLE_TEAM_ID": nil, "TOPIC": nil,
+            ]
+        )
+        #expect(relayWithoutAPNs.status == 2)
+        #expect(
+            relayWithoutAPNs.error.contains("herald config: HERALD_RELAY=1 needs APNs credentials to relay with: "),
+            "stderr:\n\(relayWithoutAPNs.error)"
+        )
+    }
+
     /// With `APNS_ENVIRONMENT=sandbox`, a notification that names no environment goes to the sandbox.
     @Test func notificationsWithoutAnEnvironmentFollowAPNSEnvironment() throws {
         var environment = [
