@@ -57,7 +57,7 @@ public struct HeraldFeature: Sendable {
     public var retention: [String]
     /// The problems of the feature's settings, each a sentence saying what to write, found at
     /// start-up before anything starts: `herald serve` names every feature's with the core's and
-    /// stops (exit 2). Given a context without services (``FeatureContext/requiredFeatures`` and
+    /// stops (exit 2), and `herald config` lists them. Given a context without services (``FeatureContext/requiredFeatures`` and
     /// ``FeatureContext/apnsConfigured`` set); empty when all is well.
     public var checkSettings: @Sendable (FeatureContext) -> [String]
 

@@ -50,5 +50,13 @@ public enum LiveActivities {
         jobs.whenQueued { queue in liveActivityJobs.attach(queue) }
         jobs.provide(liveActivityJobs)
         return jobs
+    } checkSettings: { context in
+        do throws(ConfigurationError) {
+            _ = try LiveActivitySettings.load(environment: context.environment)
+            _ = try LiveActivitySettings.quotas(environment: context.environment)
+            return []
+        } catch {
+            return error.problems
+        }
     }
 }

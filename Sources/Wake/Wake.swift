@@ -59,6 +59,13 @@ public enum Wake {
         jobs.whenQueued { queue in runner.attach(queue) }
         jobs.provide(store)
         return jobs
+    } checkSettings: { context in
+        do throws(ConfigurationError) {
+            _ = try WakeSettings.load(environment: context.environment)
+            return []
+        } catch {
+            return error.problems
+        }
     }
 
     /// The hourly job that forgets pings older than the per-device floor.

@@ -5,9 +5,7 @@ import Foundation
 import HeraldAPI
 import HeraldCore
 import HeraldFeature
-import LiveActivities
 import Storage
-import Wake
 import Webhooks
 
 /// `herald config`: checks the configuration `herald serve` would start with and prints it, secrets
@@ -105,17 +103,6 @@ enum ConfigCommand {
             problems += error.problems
         }
         do {
-            _ = try LiveActivitySettings.load(environment: environment)
-            _ = try LiveActivitySettings.quotas(environment: environment)
-        } catch {
-            problems += error.problems
-        }
-        do {
-            _ = try WakeSettings.load(environment: environment)
-        } catch {
-            problems += error.problems
-        }
-        do {
             _ = try ClientTokenConfiguration.load(environment: environment)
         } catch {
             problems += error.problems
@@ -130,8 +117,8 @@ enum ConfigCommand {
         } catch {
             problems += error.problems
         }
-        // The features that check their own settings (the relay: its variables, and HERALD_RELAY=1
-        // without APNs to relay with), as `herald serve` has them checked.
+        // The features that check their own settings (Live Activities, Wake, the relay with
+        // HERALD_RELAY=1 and no APNs to relay with), as `herald serve` has them checked.
         var features = FeatureContext(environment: environment, logger: Logger(label: "herald"))
         features.apnsConfigured = ServeCommand.configuresAPNs(environment)
         problems += HeraldFeatures.assembly.settingsProblems(context: features)

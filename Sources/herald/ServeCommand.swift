@@ -12,11 +12,9 @@ import HeraldCore
 import HeraldCrypto
 import HeraldFeature
 import Jobs
-import LiveActivities
 import Notifications
 import Relay
 import Storage
-import Wake
 import Webhooks
 
 /// `herald serve` (the HTTP API, plus the relay with HERALD_RELAY=1) and `herald relay` (the same
@@ -120,17 +118,6 @@ enum ServeCommand {
         }
         let deviceRetention = load(DeviceRetention.defaultRetention) { () throws(ConfigurationError) in
             try DeviceSettings.load(environment: environment)
-        }
-        // Read again by the Wake feature; checked here with the rest.
-        _ = load(WakeRunner.defaultMinimumInterval) { () throws(ConfigurationError) in
-            try WakeSettings.load(environment: environment)
-        }
-        // Read again by the Live Activities feature; checked here with the rest.
-        _ = load(TimeInterval(3_600)) { () throws(ConfigurationError) in
-            try LiveActivitySettings.load(environment: environment)
-        }
-        _ = load(LiveActivityQuotas()) { () throws(ConfigurationError) in
-            try LiveActivitySettings.quotas(environment: environment)
         }
         var cloudKit = load(CloudKitSettings()) { () throws(ConfigurationError) in
             try CloudKitSettings.load(environment: environment)

@@ -169,19 +169,23 @@ import Testing
         let result = try await JobsCommandTests.herald(
             ["config"],
             environment: [
-                "HERALD_RELAY": "1", "HERALD_RELAY_MAX_IN_FLIGHT": "0", "APNS_AUTH_KEY": nil,
-                "APNS_AUTH_KEY_FILE": nil, "HERALD_APPS_FILE": nil, "APNS_KEY_ID": nil, "APPLE_TEAM_ID": nil,
-                "TOPIC": nil,
+                "HERALD_RELAY": "1", "HERALD_RELAY_MAX_IN_FLIGHT": "0", "HERALD_WAKE_MIN_INTERVAL": "often",
+                "HERALD_MAX_INSTANCES_PER_USER": "0", "APNS_AUTH_KEY": nil, "APNS_AUTH_KEY_FILE": nil,
+                "HERALD_APPS_FILE": nil, "APNS_KEY_ID": nil, "APPLE_TEAM_ID": nil, "TOPIC": nil,
             ]
         )
         #expect(result.status == 2)
         #expect(result.output.isEmpty)
         let lines = result.error.split(separator: "\n").map(String.init)
-        #expect(
-            lines.contains { $0.hasPrefix("herald config: HERALD_RELAY_MAX_IN_FLIGHT=0 is not valid") },
-            "stderr:\n\(result.error)"
-        )
-        #expect(lines.count == 2, "stderr:\n\(result.error)")
+        for setting in [
+            "HERALD_RELAY_MAX_IN_FLIGHT=0", "HERALD_WAKE_MIN_INTERVAL=often", "HERALD_MAX_INSTANCES_PER_USER=0",
+        ] {
+            #expect(
+                lines.contains { $0.hasPrefix("herald config: \(setting) is not valid") },
+                "missing \(setting)\nstderr:\n\(result.error)"
+            )
+        }
+        #expect(lines.count == 4, "stderr:\n\(result.error)")
 
         let relayWithoutAPNs = try await JobsCommandTests.herald(
             ["config"],

@@ -56,12 +56,15 @@ struct ServeRelayOptInTests {
             environment: [
                 "HERALD_RELAY": "yes", "HERALD_RELAY_MAX_IN_FLIGHT": "0", "HERALD_RELAY_IP_RATE_LIMIT": "fast",
                 "HERALD_CLIENT_RATE_LIMIT": "10/d,5", "HERALD_CLIENT_IP_RATE_LIMIT": "50/s,0",
+                // Checked by their features (`checkSettings`), named with the rest.
+                "HERALD_WAKE_MIN_INTERVAL": "often", "HERALD_MAX_INSTANCES_PER_USER": "0",
             ]
         )
         #expect(try await bad.waitForExit(timeout: .seconds(10)) == 2)
         for name in [
             "HERALD_RELAY=yes", "HERALD_RELAY_MAX_IN_FLIGHT=0", "HERALD_RELAY_IP_RATE_LIMIT=fast",
             "HERALD_CLIENT_RATE_LIMIT=10/d,5", "HERALD_CLIENT_IP_RATE_LIMIT=50/s,0",
+            "HERALD_WAKE_MIN_INTERVAL=often", "HERALD_MAX_INSTANCES_PER_USER=0",
         ] {
             #expect(bad.log.contains(name + " is not valid"), "\(name): \(bad.log)")
         }
