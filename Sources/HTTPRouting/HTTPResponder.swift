@@ -156,6 +156,16 @@ public struct HTTPResponseSink: Sendable {
         }
     }
 
+    /// A sink that answers a failure with the response `respond` gives for it (labelled with the
+    /// failure's route), and passes on every other result, and a failure `respond` leaves (`nil`):
+    /// how middleware turns errors into responses.
+    public func recovering(_ respond: @escaping @Sendable (HTTPFailure) -> HTTPResponse?) -> HTTPResponseSink {
+        map { result in
+            guard case .failure(let failure) = result, let response = respond(failure) else { return result }
+            return .success(failure.labelling(response))
+        }
+    }
+
     /// A sink that changes the answer with `transform` before passing it here: how middleware
     /// sees and changes the answer when it comes.
     public func map(_ transform: @escaping @Sendable (HTTPResult) -> HTTPResult) -> HTTPResponseSink {
@@ -206,6 +216,8 @@ private final class InlineSpawner: Sendable {
             state.work = work
             return true
         }
+        // Started from a callback once `respond(to:)` has its answer sink out: no caller's task is
+        // left to run it in, and the caller waits for the answer, not for this task.
         if !kept { Task { await work() } }
     }
 

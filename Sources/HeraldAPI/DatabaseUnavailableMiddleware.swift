@@ -24,10 +24,8 @@ public struct DatabaseUnavailableMiddleware: HTTPMiddleware {
         let method = request.method
         next(
             request,
-            answer.map { [logger] result in
-                guard case .failure(let failure) = result,
-                    let error = failure.error as? DatabaseError, error.isUnavailable
-                else { return result }
+            answer.recovering { [logger] failure in
+                guard let error = failure.error as? DatabaseError, error.isUnavailable else { return nil }
                 logger.warning(
                     "database unavailable; answered 503",
                     metadata: [
@@ -36,7 +34,7 @@ public struct DatabaseUnavailableMiddleware: HTTPMiddleware {
                         "error": .string(String(describing: error)),
                     ]
                 )
-                return .success(failure.labelling(Self.error(for: error).response))
+                return Self.error(for: error).response
             }
         )
     }

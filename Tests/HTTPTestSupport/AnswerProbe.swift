@@ -17,6 +17,8 @@ public final class AnswerProbe: Sendable {
         call(
             HTTPResponseSink(spawn: { work in
                 seen.state.withLock { $0.tasks += 1 }
+                // The server's I/O thread has no task to lend either: a handler's work runs as a
+                // task of its own there too, and the probe awaits only the answer it delivers.
                 Task { await work() }
             }) { result in
                 seen.state.withLock { if $0.answer == nil { $0.answer = result } }

@@ -292,6 +292,7 @@ struct NotificationSendInMemoryTests {
             #expect(try await harness.store.notification(id: created.id)?.status == .sending)
         }
     }
+
     @Test(
         "the claim is renewed every third of the send lease while APNs is slow to answer",
         arguments: Backend.allCases

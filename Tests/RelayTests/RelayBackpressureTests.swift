@@ -117,6 +117,8 @@ struct RelayBackpressureTests {
     @Test func shutdownReleasesARequestWaitingForRoomWith503() async throws {
         try await withFullQueue(apnsDelay: .seconds(5)) { relay, metrics, token in
             let service = relay.service
+            // A task of its own: the request must stay suspended in the budget while this test
+            // triggers the shutdown that answers it.
             let waiting = Task { try await relay.post("/push/\(token)/waits") }
             let budget = try #require(service.clients[.production]).budget
             // A task reaching its suspension announces nothing: poll the budget for it.

@@ -19,13 +19,7 @@ public struct ErrorMiddleware: HTTPMiddleware {
     ) {
         let requestID = request.requestID
         let method = request.method
-        next(
-            request,
-            answer.map { [logger] result in
-                guard case .failure(let failure) = result else { return result }
-                return .success(failure.labelling(Self.response(for: failure, requestID, method, logger)))
-            }
-        )
+        next(request, answer.recovering { [logger] in Self.response(for: $0, requestID, method, logger) })
     }
 
     /// The response for `failure`, logging what is not an ``HTTPError``. Runs in the task that
