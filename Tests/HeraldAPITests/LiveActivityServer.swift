@@ -81,7 +81,10 @@ struct LiveActivityServer {
     /// Waits until the simulator holds `count` deliveries for `token` and returns them, oldest first.
     func deliveries(token: String, count: Int) async throws -> [[String: Any]] {
         var found: [[String: Any]] = []
-        try await eventually("\(count) deliveries to \(token.prefix(8))", timeout: .seconds(30)) {
+        try await eventually(
+            "\(count) deliveries to \(token.prefix(8)); found \(found.count)\nlog:\n\(herald.log)",
+            timeout: .seconds(30)
+        ) {
             found = try await deliveries(token: token)
             return found.count >= count
         }
@@ -91,7 +94,7 @@ struct LiveActivityServer {
     /// Waits until the activity is in `state` and returns it.
     func activity(_ id: String, state: String) async throws -> [String: Any] {
         var body: [String: Any] = [:]
-        try await eventually("activity \(id) \(state)", timeout: .seconds(30)) {
+        try await eventually("activity \(id) \(state); it is \(body)\nlog:\n\(herald.log)", timeout: .seconds(30)) {
             body = try await call("GET", "/v1/live-activities/\(id)").body
             return body["state"] as? String == state
         }
