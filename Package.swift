@@ -349,7 +349,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "HeraldCore", "DatabaseTestSupport", "AsyncTestSupport"],
+            dependencies: ["Storage", "HeraldCore", "DatabaseTestSupport", "AsyncTestSupport", "SocketTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -5,6 +5,7 @@ import AsyncTestSupport
 import Foundation
 import HeraldCore
 import HeraldCrypto
+import SocketTestSupport
 import Testing
 
 /// Relay → the real APNs client → the simulator over HTTP/2 + TLS, checked field by field.
@@ -151,7 +152,7 @@ struct RelayEndToEndTests {
     }
 
     @Test func withoutAPNsTheRelayAnswers503AndRecoversWithoutARestart() async throws {
-        let port = try freePort()
+        let port = try Loopback.freePort()
         try await RelayHarness.with(apnsPort: port) { relay in
             let token = randomToken()
             let down = try await relay.post("/push/\(token)/1")
@@ -173,22 +174,4 @@ struct RelayEndToEndTests {
             }
         }
     }
-}
-
-/// A TCP port nothing listens on (bound, then released).
-func freePort() throws -> Int {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
-        }
-    }
-    guard bound else { throw POSIXError(.EADDRINUSE) }
-    return Int(UInt16(bigEndian: address.sin_port))
 }

@@ -3,6 +3,7 @@ import APNsSimulator
 import Foundation
 import HTTPTestSupport
 import HeraldCore
+import SocketTestSupport
 import Testing
 
 @testable import HTTPRouting
@@ -98,7 +99,7 @@ struct RelayImmediateTests {
     }
 
     @Test func withAPNsDownTheRelayWaitsThenAnswers503() async throws {
-        try await RelayHarness.with(apnsPort: try freePort()) { relay in
+        try await RelayHarness.with(apnsPort: try Loopback.freePort()) { relay in
             let token = randomToken()
             let probe = AnswerProbe { relay.service.relay(push(token, "down"), answer: $0) }
             #expect(probe.atOnce == nil)

@@ -1,6 +1,7 @@
 import DatabaseTestSupport
 import Foundation
 import HeraldCore
+import SocketTestSupport
 import Testing
 
 /// A PostgreSQL server of the test's own, in a temporary directory on a free port, so a test can
@@ -28,7 +29,7 @@ final class PrivatePostgres: Sendable {
         if geteuid() == 0 {
             try FileManager.default.setAttributes([.ownerAccountName: "postgres"], ofItemAtPath: directory.path)
         }
-        let server = PrivatePostgres(directory: directory, port: try freePort(), binaries: binaries)
+        let server = PrivatePostgres(directory: directory, port: try Loopback.freePort(), binaries: binaries)
         do {
             try await server.pgCommand("initdb", ["-D", server.dataDirectory, "-A", "trust", "-U", "postgres", "-N"])
             try await server.start()
@@ -118,22 +119,4 @@ final class PrivatePostgres: Sendable {
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
 
-    /// A TCP port nobody listens on right now.
-    private static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw TestSetupError(description: "socket() failed") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-                bind(descriptor, generic, length) == 0 && getsockname(descriptor, generic, &length) == 0
-            }
-        }
-        guard bound else { throw TestSetupError(description: "could not bind a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 }
