@@ -5,100 +5,63 @@ import HeraldCore
 extension APNSConnectionPool {
     // MARK: APNSTransport
 
-    /// Sends `request` on a pooled connection (another one when APNs did not process it) and
-    /// returns APNs' response, whatever its status.
+    /// Sends `request` on a pooled connection; `completion` gets APNs' response, whatever its
+    /// status, or the error (see ``APNSTransport/send(_:completion:)``).
     ///
-    /// The usual case — a connection with a free stream, a response, nothing to log or close —
-    /// runs here with few locals: every request waiting for APNs keeps this function's async
-    /// frame, so its size counts once per request in flight. Everything else continues in
-    /// ``finishSend(_:from:)``.
+    /// The usual case — a connection with a free stream — hands the request to that connection
+    /// from the calling thread, with no task: `completion` then runs on the connection's loop
+    /// thread. A request that must wait for a connect, or that APNs did not process on a lost
+    /// connection and goes to another one (up to three times), continues in a task of the pool's
+    /// (``finishSend(_:from:)``), and `completion` runs there.
     ///
-    /// - Throws: ``APNSConnectionPoolError`` when no connection can be had (at once while the
-    ///   pool backs off after a failed connect); ``HTTP2/HTTP2Error`` when the request failed on
-    ///   its connection (check ``APNSRetryableError/isSafeToRetry``); `CancellationError`.
-    public func send(_ request: APNSTransportRequest) async throws -> APNSTransportResponse {
-        try Task.checkCancellation()
-        // Entering the pool shares the lock with the first acquisition, and leaving it with the
-        // release of the response: two lock round trips per request instead of four.
-        let (acquired, effects) = locked { state, effects -> PoolState.Acquisition? in
+    /// Errors: ``APNSConnectionPoolError`` when no connection can be had (at once while the pool
+    /// backs off after a failed connect, or once it is shut down); ``HTTP2/HTTP2Error`` when the
+    /// request failed on its connection (check ``APNSRetryableError/isSafeToRetry``).
+    public func send(
+        _ request: APNSTransportRequest,
+        completion: @escaping @Sendable (Result<APNSTransportResponse, any Error>) -> Void
+    ) {
+        let (acquired, effects) = locked(mayAwait: false) { state, effects -> PoolState.Acquisition? in
             guard state.enter() else { return nil }
             return state.acquire(mayConnect: true, effects: &effects)
         }
         guard let acquisition = acquired else {
-            throw shutDownError
-        }
-        guard effects.isEmpty, case .use(let id, let connection) = acquisition else {
-            return APNSTransportResponse(try await finishSend(request, from: .acquired(acquisition, effects)))
-        }
-        let response: HTTP2ClientResponse
-        do {
-            response = try await Self.send(request, on: connection)
-        } catch {
-            return APNSTransportResponse(try await finishSend(request, from: .failed(id: id, error)))
-        }
-        let (waiters, after) = release(id, answered: response)
-        if let waiters {
-            for waiter in waiters { waiter.resume() }
-        } else {
-            await perform(after)
-            leave()
-        }
-        return APNSTransportResponse(response)
-    }
-
-    /// Hands `request` to the least loaded connection that can take it now (see
-    /// ``APNSTransport/submit(_:completion:)``), without connecting: refuses when there is none.
-    ///
-    /// `completion` runs once, on the loop thread of the connection's ``HTTP2/EventLoop`` (on the
-    /// calling thread when the connection stopped taking requests in the meantime). A request
-    /// that fails on its connection is not sent again here: the error goes to `completion` (the
-    /// client's retries send it again, through ``send(_:)``).
-    public func submit(
-        _ request: APNSTransportRequest,
-        completion: @escaping @Sendable (Result<APNSTransportResponse, any Error>) -> Void
-    ) -> APNSSendRefusal? {
-        let (acquired, effects) = locked(mayAwait: false) { state, effects -> PoolState.Acquisition? in
-            guard state.enter() else { return nil }
-            let acquisition = state.acquire(mayConnect: false, effects: &effects)
-            if case .use = acquisition { return acquisition }
-            // Not inside any more; the pool is running, so no shutdown waits for this call.
-            _ = state.leave()
-            return acquisition
+            completion(.failure(shutDownError))
+            return
         }
         if !effects.isEmpty { performWithoutWaiting(effects) }
-        switch acquired {
-        case nil:
-            return APNSSendRefusal(.unavailable, reason: shutDownError.description)
-        case .use(let id, let connection):
-            let handler = PooledRequest(pool: self, connectionID: id, completion: completion)
-            switch request.fields {
-            case .push(let push, let authorization):
-                let fields = APNSRequestHeaderFields(push, authorizationHeaderValue: authorization)
-                connection.submit(
-                    method: "POST",
-                    fieldCount: fields.fieldCount,
-                    byteCount: fields.byteCount,
-                    body: push.payload,
-                    writeFields: { fields.write(into: &$0) },
-                    handler: handler
-                )
-            case .http(let http):
-                let size = http.headerBlockSize
-                connection.submit(
-                    method: http.method,
-                    fieldCount: size.fields,
-                    byteCount: size.bytes,
-                    body: http.body,
-                    writeFields: { http.writeHeaderBlock(into: &$0) },
-                    handler: handler
-                )
-            }
-            return nil
-        case .connect, .wait:
-            return APNSSendRefusal(.unavailable, reason: "connecting to \(endpoint.authority)")
-        case .fail(let error):
-            return APNSSendRefusal(.unavailable, reason: error.description)
+        guard case .use(let id, let connection) = acquisition else {
+            finishInTask(request, from: .acquired(acquisition, PoolState.Effects()), completion: completion)
+            return
         }
+        let handler = PooledRequest(pool: self, connectionID: id, request: request, completion: completion)
+        switch request.fields {
+        case .push(let push, let authorization):
+            let fields = APNSRequestHeaderFields(push, authorizationHeaderValue: authorization)
+            connection.submit(
+                method: "POST",
+                fieldCount: fields.fieldCount,
+                byteCount: fields.byteCount,
+                body: push.payload,
+                writeFields: { fields.write(into: &$0) },
+                handler: handler
+            )
+        case .http(let http):
+            let size = http.headerBlockSize
+            connection.submit(
+                method: http.method,
+                fieldCount: size.fields,
+                byteCount: size.bytes,
+                body: http.body,
+                writeFields: { http.writeHeaderBlock(into: &$0) },
+                handler: handler
+            )
+        }
+    }
+
+    /// True while a connection takes requests: a request sent now goes out at once.
+    public var isReady: Bool {
+        locked(mayAwait: false) { state, _ in state.hasUsableConnection }.0
     }
 
     /// Opens a connection when there is none (``warmUp()``).
@@ -108,11 +71,12 @@ extension APNSConnectionPool {
 
     // MARK: Internals
 
-    /// A submitted request's answer arrived from connection `id`, on its loop thread.
+    /// A request's answer arrived from connection `id`, on its loop thread.
     fileprivate func answered(
         on id: Int,
         _ result: Result<HTTP2ClientResponse, any Error>,
-        completion: @Sendable (Result<APNSTransportResponse, any Error>) -> Void
+        request: APNSTransportRequest,
+        completion: @escaping @Sendable (Result<APNSTransportResponse, any Error>) -> Void
     ) {
         switch result {
         case .success(let response):
@@ -124,6 +88,9 @@ extension APNSConnectionPool {
                 leave()
             }
             completion(.success(APNSTransportResponse(response)))
+        case .failure(let error as HTTP2Error) where Self.isResendable(error):
+            // APNs did not process it: another connection, from a task (it may have to connect).
+            finishInTask(request, from: .failed(id: id, error), completion: completion)
         case .failure(let error):
             let (waiters, effects) = locked(mayAwait: false) { state, effects in
                 state.release(id, outcome: .failure(error as? HTTP2Error, final: true), effects: &effects)
@@ -132,6 +99,24 @@ extension APNSConnectionPool {
             if !effects.isEmpty { performWithoutWaiting(effects) }
             for waiter in waiters { waiter.resume() }
             completion(.failure(error))
+        }
+    }
+
+    /// Runs the rest of a send that could not go straight onto a connection in a task, and hands
+    /// its end to `completion`. The send is inside the pool, so a shutdown waits for the task.
+    private func finishInTask(
+        _ request: APNSTransportRequest,
+        from step: SendStep,
+        completion: @escaping @Sendable (Result<APNSTransportResponse, any Error>) -> Void
+    ) {
+        // Unstructured: nothing awaits a sent request but its completion; the pool counts the task
+        // in (it entered), and `shutdown()` waits for it to leave.
+        Task {
+            do {
+                completion(.success(APNSTransportResponse(try await finishSend(request, from: step))))
+            } catch {
+                completion(.failure(error))
+            }
         }
     }
 
@@ -179,7 +164,7 @@ extension APNSConnectionPool {
         }
     }
 
-    /// Where ``send(_:)`` stands when it hands over to ``finishSend(_:from:)`` (it has entered
+    /// Where a send stands when it hands over to ``finishSend(_:from:)`` (it has entered
     /// the pool either way).
     private enum SendStep {
         /// What the first acquisition returned, with effects to perform.
@@ -266,24 +251,28 @@ extension APNSConnectionPool {
     }
 }
 
-/// A submitted request on its connection: where its answer goes. The connection calls
+/// A request on its connection: where its answer goes. The connection calls
 /// ``responseArrived(_:)`` once, on its loop thread.
 private final class PooledRequest: HTTP2ResponseHandler {
     let pool: APNSConnectionPool
     let connectionID: Int
+    /// Kept for a resend when APNs did not process it.
+    let request: APNSTransportRequest
     let completion: @Sendable (Result<APNSTransportResponse, any Error>) -> Void
 
     init(
         pool: APNSConnectionPool,
         connectionID: Int,
+        request: APNSTransportRequest,
         completion: @escaping @Sendable (Result<APNSTransportResponse, any Error>) -> Void
     ) {
         self.pool = pool
         self.connectionID = connectionID
+        self.request = request
         self.completion = completion
     }
 
     func responseArrived(_ result: Result<HTTP2ClientResponse, any Error>) {
-        pool.answered(on: connectionID, result, completion: completion)
+        pool.answered(on: connectionID, result, request: request, completion: completion)
     }
 }

@@ -31,11 +31,10 @@ import Synchronization
 ///   on another connection) takes no more requests, is closed once its requests are done, and
 ///   is replaced on demand. Requests APNs did not process (above a GOAWAY's last-stream-id,
 ///   `REFUSED_STREAM`, never written) are sent again on another connection, up to three times;
-///   then the ``HTTP2/HTTP2Error`` (an ``APNSRetryableError``) reaches the client. A submitted
-///   request (``submit(_:completion:)``) is not sent again here: its error goes to its
-///   completion, and the client's retries send it again.
-/// - ``submit(_:completion:)`` never connects: it refuses when no connection can take the
-///   request now. Connections it retires are closed by the next call that can await.
+///   then the ``HTTP2/HTTP2Error`` (an ``APNSRetryableError``) reaches the client.
+/// - A request with a connection to go to is handed over from the sender's thread, without a
+///   task; one that must wait for a connect or go to another connection continues in a task.
+///   Connections retired on the way are closed by the next call that can await.
 /// - Connects are single-flight. After a failed connect the pool waits an exponential backoff
 ///   with full jitter (``Configuration/reconnectBackoff``) before the next one, and meanwhile
 ///   fails sends at once with ``APNSConnectionPoolError`` instead of letting them hang.
@@ -59,7 +58,7 @@ public final class APNSConnectionPool: APNSTransport {
 
     private let state: Mutex<PoolState>
 
-    /// Makes a pool; nothing connects until the first ``send(_:)`` or ``warmUp()``.
+    /// Makes a pool; nothing connects until the first request or ``warmUp()``.
     ///
     /// - Parameters:
     ///   - endpoint: the host and port (TLS unless ``APNSEndpoint/usesTLS`` is false, for a
@@ -174,7 +173,7 @@ public final class APNSConnectionPool: APNSTransport {
 
     /// Whether sending can work now: the pool is not shut down, and a usable connection exists, or
     /// no connect has failed since the last success, or the backoff after the last failure has
-    /// passed. False exactly when ``send(_:)`` would fail at once with
+    /// passed. False exactly when a request would fail at once with
     /// ``APNSConnectionPoolError`` (for `/readyz`, and for a relay that answers 503 without
     /// waiting).
     public var isAvailable: Bool {
@@ -226,7 +225,7 @@ public final class APNSConnectionPool: APNSTransport {
     /// Runs `body` on the state; the effects it returns are for ``perform(_:)`` (not called on the
     /// hot path when there are none, so that a request costs no extra async frame).
     ///
-    /// - Parameter mayAwait: false on paths that cannot await (a submit, an answer on the loop
+    /// - Parameter mayAwait: false on paths that cannot await (a send, an answer on the loop
     ///   thread): connections those retire are closed by the next call that can, and when
     ///   `mayAwait` is true those closes come back in the effects.
     func locked<T>(
@@ -354,12 +353,11 @@ extension APNSConnectionPool {
         /// The wait after the first failed connect is drawn from zero to `initial`, doubling with
         /// each further failure up to `maximum` (full jitter). Default 100 ms, 30 s.
         public var reconnectBackoff: (initial: Duration, maximum: Duration) = (.milliseconds(100), .seconds(30))
-        /// Under sustained load, pushes handed over with ``APNSClient/submit(_:completion:)`` (the
-        /// relay's fire-and-forget form) within this long of the previous batch leave together
-        /// when the window ends, in one write per connection: fewer system calls and wake-ups here
-        /// and at APNs, for about one window of added latency (up to a millisecond more). The
-        /// first push after a quiet window leaves at once; awaited sends never wait for it. `nil`
-        /// (the default) sends each batch as soon as it can
+        /// Under sustained load, requests sent within this long of the previous batch leave
+        /// together when the window ends, in one write per connection: fewer system calls and
+        /// wake-ups here and at APNs, for about one window of added latency (up to a millisecond
+        /// more). The first request after a quiet window leaves at once. `nil` (the default)
+        /// sends each batch as soon as it can
         /// (``HTTP2ClientConnection/Configuration/coalescingWindow``).
         public var coalescingWindow: Duration?
         /// The rest of the HTTP/2 client settings (stream and window sizes, event loop, ping

@@ -352,6 +352,11 @@ struct ConnectionPoolState<Connection: PooledConnection> {
         return now() >= retryAt
     }
 
+    /// Running, with a connection that takes requests.
+    var hasUsableConnection: Bool {
+        phase == .running && entries.contains { $0.retiredBecause == nil && $0.connection.usableStreamLimit != nil }
+    }
+
     func status() -> APNSConnectionPool.Status {
         var status = APNSConnectionPool.Status()
         status.openConnections = entries.count

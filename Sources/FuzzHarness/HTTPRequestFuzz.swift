@@ -152,16 +152,16 @@ final class RefusingAPNs: APNSTransportFactory, APNSTransport {
 
     func shutdown(_ transport: any APNSTransport) async {}
 
-    func send(_ request: APNSTransportRequest) async throws -> APNSTransportResponse {
-        throw APNSSendRefusal(.unavailable, reason: "the fuzz harness sends nothing")
-    }
-
-    func submit(
+    func send(
         _ request: APNSTransportRequest,
         completion: @escaping @Sendable (Result<APNSTransportResponse, any Error>) -> Void
-    ) -> APNSSendRefusal? {
-        APNSSendRefusal(.unavailable, reason: "the fuzz harness sends nothing")
+    ) {
+        completion(.failure(APNSSendRefusal(.unavailable, reason: "the fuzz harness sends nothing")))
     }
 
-    func prepare() async throws {}
+    var isReady: Bool { false }
+
+    func prepare() async throws {
+        throw APNSSendRefusal(.unavailable, reason: "the fuzz harness sends nothing")
+    }
 }

@@ -11,7 +11,7 @@ extension RelayService {
     }
 
     /// Answers one relay request through `answer`: at once whenever it can decide so (bad input,
-    /// or a push handed to a live APNs connection with room in the queue). A push that must wait
+    /// or a push handed to a live APNs connection with room in the budget). A push that must wait
     /// for room waits as a callback in the budget (first come, first served), no task, and is
     /// answered 202 once it is sent, or 503 when the relay shuts down first or no connection can
     /// take it then; only a push that needs a connection first takes a task
@@ -117,30 +117,26 @@ extension RelayService {
     }
 
     /// Hands `push` to `client`: 202 when taken, 503 when the relay is shutting down or the
-    /// budget is full, `nil` (nothing counted) when no connection can take it now.
+    /// budget is full, `nil` (nothing sent, nothing counted) when no live connection could take it
+    /// now: RELAY.md's 202 means "on a live APNs connection", so the caller connects first.
     private func send(_ push: RelayedPush, via client: APNSClient) -> HTTPResponse? {
         if stopping.load(ordering: .sequentiallyConsistent) {
             count(push.encoding, status: 503)
             return unavailable("the relay is shutting down")
         }
+        guard client.isReady else { return nil }
         // Only what the answer's log line needs: the push itself is the client's now.
         let (token, environment) = (push.request.deviceToken, push.environment)
-        let refusal = client.submit(push.request) { [self] result in
+        let refusal = client.send(push.request) { [self] result in
             record(result, token: token, environment: environment)
         }
         guard let refusal else {
             count(push.encoding, status: 202)
             return HTTPResponse(status: 202)
         }
-        if refusal.code == .full {
-            count(push.encoding, status: 503)
-            return unavailable("too many pushes are waiting for APNs")
-        }
-        if stopping.load(ordering: .sequentiallyConsistent) {
-            count(push.encoding, status: 503)
-            return unavailable("the relay is shutting down")
-        }
-        return nil
+        count(push.encoding, status: 503)
+        if refusal.code == .full { return unavailable("too many pushes are waiting for APNs") }
+        return unavailable("the relay is shutting down")
     }
 
     func unavailable(_ message: String) -> HTTPResponse {

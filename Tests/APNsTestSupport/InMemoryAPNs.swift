@@ -29,8 +29,7 @@ import Synchronization
 /// try await clock.advanceToNextDeadline()
 /// ```
 ///
-/// Its transports answer awaited sends; ``APNs/APNSTransport/submit(_:completion:)`` is refused
-/// (as by a pool with no connection at hand), which the awaited senders never call.
+/// Its transports answer each request at once, on the sender's thread, and are always ready.
 public final class InMemoryAPNs: APNSTransportFactory {
     private struct State {
         var next: [Answer] = []
@@ -188,16 +187,14 @@ public final class InMemoryAPNs: APNSTransportFactory {
             self.apns = apns
         }
 
-        func send(_ request: APNSTransportRequest) async throws -> APNSTransportResponse {
-            APNSTransportResponse(try apns.answer(request.httpRequest, endpoint: endpoint))
-        }
-
-        func submit(
+        func send(
             _ request: APNSTransportRequest,
             completion: @escaping @Sendable (Result<APNSTransportResponse, any Error>) -> Void
-        ) -> APNSSendRefusal? {
-            APNSSendRefusal(.unavailable, reason: "the in-memory APNs answers awaited sends only")
+        ) {
+            completion(Result { APNSTransportResponse(try apns.answer(request.httpRequest, endpoint: endpoint)) })
         }
+
+        var isReady: Bool { true }
 
         func prepare() async throws {}
     }

@@ -7,7 +7,7 @@ import Testing
 @testable import APNs
 
 /// The admission budget: wait for room (suspending, cancellable), fail fast (full, closed), the
-/// drain at shutdown, and the client's `submit` in front of it. A task reaching its suspension
+/// drain at shutdown, and the client's `send(_:completion:)` in front of it. A task reaching its suspension
 /// announces nothing, so the tests poll ``APNSSendBudget/suspendedCalls`` with `eventually`.
 @Suite struct SendBudgetTests {
     /// What tasks record, in order.
@@ -182,7 +182,7 @@ import Testing
 
     // MARK: The client in front of the budget
 
-    /// A transport that takes every submitted request and answers when the test says.
+    /// A transport that takes every request and answers when the test says.
     final class HandOverTransport: APNSTransport {
         private let pending = Mutex<[@Sendable (Result<APNSTransportResponse, any Error>) -> Void]>([])
         let refuses: Bool
@@ -193,18 +193,18 @@ import Testing
 
         var waitingAnswers: Int { pending.withLock { $0.count } }
 
-        func send(_ request: APNSTransportRequest) async throws -> APNSTransportResponse {
-            APNSTransportResponse(APNSHTTPResponse(status: 200))
-        }
-
-        func submit(
+        func send(
             _ request: APNSTransportRequest,
             completion: @escaping @Sendable (Result<APNSTransportResponse, any Error>) -> Void
-        ) -> APNSSendRefusal? {
-            if refuses { return APNSSendRefusal(.unavailable, reason: "no connection") }
+        ) {
+            if refuses {
+                completion(.failure(APNSSendRefusal(.unavailable, reason: "no connection")))
+                return
+            }
             pending.withLock { $0.append(completion) }
-            return nil
         }
+
+        var isReady: Bool { !refuses }
 
         func prepare() async throws {}
 
@@ -221,16 +221,16 @@ import Testing
         APNSClient(transport: transport, credentials: .certificate(certificatePEM: "", keyPEM: ""), budget: budget)
     }
 
-    @Test func submitIsTakenCountedUntilAnsweredThenFailsFastWhenFull() {
+    @Test func sendWithCompletionIsTakenCountedUntilAnsweredThenFailsFastWhenFull() {
         let transport = HandOverTransport()
         let budget = Self.budget(limit: 2, waitAbove: 1)
         let client = Self.client(transport, budget: budget)
         let answers = Record()
         for _ in 0..<2 {
-            #expect(client.submit(.alert()) { _ in answers.items.withLock { $0.append(1) } } == nil)
+            #expect(client.send(.alert()) { _ in answers.items.withLock { $0.append(1) } } == nil)
         }
         #expect(budget.waiting == 2)
-        let refusal = client.submit(.alert()) { _ in Issue.record("a refused push was answered") }
+        let refusal = client.send(.alert()) { _ in Issue.record("a refused push was answered") }
         #expect(refusal?.code == .full)
         #expect(transport.waitingAnswers == 2, "a refused push never reaches the transport")
         transport.answerAll(status: 200)
@@ -238,11 +238,19 @@ import Testing
         #expect(budget.waiting == 0)
     }
 
-    @Test func submitRefusedByTheTransportIsUnavailableAndUncounted() {
+    @Test func aTransportFailureReachesTheCompletionThroughRunOnceAndIsCountedUntilThen() async throws {
         let budget = Self.budget()
         let client = Self.client(HandOverTransport(refuses: true), budget: budget)
-        let refusal = client.submit(.alert()) { _ in Issue.record("a refused push was answered") }
-        #expect(refusal?.code == .unavailable)
-        #expect(budget.waiting == 0)
+        await withDiscardingTaskGroup { group in
+            group.addTask { await client.run() }
+            let result = await withCheckedContinuation { continuation in
+                let refusal = client.send(.alert()) { continuation.resume(returning: $0) }
+                #expect(refusal == nil, "the push is taken; the transport's failure goes to the completion")
+            }
+            #expect(throws: APNSSendRefusal.self) { try result.get() }
+            await budget.waitUntilEmpty()
+            #expect(budget.waiting == 0)
+            group.cancelAll()
+        }
     }
 }

@@ -4,7 +4,7 @@ extension APNSClient {
     /// the other budget, and waits or is refused only by `budget`. The relay sends through such a
     /// client, so that no amount of relay traffic delays `/v1`'s sends.
     ///
-    /// Its submitted pushes' retries run in its own ``run()``.
+    /// What its ``send(_:completion:)`` cannot finish at once runs in its own ``run()``.
     public func sharingConnections(budget: APNSSendBudget) -> APNSClient {
         APNSClient(
             shared: Shared(

@@ -21,18 +21,16 @@ import Synchronization
 /// }
 /// ```
 ///
-/// A device push goes out in one of two ways, which differ only in how they wait:
-/// - ``send(_:)-(APNSRequest)`` waits for room in the budget, then for APNs' answer.
-/// - ``submit(_:completion:)`` never waits: it hands the push to a connection at once or refuses
-///   with a typed ``APNSSendRefusal`` (budget full, no connection at hand), and `completion` gets
-///   the answer. Retries of a submitted push run in ``run()``.
+/// A device push goes out one way, ``send(_:completion:)``: the client takes it (or refuses it,
+/// typed, when the budget is full or closed) and calls back with the answer.
+/// ``send(_:)-(APNSRequest)`` awaits the same call, waiting for room instead of being refused.
 ///
-/// For each push the client: validates the request (throwing ``APNSValidationError`` before
-/// anything is sent; ``submit(_:completion:)`` leaves that to the caller); adds
-/// `authorization: bearer <token>` for token credentials (none for certificates); retries per
-/// ``APNSRetryPolicy``, sleeping on the injected clock; on `ExpiredProviderToken` invalidates the
-/// token and sends once more with a fresh one (once per send — and not at all when the token
-/// manager cannot refresh yet, see ``APNSTokenManager``).
+/// For each push the client: validates the request in the awaiting form (throwing
+/// ``APNSValidationError`` before anything is sent); adds `authorization: bearer <token>` for
+/// token credentials (none for certificates); retries per ``APNSRetryPolicy``, sleeping on the
+/// injected clock; on `ExpiredProviderToken` invalidates the token and sends once more with a
+/// fresh one (once per send — and not at all when the token manager cannot refresh yet, see
+/// ``APNSTokenManager``).
 public struct APNSClient: Sendable {
     public var transport: any APNSTransport { shared.transport }
     /// `nil` for certificate credentials.
@@ -136,7 +134,10 @@ public struct APNSClient: Sendable {
 
     // MARK: Device pushes
 
-    /// Sends a device push: waits for room in ``budget``, then for APNs' answer (after retries).
+    /// Sends a device push and awaits its answer (after retries): ``send(_:completion:)`` with a
+    /// continuation around it, except that it waits for room in ``budget`` rather than being
+    /// refused, validates the request, and runs the retries in the calling task (cancelling it
+    /// stops them; a request already with APNs ends with its answer or its timeout).
     ///
     /// - Returns: ``APNSSendResult/delivered(_:)`` on 200, otherwise ``APNSSendResult/rejected(_:)``
     ///   with the last refusal.
@@ -149,85 +150,95 @@ public struct APNSClient: Sendable {
         if !budget.hasRoom && !budget.isClosed { try await budget.waitForRoom() }
         budget.admitAfterWaiting()
         defer { budget.release() }
-        return try await sendCounted(request)
+        let first = await withUnsafeContinuation { continuation in
+            attempt(request) { continuation.resume(returning: $0) }
+        }
+        switch first {
+        case .delivered(let result): return result
+        case .retry(let made): return try await sendRetrying(request, first: made)
+        }
     }
 
-    /// The first attempt with as little state as possible (a task's async frames stay allocated
-    /// while it waits for APNs, and a sender may have thousands of pushes in flight); anything but
-    /// a success continues in ``sendRetrying(_:first:)``.
-    @inline(__always)
-    private func sendCounted(_ request: APNSRequest) async throws -> APNSSendResult {
-        var authorization: APNSAuthorization?
-        if let tokenProvider {
-            authorization = tokenProvider.cachedAuthorization()
-            if authorization == nil { authorization = APNSAuthorization(token: try await tokenProvider.token()) }
-        }
-        let first: Result<APNSTransportResponse, any Error>
-        do {
-            let response = try await shared.transport.send(
-                APNSTransportRequest(request, authorizationHeaderValue: authorization?.headerValue)
-            )
-            if (200..<300).contains(response.status) { return .delivered(response.delivery(attempts: 1)) }
-            first = .success(response)
-        } catch {
-            first = .failure(error)
-        }
-        return try await sendRetrying(request, first: (authorization, first))
-    }
-
-    /// Hands a device push to a connection now, without waiting, or refuses it at once.
+    /// Sends a device push; `completion` gets the answer (after retries), exactly once.
     ///
-    /// Taken when ``budget`` has fewer than its ``APNSSendBudget/Configuration/limit`` pushes
-    /// waiting, a provider token is at hand (token credentials) and a connection can take the push
-    /// without connecting first. Otherwise nothing is sent, `completion` is never called, and the
-    /// refusal says why: ``APNSSendRefusal/Code/full``, or ``APNSSendRefusal/Code/unavailable``
-    /// (then ``prepare()`` connects and fetches a token, or the budget is closed). The push counts
-    /// in ``budget`` until `completion` has returned.
+    /// The one way a push goes out; ``send(_:)-(APNSRequest)`` awaits the same call. The push is
+    /// taken unless ``budget`` already counts its ``APNSSendBudget/Configuration/limit`` pushes
+    /// (``APNSSendRefusal/Code/full``) or is closed (``APNSSendRefusal/Code/unavailable``): then
+    /// nothing is sent and `completion` is never called. A taken push counts in ``budget`` until
+    /// `completion` has returned.
     ///
-    /// `completion` runs exactly once. A success on the first attempt reaches it on the I/O thread
-    /// of the connection the push went to (so it must not block); anything else goes through the
-    /// retries of ``send(_:)-(APNSRequest)``, in a task of ``run()``, and reaches it there. So a
-    /// client that submits needs ``run()`` running.
+    /// With a provider token at hand (or certificate credentials), the push goes to the transport
+    /// from the calling thread, and a success on the first attempt reaches `completion` on the
+    /// transport's I/O thread (so it must not block). Anything else — a token to fetch first, a
+    /// refusal or transport error to retry — continues in a task of ``run()`` and reaches
+    /// `completion` there: a client that sends this way needs ``run()`` running.
     ///
-    /// Unlike ``send(_:)-(APNSRequest)``, the request is not validated here: build it valid (the
-    /// relay does) or call ``APNSRequest/validate()`` first.
-    public func submit(
+    /// The request is not validated here (the awaiting form does it): build it valid, as the relay
+    /// does, or call ``APNSRequest/validate()`` first.
+    public func send(
         _ request: APNSRequest,
         completion: @escaping @Sendable (Result<APNSSendResult, any Error>) -> Void
     ) -> APNSSendRefusal? {
         let shared = self.shared
         let budget = shared.budget
-        if budget.isClosed { return APNSSendRefusal(.unavailable, reason: "new pushes are not taken any more") }
-        var cached: APNSAuthorization?
-        if let tokenProvider = shared.tokenProvider {
-            cached = tokenProvider.cachedAuthorization()
-            if cached == nil { return APNSSendRefusal(.unavailable, reason: "no provider token is ready yet") }
-        }
-        let authorization = cached
         if let refused = budget.admit() {
             return refused == .full
                 ? APNSSendRefusal(.full, reason: "\(budget.configuration.limit) pushes are waiting for APNs")
                 : APNSSendRefusal(.unavailable, reason: "new pushes are not taken any more")
         }
-        let transportRequest = APNSTransportRequest(request, authorizationHeaderValue: authorization?.headerValue)
-        let refusal = shared.transport.submit(transportRequest) { first in
-            if case .success(let response) = first, (200..<300).contains(response.status) {
-                completion(.success(.delivered(response.delivery(attempts: 1))))
+        attempt(request) { first in
+            switch first {
+            case .delivered(let result):
+                completion(.success(result))
                 budget.release()
-                return
-            }
-            shared.followUps.enqueue {
-                let client = APNSClient(shared: shared)
-                completion(await Self.result { try await client.sendRetrying(request, first: (authorization, first)) })
-                budget.release()
+            case .retry(let made):
+                shared.followUps.enqueue {
+                    let client = APNSClient(shared: shared)
+                    completion(await Self.result { try await client.sendRetrying(request, first: made) })
+                    budget.release()
+                }
             }
         }
-        if refusal != nil { budget.release() }
-        return refusal
+        return nil
     }
 
-    /// Makes the next ``submit(_:completion:)`` likely to be taken: fetches a provider token and
-    /// opens a connection when there is none.
+    /// How the first attempt at a push ended.
+    enum FirstAttempt: Sendable {
+        case delivered(APNSSendResult)
+        /// Not delivered (or not tried: no provider token at hand); the retries go on from the
+        /// attempt made, if any (``sendRetrying(_:first:)``).
+        case retry((APNSAuthorization?, Result<APNSTransportResponse, any Error>)?)
+    }
+
+    /// The first attempt of both forms of ``send(_:completion:)``: with the provider token at
+    /// hand, straight onto the transport; `next` hears how it ended, once.
+    private func attempt(_ request: APNSRequest, next: @escaping @Sendable (FirstAttempt) -> Void) {
+        var authorization: APNSAuthorization?
+        if let tokenProvider = shared.tokenProvider {
+            guard let cached = tokenProvider.cachedAuthorization() else { return next(.retry(nil)) }
+            authorization = cached
+        }
+        let made = authorization
+        shared.transport.send(APNSTransportRequest(request, authorizationHeaderValue: made?.headerValue)) { result in
+            if case .success(let response) = result, (200..<300).contains(response.status) {
+                next(.delivered(.delivered(response.delivery(attempts: 1))))
+            } else {
+                next(.retry((made, result)))
+            }
+        }
+    }
+
+    /// True when a push sent now goes out at once: a provider token is at hand (or certificate
+    /// credentials) and the transport has a live connection (``APNSTransport/isReady``). For a
+    /// sender that answers its own caller only once a push is on its way (the relay); otherwise
+    /// ``prepare()`` gets there.
+    public var isReady: Bool {
+        if let tokenProvider = shared.tokenProvider, tokenProvider.cachedAuthorization() == nil { return false }
+        return shared.transport.isReady
+    }
+
+    /// Fetches a provider token and opens a connection when there is none, so that ``isReady``
+    /// holds.
     ///
     /// - Throws: ``APNSCredentialError`` when signing fails; the transport's error when it cannot
     ///   connect (``APNsTransport/APNSConnectionPoolError``); `CancellationError`.
@@ -236,9 +247,10 @@ public struct APNSClient: Sendable {
         try await transport.prepare()
     }
 
-    /// Runs the retries of submitted pushes (each in a child task) until cancelled; then the ones
-    /// still running are cancelled and awaited. Retries that arrive while it is not running wait
-    /// for the next call. One call at a time, from the service that owns the client.
+    /// Runs what ``send(_:completion:)`` could not finish at once (token fetches and retries, each
+    /// in a child task) until cancelled; then the ones still running are cancelled and awaited.
+    /// Work that arrives while it is not running waits for the next call. One call at a time,
+    /// from the service that owns the client.
     public func run() async {
         await shared.followUps.run()
     }
@@ -254,7 +266,7 @@ public struct APNSClient: Sendable {
     }
 }
 
-/// The retries of submitted pushes whose first answer was not a success, queued for
+/// The retries of pushes sent with a completion whose first answer was not a success, queued for
 /// ``APNSClient/run()``: kept while it is not running, run in its task group while it is.
 final class FollowUps: Sendable {
     typealias Work = @Sendable () async -> Void

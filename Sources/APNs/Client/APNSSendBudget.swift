@@ -9,12 +9,12 @@ import Synchronization
 ///   ``Configuration/waitAbove`` pushes wait;
 /// - ``waitForRoom(_:)`` registers a callback instead, for senders that are not Swift tasks
 ///   (the relay, on the HTTP server's threads);
-/// - ``APNSClient/submit(_:completion:)`` answers at once, refusing with
+/// - ``APNSClient/send(_:completion:)`` answers at once, refusing with
 ///   ``APNSSendRefusal/Code/full`` at ``Configuration/limit``.
 ///
 /// Waiters of both kinds go first come, first served: each answered push lets one through.
 /// Awaited sends (``APNSClient/send(_:)-(APNSRequest)``) wait for room first. ``close()`` ends
-/// the waits and makes `submit` refuse; ``waitUntilEmpty()`` is the drain at shutdown.
+/// the waits and makes `send(_:completion:)` refuse; ``waitUntilEmpty()`` is the drain at shutdown.
 ///
 /// ```swift
 /// let budget = APNSSendBudget()
@@ -23,7 +23,7 @@ import Synchronization
 public final class APNSSendBudget: Sendable {
     /// Limits of a budget.
     public struct Configuration: Sendable, Hashable {
-        /// Pushes waiting for APNs at which ``APNSClient/submit(_:completion:)`` refuses with
+        /// Pushes waiting for APNs at which ``APNSClient/send(_:completion:)`` refuses with
         /// ``APNSSendRefusal/Code/full``. Default 10,000.
         public var limit = 10_000
         /// Pushes waiting for APNs at which ``APNSSendBudget/waitForRoom()`` waits. Each waiting
@@ -111,7 +111,7 @@ public final class APNSSendBudget: Sendable {
         }
     }
 
-    /// Ends every wait for room and makes ``APNSClient/submit(_:completion:)`` refuse with
+    /// Ends every wait for room and makes ``APNSClient/send(_:completion:)`` refuse with
     /// ``APNSSendRefusal/Code/unavailable``; pushes already taken still finish.
     public func close() {
         closed.store(true, ordering: .sequentiallyConsistent)

@@ -1,4 +1,4 @@
-/// Why a push was not taken at once by ``APNSClient/submit(_:completion:)``: nothing was sent, and
+/// Why a push was not taken by ``APNSClient/send(_:completion:)``: nothing was sent, and
 /// the caller decides (wait and try again, or answer "try later").
 ///
 /// ``description`` is a sentence without tokens or keys.
@@ -13,8 +13,7 @@ public struct APNSSendRefusal: Error, Sendable, Hashable, CustomStringConvertibl
 
         /// The budget's ``APNSSendBudget/Configuration/limit`` pushes already wait for APNs.
         public static let full = Code("full")
-        /// No connection can take the push now (none open yet, connecting, backing off after
-        /// failed connects, no provider token yet), or the client is shutting down.
+        /// The client is shutting down: its budget is closed.
         public static let unavailable = Code("unavailable")
 
         public var description: String { name }

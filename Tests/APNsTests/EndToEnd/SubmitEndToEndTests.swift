@@ -5,20 +5,18 @@ import HeraldCore
 import Synchronization
 import Testing
 
-/// `APNSClient.submit(_:completion:)`, the relay's way to send without a task per push, against
-/// the test APNs server over HTTP/2 and TLS: taken at once or refused at once, then the same
-/// answers and retries as `send` (the retries in the client's `run()`).
+/// `APNSClient.send(_:completion:)`, the one way a push goes out (the relay's, without a task per
+/// push), against the test APNs server over HTTP/2 and TLS: taken at once, then the same answers
+/// and retries as the awaiting `send` (the retries in the client's `run()`).
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct SubmitEndToEndTests {
-    @Test("submit: refused before a connection exists; after prepare() every push goes straight to it, answered once")
+    @Test("send with a completion: taken before a connection exists, which the pool opens; every push answered once")
     func delivers() async throws {
         try await withHarness { h in
-            let refusal = h.client.submit(APNSRequest.alert()) { _ in Issue.record("a refused push was answered") }
-            #expect(refusal?.code == .unavailable)
+            #expect(!h.client.isReady)
             #expect(h.pool.status.openConnections == 0)
-            try await h.client.prepare()
             let requests = (0..<300).map { _ in APNSRequest.alert() }
-            let results = try await Self.submitAll(requests, with: h.client)
+            let results = try await Self.submitAll(requests, with: h.client, prepare: false)
             #expect(results.count == requests.count)
             for (request, result) in zip(requests, results) {
                 guard case .success(.delivered(let delivery)) = result else {
@@ -30,10 +28,11 @@ struct SubmitEndToEndTests {
                 #expect(h.requests(for: request.id).count == 1)
             }
             #expect(h.pool.status.openConnections == 1)
+            #expect(h.client.isReady)
         }
     }
 
-    @Test("submit: 429 is retried with backoff, then delivered, as with send")
+    @Test("send with a completion: 429 is retried with backoff, then delivered, as with send")
     func retries() async throws {
         try await withHarness(retryPolicy: .default) { h in
             // One delivered push first, so that the throttled one takes the direct path.
@@ -53,7 +52,7 @@ struct SubmitEndToEndTests {
         }
     }
 
-    @Test("submit: a permanent refusal is answered once, without a retry")
+    @Test("send with a completion: a permanent refusal is answered once, without a retry")
     func permanentRefusal() async throws {
         try await withHarness(retryPolicy: .default) { h in
             _ = try await Self.submitAll([APNSRequest.alert()], with: h.client)
@@ -71,30 +70,37 @@ struct SubmitEndToEndTests {
         }
     }
 
-    @Test("submit after the pool shut down is refused at once as unavailable")
+    @Test("send with a completion after the pool shut down: taken, answered once with the pool's error")
     func afterShutdown() async throws {
         try await withHarness { h in
             _ = try await Self.submitAll([APNSRequest.alert()], with: h.client)
             await h.pool.shutdown()
-            let refusal = h.client.submit(APNSRequest.alert()) { _ in Issue.record("a refused push was answered") }
-            #expect(refusal?.code == .unavailable)
+            #expect(!h.client.isReady)
+            let results = try await Self.submitAll([APNSRequest.alert()], with: h.client, prepare: false)
+            guard case .failure(let error as APNSConnectionPoolError) = results.first else {
+                Issue.record("expected the pool's error, got \(results)")
+                return
+            }
+            #expect(error.code == .shutDown)
+            await h.client.budget.waitUntilEmpty()
             #expect(h.client.budget.waiting == 0)
         }
     }
 
-    /// Submits every request from this thread (after `prepare()`), with the client's `run()`
-    /// going, then waits for all the answers, in request order.
+    /// Sends every request from this thread (after `prepare()`, unless told not to), with the
+    /// client's `run()` going, then waits for all the answers, in request order.
     static func submitAll(
         _ requests: [APNSRequest],
-        with client: APNSClient
+        with client: APNSClient,
+        prepare: Bool = true
     ) async throws -> [Result<APNSSendResult, any Error>] {
-        try await client.prepare()
+        if prepare { try await client.prepare() }
         let answers = Mutex([Int: Result<APNSSendResult, any Error>]())
         let done = AsyncStream<Void>.makeStream()
         return try await withThrowingTaskGroup { group in
             group.addTask { await client.run() }
             for (index, request) in requests.enumerated() {
-                let refusal = client.submit(request) { result in
+                let refusal = client.send(request) { result in
                     let complete = answers.withLock { answers in
                         #expect(answers[index] == nil, "a push was answered twice")
                         answers[index] = result

@@ -65,21 +65,19 @@ final class FakeAPNs: APNSTransport {
         state.withLock { $0.throttled[token] = count }
     }
 
-    func send(_ request: APNSTransportRequest) async throws -> APNSTransportResponse {
-        APNSTransportResponse(try await send(request.httpRequest))
-    }
-
-    /// Answers only awaited sends: a submitted push is refused, as by a pool with no connection.
-    func submit(
+    func send(
         _ request: APNSTransportRequest,
         completion: @escaping @Sendable (Result<APNSTransportResponse, any Error>) -> Void
-    ) -> APNSSendRefusal? {
-        APNSSendRefusal(.unavailable, reason: "the fake answers awaited sends only")
+    ) {
+        completion(Result { APNSTransportResponse(try respond(to: request.httpRequest)) })
     }
+
+    var isReady: Bool { true }
 
     func prepare() async throws {}
 
-    func send(_ request: APNSHTTPRequest) async throws -> APNSHTTPResponse {
+    /// The scripted answer, or the one Apple's rules give.
+    func respond(to request: APNSHTTPRequest) throws -> APNSHTTPResponse {
         let scripted = state.withLock { state -> Scripted? in
             state.received.append(request)
             return state.scripted.isEmpty ? nil : state.scripted.removeFirst()
