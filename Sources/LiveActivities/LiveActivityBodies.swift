@@ -9,7 +9,7 @@ struct LiveActivityBody: Encodable, Sendable {
     var deliveries: [LiveActivityDelivery]?
 
     enum CodingKeys: String, CodingKey {
-        case id, app, environment, state, attributes, alert, audience, instances, deliveries, users
+        case id, app, environment, state, start, attributes, alert, audience, instances, deliveries, users
         case attributesType = "attributes_type"
         case idAttribute = "id_attribute"
         case contentState = "content_state"
@@ -35,12 +35,15 @@ struct LiveActivityBody: Encodable, Sendable {
         try container.encode(activity.app, forKey: .app)
         try container.encode(activity.environment.rawValue, forKey: .environment)
         try container.encode(activity.state.rawValue, forKey: .state)
+        try container.encode((request.start ?? .push).rawValue, forKey: .start)
         try container.encode(activity.failureReason, forKey: .failureReason)
         try container.encode(activity.attributesType, forKey: .attributesType)
         try container.encode(request.attributesSent(id: activity.id), forKey: .attributes)
         try container.encode(request.idAttribute, forKey: .idAttribute)
         try container.encode(activity.contentState, forKey: .contentState)
-        try container.encode(LiveActivityAlertBody(alert: request.alert), forKey: .alert)
+        // An activity the app starts may have none: stored empty, shown as null.
+        let alert = request.alert.title.isEmpty ? nil : LiveActivityAlertBody(alert: request.alert)
+        try container.encode(alert, forKey: .alert)
         try container.encode(LiveActivityAudienceBody(audience: request.audience), forKey: .audience)
         try container.encode(activity.users, forKey: .users)
         try container.encode(activity.channelID, forKey: .channelID)

@@ -7,6 +7,7 @@ extension LiveActivityInput {
     static let createFields: Set<String> = [
         "id", "app", "environment", "attributes_type", "attributes", "id_attribute", "content_state", "alert",
         "audience", "channel", "request_update_token", "stale_date", "relevance_score", "start_at", "end_at",
+        "start",
     ]
 
     /// Parses a `POST /v1/live-activities` body; `now` bounds `start_at` and `end_at`.
@@ -29,6 +30,7 @@ extension LiveActivityInput {
         let attributes = try jsonObjectValue(object, "attributes", required: false) ?? .object([:])
         let idAttribute = try name(object, "id_attribute", required: false) ?? LiveActivityLimits.defaultIDAttribute
         let contentState = try jsonObjectValue(object, "content_state", required: true) ?? .object([:])
+        let start = try start(object["start"])
         var request = LiveActivityRequest(
             id: id,
             app: app,
@@ -37,7 +39,8 @@ extension LiveActivityInput {
             attributes: attributes,
             idAttribute: idAttribute,
             contentState: contentState,
-            alert: try alert(object, required: true) ?? LiveActivityAlert(title: "", body: ""),
+            // An activity the app starts shows no push-to-start alert: one is optional there.
+            alert: try alert(object, required: start != .app) ?? LiveActivityAlert(title: "", body: ""),
             audience: try audience(object["audience"]),
             channel: try channel(object["channel"]),
             staleDate: try time(object, "stale_date"),
@@ -62,7 +65,40 @@ extension LiveActivityInput {
             request.requestUpdateToken = flag
         }
         try schedule(object, into: &request, now: now)
+        if start == .app {
+            request.start = .app
+            if case .tokens = request.audience {
+                throw .invalid(
+                    "invalid_audience",
+                    "an activity the app starts is for users: give the audience as users, tags or all "
+                        + "(push-to-start tokens are for \"start\": \"push\")",
+                    field: "audience"
+                )
+            }
+            if request.startAt != nil {
+                throw .invalid(
+                    "invalid_start_at",
+                    "start_at schedules a push-to-start: leave it out when the app starts the activity "
+                        + "(\"start\": \"app\")",
+                    field: "start_at"
+                )
+            }
+        }
         return request
+    }
+
+    /// `start`: `"push"` (the default: Herald sends the push-to-start) or `"app"` (the app starts
+    /// the activity itself). A push start is stored as `nil`, as before `start` existed.
+    private static func start(_ value: JSONValue?) throws(LiveActivityError) -> LiveActivityStart? {
+        guard let value, value != .null else { return nil }
+        guard case .string(let text) = value, let start = LiveActivityStart(rawValue: text) else {
+            throw .invalid(
+                "invalid_start",
+                "start must be \"push\" (Herald sends a push-to-start) or \"app\" (the app starts the activity)",
+                field: "start"
+            )
+        }
+        return start == .app ? .app : nil
     }
 
     private static func schedule(

@@ -154,25 +154,36 @@ struct LiveActivityLifecycle: LiveActivityPart {
                 return
             }
             guard try await self.store.transition(id, from: [.scheduled], to: .started, at: now, on: tx) else { return }
-            _ = try await queue.enqueue(
-                LiveActivityJob(id: id).newJob(
-                    LiveActivityJobKind.expire,
-                    at: now.addingTimeInterval(LiveActivityLimits.maximumActivityDuration)
-                ),
-                on: tx
-            )
-            if let end = activity.request.endAt {
-                _ = try await queue.enqueue(
-                    LiveActivityJob(id: id).newJob(
-                        LiveActivityJobKind.scheduledEnd,
-                        at: Date(timeIntervalSince1970: TimeInterval(end))
-                    ),
-                    on: tx
-                )
-            }
+            try await Self.enqueueRunning(activity, startedAt: now, on: queue, tx)
         }
         queue.wake()
         return .done
+    }
+
+    /// The jobs of a running activity, in the transaction that starts it (a push start accepted,
+    /// or the creation of an activity the app starts): its expiry 8 hours on, and its `end_at`.
+    static func enqueueRunning(
+        _ activity: LiveActivity,
+        startedAt: Date,
+        on queue: JobQueue,
+        _ tx: any DatabaseExecutor
+    ) async throws {
+        _ = try await queue.enqueue(
+            LiveActivityJob(id: activity.id).newJob(
+                LiveActivityJobKind.expire,
+                at: startedAt.addingTimeInterval(LiveActivityLimits.maximumActivityDuration)
+            ),
+            on: tx
+        )
+        if let end = activity.request.endAt {
+            _ = try await queue.enqueue(
+                LiveActivityJob(id: activity.id).newJob(
+                    LiveActivityJobKind.scheduledEnd,
+                    at: Date(timeIntervalSince1970: TimeInterval(end))
+                ),
+                on: tx
+            )
+        }
     }
 
     /// The audience's push-to-start tokens and the users they belong to.

@@ -9,6 +9,8 @@ public import HeraldCore
 ///     │                     └─ none accepted ─▶ failed     └─ 8 h ─▶ expired
 ///     └── DELETE ──▶ cancelled
 /// ```
+///
+/// An activity the app starts (``LiveActivityStart/app``) is `started` from its creation.
 public enum LiveActivityState: String, Sendable, Hashable, CaseIterable, Codable {
     case scheduled, started, ended, cancelled, failed, expired
 }
@@ -41,6 +43,15 @@ public enum LiveActivityAudience: Sendable, Hashable, Codable {
     case all
 }
 
+/// Who starts an activity on the devices.
+public enum LiveActivityStart: String, Sendable, Hashable, Codable {
+    /// Herald, with a push-to-start to the audience's tokens (the default).
+    case push
+    /// The app itself (`Activity.request`), with the id Herald returned in its attributes: no
+    /// push-to-start is sent, and the activity is running from its creation.
+    case app
+}
+
 /// The broadcast channel of an activity, as asked for.
 public enum LiveActivityChannelRequest: Sendable, Hashable, Codable {
     /// Herald creates the channel, and deletes it once the activity ended and the retention passed.
@@ -71,6 +82,13 @@ public struct LiveActivityRequest: Sendable, Hashable, Codable {
     public var startAt: Int64?
     /// Unix seconds; `nil` ends only when asked.
     public var endAt: Int64?
+    /// ``LiveActivityStart/app`` for an activity the app starts; `nil` for a push start, so that
+    /// the stored request (and the hash a repeated create compares) of a push start is what it
+    /// was before apps could start activities.
+    public var start: LiveActivityStart?
+
+    /// Whether the app starts the activity itself (no push-to-start).
+    public var startsInApp: Bool { start == .app }
 
     public init(
         id: UUID? = nil,

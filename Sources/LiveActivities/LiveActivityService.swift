@@ -84,7 +84,12 @@ public struct LiveActivityService: Sendable {
             updatedAt: now,
             users: request.users
         )
-        guard try await !jobs.lifecycle.pushToStartTokens(activity).tokens.isEmpty else {
+        if request.startsInApp {
+            // Running from now: the app starts it on the devices, and its users report instances.
+            activity.state = .started
+            activity.startedAt = now
+            activity.users = try await appStartUsers(request.audience, app: app, environment: environment)
+        } else if try await jobs.lifecycle.pushToStartTokens(activity).tokens.isEmpty {
             throw LiveActivityError(
                 .unprocessable,
                 code: "no_push_to_start_token",
@@ -123,10 +128,14 @@ public struct LiveActivityService: Sendable {
         do {
             inserted = try await store.database.transaction { tx in
                 guard try await self.store.insert(created, on: tx) else { return false }
-                _ = try await queue.enqueue(
-                    LiveActivityJob(id: id).newJob(LiveActivityJobKind.start, at: created.startAt),
-                    on: tx
-                )
+                if created.request.startsInApp {
+                    try await LiveActivityLifecycle.enqueueRunning(created, startedAt: now, on: queue, tx)
+                } else {
+                    _ = try await queue.enqueue(
+                        LiveActivityJob(id: id).newJob(LiveActivityJobKind.start, at: created.startAt),
+                        on: tx
+                    )
+                }
                 return true
             }
         } catch {
@@ -161,6 +170,38 @@ public struct LiveActivityService: Sendable {
         // Another request with the same id won the race.
         guard let existing = try await store.activity(id) else { throw LiveActivityError.notFound }
         return (try same(existing, hash), false)
+    }
+
+    /// The users of an activity the app starts: the audience's users, or the users of the
+    /// registered devices its tags (or `all`) select; 422 when that is nobody, since only its
+    /// users may report its instances.
+    private func appStartUsers(
+        _ audience: LiveActivityAudience,
+        app: APNSAppConfiguration,
+        environment: APNSEnvironment
+    ) async throws -> [String] {
+        let directory = jobs.lifecycle.parts.users
+        let users: [String]
+        switch audience {
+        case .users(let list): users = list
+        case .anyTag(let tags):
+            users = try await directory.users(app: app.bundleID, environment: environment, matching: .anyTag(tags))
+        case .allTags(let tags):
+            users = try await directory.users(app: app.bundleID, environment: environment, matching: .allTags(tags))
+        case .all: users = try await directory.users(app: app.bundleID, environment: environment, matching: .all)
+        case .tokens: users = []  // refused when the body was read
+        }
+        guard !users.isEmpty else {
+            throw LiveActivityError(
+                .unprocessable,
+                code: "no_users",
+                message:
+                    "the audience selects no user of \(app.bundleID) (\(environment.rawValue)): an activity the app "
+                    + "starts is reported by its users, so register their devices with a user_id first",
+                field: "audience"
+            )
+        }
+        return Array(Set(users)).sorted()
     }
 
     private func same(_ existing: LiveActivity, _ hash: String) throws(LiveActivityError) -> LiveActivity {
