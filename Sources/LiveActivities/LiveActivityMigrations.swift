@@ -148,5 +148,15 @@ public enum LiveActivityMigrations {
                     (app, environment, user_id, status, last_registered_at);
                 """
         ),
+        // The hourly pruning reads the finished activities oldest first (LiveActivityRetention).
+        Migration(
+            module: "LiveActivities",
+            number: 7,
+            name: "live_activities_finished",
+            sql: """
+                CREATE INDEX live_activities_finished ON live_activities (updated_at, id)
+                    WHERE state IN ('ended', 'cancelled', 'failed', 'expired');
+                """
+        ),
     ]
 }

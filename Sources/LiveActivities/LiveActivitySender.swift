@@ -285,7 +285,8 @@ struct LiveActivitySender: LiveActivityPart {
 
     /// The silent push the app applies itself: exactly `{"aps": {"content-available": 1},
     /// "live-activity": {"id", "activity-id", "event", "content-state", "timestamp", "stale-date"?,
-    /// "dismissal-date"?}}`.
+    /// "dismissal-date"?, "alert"?: {"title", "body"}}}`. A background push cannot alert, so the
+    /// update's alert rides inside `live-activity`, for the app to show as a local notification.
     static func silentPayload(_ update: LiveActivityUpdate, id: UUID, activityID: String) throws -> [UInt8] {
         var live: [String: APNSJSONValue] = [
             "id": .string(LiveActivityID.text(id)), "activity-id": .string(activityID),
@@ -294,6 +295,9 @@ struct LiveActivitySender: LiveActivityPart {
         ]
         if let stale = update.staleDate { live["stale-date"] = .integer(stale) }
         if let dismissal = update.dismissalDate { live["dismissal-date"] = .integer(dismissal) }
+        if let alert = update.alert {
+            live["alert"] = .object(["title": .string(alert.title), "body": .string(alert.body)])
+        }
         let payload: APNSJSONValue = .object([
             "aps": .object(["content-available": .integer(1)]), "live-activity": .object(live),
         ])

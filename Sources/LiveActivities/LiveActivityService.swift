@@ -308,7 +308,8 @@ public struct LiveActivityService: Sendable {
     }
 
     /// Registers (or updates) where an activity runs. A new instance of an activity that has had
-    /// an update or end receives the latest at once (along its own route).
+    /// an update or end receives the latest at once (along its own route), and so does one first
+    /// reported without any token once a report brings one.
     ///
     /// Only a user of the activity may report one: a user of its `users` audience (known at
     /// creation), or one whose push-to-start token the start job sent it to (known before the
@@ -335,7 +336,7 @@ public struct LiveActivityService: Sendable {
             }
             if let permitted, permitted != activity.app { throw LiveActivityError.notFound }
             guard try await self.store.isUser(userID, of: id, on: tx) else { throw LiveActivityError.notFound }
-            let (instance, created) = try await self.store.upsert(
+            let (instance, created, gainedRoute) = try await self.store.upsert(
                 LiveActivityInstance(
                     liveActivityID: id,
                     activityID: input.activityID,
@@ -351,7 +352,9 @@ public struct LiveActivityService: Sendable {
                 maximumPerUser: self.quotas.maximumInstancesPerUser,
                 on: tx
             )
-            if created, instance.state == .active, let latest = activity.lastUpdate,
+            // A new instance, or one first reported without a token that now brings one, gets the
+            // latest update (the sender skips an instance that received it already).
+            if created || gainedRoute, instance.state == .active, let latest = activity.lastUpdate,
                 activity.state == .started || activity.state == .ended, activity.channelID == nil
             {
                 _ = try await queue.enqueue(

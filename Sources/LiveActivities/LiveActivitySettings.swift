@@ -13,6 +13,14 @@ public enum LiveActivitySettings {
         return TimeInterval(seconds)
     }
 
+    /// `HERALD_LIVE_ACTIVITY_RETENTION_DAYS`: how long a finished activity is kept; default 30 days.
+    public static func retention(environment: [String: String]) throws(ConfigurationError) -> TimeInterval {
+        var reader = EnvironmentReader(environment)
+        let days = reader.integer(.liveActivityRetentionDays) ?? 30
+        try reader.validate()
+        return TimeInterval(days) * 86_400
+    }
+
     /// The per-user quotas: `HERALD_MAX_INSTANCES_PER_USER` (default 10) and
     /// `HERALD_CLIENT_MAX_DEVICES` push-to-start tokens (default 20).
     public static func quotas(environment: [String: String]) throws(ConfigurationError) -> LiveActivityQuotas {

@@ -25,7 +25,7 @@ extension LiveActivityStore {
         registeredAfter: Int64,
         maximumPerUser: Int,
         on executor: any DatabaseExecutor
-    ) async throws -> (LiveActivityInstance, created: Bool) {
+    ) async throws -> (LiveActivityInstance, created: Bool, gainedRoute: Bool) {
         let key: [SQLValue] = [.text(LiveActivityID.text(instance.liveActivityID)), .text(instance.activityID)]
         let existing = try await executor.queryFirst(
             "SELECT \(Self.instanceColumns) FROM live_activity_instances WHERE live_activity_id = $1 AND activity_id = $2",
@@ -60,7 +60,11 @@ extension LiveActivityStore {
                 SQLValue(merged.updatedAt), .integer(registeredAfter),
             ]
         )
-        return (merged, existing == nil)
+        // Known before with neither token, it could receive nothing; now it can.
+        let gainedRoute =
+            existing.map { $0.deviceToken == nil && $0.updateToken == nil } == true
+            && (merged.deviceToken != nil || merged.updateToken != nil)
+        return (merged, existing == nil, gainedRoute)
     }
 
     /// The instances of an activity, oldest first.

@@ -33,6 +33,7 @@ struct SchemaCompositionTests {
             "LiveActivities 4 live_activities_starting (17)",
             "LiveActivities 5 live_activity_users_from_push_to_start (18)",
             "LiveActivities 6 push_to_start_tokens_user_registered (19)",
+            "LiveActivities 7 live_activities_finished (0)",
             "Devices 1 create_devices (7)", "Devices 2 devices_active (21)",  // the Devices feature
             "Webhooks 1 create_webhooks (9)", "Webhooks 2 create_webhook_outbox (10)",  // the Webhooks feature
         ]
@@ -62,7 +63,7 @@ struct SchemaCompositionTests {
                 "create_wake_schedules", "create_wake_runs_and_pings", "notification_pages",
                 "live_activity_instances_registered_after", "live_activities_starting",
                 "live_activity_users_from_push_to_start", "push_to_start_tokens_user_registered",
-                "notification_counts", "devices_active",
+                "notification_counts", "devices_active", "live_activities_finished",
             ]
         )
     }

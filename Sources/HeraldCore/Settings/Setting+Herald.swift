@@ -16,7 +16,7 @@ extension Setting {
         jobConcurrency, jobLeaseSeconds, jobRetentionHours,
         invalidDeviceRetentionDays,
         wakeMinInterval,
-        channelRetention,
+        channelRetention, liveActivityRetentionDays,
         webhookAllowHTTP, webhookAllowPrivate, webhookCAFile,
         cloudKitKeyID, cloudKitPrivateKey, cloudKitPrivateKeyFile, cloudKitURL, cloudKitCAFile,
     ]
@@ -413,6 +413,18 @@ extension Setting {
     )
 
     // MARK: Live Activities
+
+    public static let liveActivityRetentionDays = Setting.integer(
+        "HERALD_LIVE_ACTIVITY_RETENTION_DAYS",
+        group: .jobs,
+        meaning: "How long a Live Activity that ended, was cancelled, failed or expired is kept, with its "
+            + "instances, users and deliveries, before it is deleted, in days, counted from its last change "
+            + "(and never before its channel's HERALD_CHANNEL_RETENTION has passed).",
+        default: 30,
+        example: 7,
+        range: 1...3_650,
+        unit: "days"
+    )
 
     public static let channelRetention = Setting.integer(
         "HERALD_CHANNEL_RETENTION",
