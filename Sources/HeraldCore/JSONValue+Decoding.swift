@@ -54,10 +54,6 @@ private struct JSONValueDecoder: Decoder {
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
 
-    func child(_ value: JSONValue, _ key: any CodingKey) -> JSONValueDecoder {
-        JSONValueDecoder(value: value, codingPath: codingPath + [key])
-    }
-
     func context(_ description: String) -> DecodingError.Context {
         DecodingError.Context(codingPath: codingPath, debugDescription: description)
     }
