@@ -61,12 +61,13 @@ public struct ClientTokenKeysFile: Sendable {
         let shape =
             "one JSON object mapping each kid to a PEM public key, or to {\"pem\": \"-----BEGIN PUBLIC KEY-----…\", "
             + "\"apps\": [\"com.example.app\"]}"
-        if let fault = JSONValue.check(bytes, maximumDepth: 3) {
-            throw ConfigurationError(problems: ["\(source) is not valid JSON: \(fault)"])
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(bytes, maximumDepth: 3)
+        } catch {
+            throw ConfigurationError(problems: ["\(source) is not valid JSON: \(error)"])
         }
-        guard bytes.first(where: { $0 > 0x20 }) == UInt8(ascii: "{"),
-            let object = try? JSONDecoder().decode([String: Entry].self, from: Data(bytes))
-        else {
+        guard case .object = value, let object = try? value.decode([String: Entry].self) else {
             throw ConfigurationError(problems: ["\(source) must be \(shape)"])
         }
         guard !object.isEmpty, object.count <= ClientTokenConfiguration.maximumKeys else {

@@ -22,22 +22,20 @@ public enum CloudKitValue: Sendable, Hashable {
 
     /// A field as CloudKit answers it (`{"value": …, "type": …}`); nil for types Herald does not
     /// read (assets, references, lists, locations, bytes).
-    init?(field: Any) {
-        guard let object = field as? [String: Any], let value = object["value"] else { return nil }
-        let type = object["type"] as? String
-        switch (type, value) {
-        case ("TIMESTAMP", let number as NSNumber):
-            self = .timestamp(Date(timeIntervalSince1970: number.doubleValue / 1000))
-        case ("DOUBLE", let number as NSNumber):
-            self = .double(number.doubleValue)
-        case (nil, let number as NSNumber), ("INT64", let number as NSNumber):
-            let kind = String(cString: number.objCType)
-            if kind == "d" || kind == "f" {
-                self = .double(number.doubleValue)
-            } else {
-                self = .int64(number.int64Value)
-            }
-        case (nil, let text as String), ("STRING", let text as String):
+    init?(field: JSONValue) {
+        guard let value = field["value"] else { return nil }
+        switch (field["type"]?.stringValue, value) {
+        case ("TIMESTAMP", .integer(let milliseconds)):
+            self = .timestamp(Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+        case ("TIMESTAMP", .double(let milliseconds)):
+            self = .timestamp(Date(timeIntervalSince1970: milliseconds / 1000))
+        case ("DOUBLE", .integer(let number)):
+            self = .double(Double(number))
+        case ("DOUBLE", .double(let number)), (nil, .double(let number)), ("INT64", .double(let number)):
+            self = .double(number)
+        case (nil, .integer(let number)), ("INT64", .integer(let number)):
+            self = .int64(number)
+        case (nil, .string(let text)), ("STRING", .string(let text)):
             self = .string(text)
         default:
             return nil
@@ -71,18 +69,18 @@ public struct CloudKitRecord: Sendable, Hashable {
     }
 
     /// Reads one entry of an answer's `records`; nil when it has no `recordName`.
-    init?(json object: [String: Any]) {
-        guard let name = object["recordName"] as? String else { return nil }
+    init?(json object: [String: JSONValue]) {
+        guard let name = object["recordName"]?.stringValue else { return nil }
         recordName = name
-        recordType = object["recordType"] as? String ?? ""
-        recordChangeTag = object["recordChangeTag"] as? String
+        recordType = object["recordType"]?.stringValue ?? ""
+        recordChangeTag = object["recordChangeTag"]?.stringValue
         var fields: [String: CloudKitValue] = [:]
-        for (key, value) in object["fields"] as? [String: Any] ?? [:] {
+        for (key, value) in object["fields"]?.objectValue ?? [:] {
             if let parsed = CloudKitValue(field: value) { fields[key] = parsed }
         }
         self.fields = fields
-        if let created = object["created"] as? [String: Any], let milliseconds = created["timestamp"] as? NSNumber {
-            createdAt = Date(timeIntervalSince1970: milliseconds.doubleValue / 1000)
+        if let milliseconds = object["created"]?["timestamp"]?.numberValue {
+            createdAt = Date(timeIntervalSince1970: milliseconds / 1000)
         }
     }
 }

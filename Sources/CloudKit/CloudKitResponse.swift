@@ -3,7 +3,7 @@ import HeraldCore
 
 /// Reads CloudKit's JSON answers: error bodies (`serverErrorCode`, `reason`, `retryAfter`,
 /// `uuid`) and `records` arrays whose entries are records or per-record errors. The input is
-/// untrusted: it is checked strictly, nesting at most 64 deep, before Foundation parses it.
+/// untrusted: it is read with the one strict JSON grammar, nesting at most 64 deep.
 enum CloudKitResponse {
     /// One entry of `records`.
     enum Entry: Sendable, Hashable {
@@ -18,9 +18,8 @@ enum CloudKitResponse {
     }
 
     /// The top-level JSON object of `body`, or nil when it is not one.
-    static func object(_ body: [UInt8]) -> [String: Any]? {
-        guard !body.isEmpty, JSONValue.check(body, maximumDepth: 64) == nil else { return nil }
-        return (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
+    static func object(_ body: [UInt8]) -> [String: JSONValue]? {
+        (try? JSONValue.parse(body, maximumDepth: 64))?.objectValue
     }
 
     /// A 2xx body with `records` (and a `continuationMarker` for queries).
@@ -32,7 +31,7 @@ enum CloudKitResponse {
                 status: status
             )
         }
-        guard let list = object["records"] as? [Any] else {
+        guard case .array(let list)? = object["records"] else {
             throw CloudKitError(
                 .invalidResponse,
                 reason: "CloudKit answered HTTP \(status) without a records array: check CLOUDKIT_URL",
@@ -42,7 +41,7 @@ enum CloudKitResponse {
         var entries: [Entry] = []
         entries.reserveCapacity(list.count)
         for item in list {
-            guard let fields = item as? [String: Any] else {
+            guard let fields = item.objectValue else {
                 throw CloudKitError(.invalidResponse, reason: "a records entry is not a JSON object", status: status)
             }
             if let failure = error(fields, status: status) {
@@ -53,7 +52,7 @@ enum CloudKitResponse {
                 throw CloudKitError(.invalidResponse, reason: "a records entry has no recordName", status: status)
             }
         }
-        return Records(entries: entries, continuationMarker: object["continuationMarker"] as? String)
+        return Records(entries: entries, continuationMarker: object["continuationMarker"]?.stringValue)
     }
 
     /// The error a non-2xx answer carries, in CloudKit's shape when it has one.
@@ -75,19 +74,19 @@ enum CloudKitResponse {
     }
 
     /// `serverErrorCode` and its companions, when `object` has one.
-    private static func error(_ object: [String: Any], status: Int) -> CloudKitError? {
-        guard let code = object["serverErrorCode"] as? String, !code.isEmpty else { return nil }
+    private static func error(_ object: [String: JSONValue], status: Int) -> CloudKitError? {
+        guard let code = object["serverErrorCode"]?.stringValue, !code.isEmpty else { return nil }
         var retryAfter: Duration?
-        if let seconds = object["retryAfter"] as? NSNumber, seconds.doubleValue.isFinite, seconds.doubleValue >= 0 {
-            retryAfter = .milliseconds(Int64(min(seconds.doubleValue, 86_400) * 1000))
+        if let seconds = object["retryAfter"]?.numberValue, seconds >= 0 {
+            retryAfter = .milliseconds(Int64(min(seconds, 86_400) * 1000))
         }
         return CloudKitError(
             CloudKitError.Code(String(code.prefix(64))),
-            reason: String((object["reason"] as? String ?? "no reason given").prefix(500)),
+            reason: String((object["reason"]?.stringValue ?? "no reason given").prefix(500)),
             status: status,
             retryAfter: retryAfter,
-            recordName: (object["recordName"] as? String).map { String($0.prefix(255)) },
-            uuid: (object["uuid"] as? String).map { String($0.prefix(64)) }
+            recordName: object["recordName"]?.stringValue.map { String($0.prefix(255)) },
+            uuid: object["uuid"]?.stringValue.map { String($0.prefix(64)) }
         )
     }
 }

@@ -96,16 +96,16 @@ public struct CloudKitSettings: Sendable {
         problems: inout [String]
     ) -> [String: AppKey] {
         guard let text = try? readFile(path), let root = CloudKitResponse.object(Array(text.utf8)),
-            let entries = root["apps"] as? [Any]
+            case .array(let entries)? = root["apps"]
         else {
             return [:]  // The APNs loader reports an unreadable or malformed file.
         }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
         var keys: [String: AppKey] = [:]
         for (index, entry) in entries.enumerated() {
-            guard let fields = entry as? [String: Any], let object = fields["cloudkit"] else { continue }
+            guard let fields = entry.objectValue, let object = fields["cloudkit"] else { continue }
             let prefix = "HERALD_APPS_FILE apps[\(index)].cloudkit"
-            guard let bundleID = fields["bundle_id"] as? String, let cloudkit = object as? [String: Any] else {
+            guard let bundleID = fields["bundle_id"]?.stringValue, let cloudkit = object.objectValue else {
                 problems.append("\(prefix) must be an object in an entry with a bundle_id")
                 continue
             }
@@ -113,12 +113,12 @@ public struct CloudKitSettings: Sendable {
             for key in cloudkit.keys.sorted() where !known.contains(key) {
                 problems.append("\(prefix).\(key) is not a known field: use container, key, key_file, key_id")
             }
-            guard let keyID = cloudkit["key_id"] as? String else {
+            guard let keyID = cloudkit["key_id"]?.stringValue else {
                 problems.append("\(prefix).key_id is missing: give the server-to-server key's Key ID")
                 continue
             }
             var pem: String?
-            switch (cloudkit["key"] as? String, cloudkit["key_file"] as? String) {
+            switch (cloudkit["key"]?.stringValue, cloudkit["key_file"]?.stringValue) {
             case (let text?, nil): pem = text
             case (nil, let file?):
                 let resolved = file.hasPrefix("/") ? file : directory.appendingPathComponent(file).path
@@ -127,7 +127,7 @@ public struct CloudKitSettings: Sendable {
             default:
                 problems.append("\(prefix) needs exactly one of key_file and key (the PEM private key)")
             }
-            let container = cloudkit["container"] as? String
+            let container = cloudkit["container"]?.stringValue
             if let container, !CloudKitClient.isWellFormedContainer(container) {
                 problems.append("\(prefix).container \(container) is not one: use iCloud.com.example.app")
             }

@@ -1,4 +1,4 @@
-import Foundation
+import HeraldCore
 
 /// Why an HTTP/2 connection or request failed.
 ///
@@ -108,14 +108,10 @@ public struct HTTP2Error: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// Reads `{"reason": "..."}` debug data.
+/// Reads `{"reason": "..."}` debug data, with the one JSON grammar.
 enum JSONReason {
-    private struct Body: Decodable {
-        var reason: String?
-    }
-
     static func parse(_ bytes: [UInt8]) -> String? {
-        guard bytes.first == UInt8(ascii: "{") else { return nil }
-        return (try? JSONDecoder().decode(Body.self, from: Data(bytes)))?.reason
+        guard bytes.first == UInt8(ascii: "{"), let value = try? JSONValue.parse(bytes) else { return nil }
+        return value["reason"]?.stringValue
     }
 }

@@ -76,6 +76,15 @@ public enum JSONValue: Sendable, Hashable, Codable {
         return nil
     }
 
+    /// The number when this is one, as a double (an integer beyond 2^53 rounded to the nearest).
+    public var numberValue: Double? {
+        switch self {
+        case .integer(let value): Double(value)
+        case .double(let value): value
+        default: nil
+        }
+    }
+
     /// The member `key` when this is an object that has it.
     public subscript(key: String) -> JSONValue? {
         objectValue?[key]

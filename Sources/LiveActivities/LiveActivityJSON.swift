@@ -4,8 +4,8 @@ import HeraldCore
 import Jobs
 
 /// The stored JSON of what every update writes and reads (the job payload, the activity's latest
-/// update and content state), built from and read into ``APNSJSONValue`` directly: `JSONEncoder`
-/// and `JSONDecoder` cost more than the rest of accepting an update (docs/PERFORMANCE.md). The
+/// update and content state), built from and read into ``APNSJSONValue`` directly: Foundation's
+/// `Codable` coders cost more than the rest of accepting an update (docs/PERFORMANCE.md). The
 /// keys are the ones their `Codable` conformances use, so rows written either way read the same.
 extension LiveActivityStore {
     /// `value` as compact JSON text with sorted keys.

@@ -258,8 +258,10 @@ public struct LiveActivityStore: Sendable {
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
+    /// Reads stored JSON text (what ``json(_:)`` wrote) with the one grammar, nesting as deep as
+    /// Foundation's JSON decoder allowed when these rows were read with it.
     static func decodeJSON<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
-        try JSONDecoder().decode(type, from: Data(text.utf8))
+        try JSONValue.parse(Array(text.utf8)).decode(type)
     }
 
     private func decode(_ row: SQLRow, on executor: any DatabaseExecutor) async throws -> LiveActivity {

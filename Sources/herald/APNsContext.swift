@@ -84,13 +84,13 @@ enum PayloadOptions {
             throw UsageError("give exactly one of --alert TEXT, --title T --body B, --payload JSON, --payload-file F")
         }
         if let text = parsed.value("alert") {
-            return encode(["aps": ["alert": text]])
+            return payload(alert: .string(text))
         }
         if titled {
-            var alert: [String: String] = [:]
-            alert["title"] = parsed.value("title")
-            alert["body"] = parsed.value("body")
-            return encode(["aps": ["alert": alert]])
+            var alert: [String: JSONValue] = [:]
+            alert["title"] = parsed.value("title").map(JSONValue.string)
+            alert["body"] = parsed.value("body").map(JSONValue.string)
+            return payload(alert: .object(alert))
         }
         if let json = parsed.value("payload") {
             return Array(json.utf8)
@@ -104,9 +104,10 @@ enum PayloadOptions {
         }
     }
 
-    private static func encode(_ object: [String: [String: any Sendable]]) -> [UInt8] {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return Array(data)
+    /// `{"aps":{"alert":…}}`, written with sorted keys by the one JSON writer.
+    private static func payload(alert: JSONValue) -> [UInt8] {
+        // Only strings inside: writing cannot fail (it fails only for a double that is not finite).
+        (try? JSONValue.object(["aps": ["alert": alert]]).jsonBytes()) ?? Array("{}".utf8)
     }
 }
 

@@ -172,5 +172,13 @@ struct RecurringJobTests {
         #expect(throws: ScheduleError.self) { try RecurrenceSchedule.every(seconds: 0) }
         #expect(throws: ScheduleError.self) { try RecurrenceSchedule.cron("0 9 * * *", timeZone: "Mars/Olympus") }
         #expect(throws: ScheduleError.self) { try RecurrenceSchedule(jsonText: #"{"weekly":true}"#) }
+        #expect(try RecurrenceSchedule(jsonText: #"{"every_seconds":90.0}"#) == interval)
+        #expect(
+            try RecurrenceSchedule(jsonText: #"{"cron":"*/15 9-17 * * MON-FRI"}"#)
+                == RecurrenceSchedule.cron("*/15 9-17 * * MON-FRI", timeZone: nil)
+        )
+        for text in ["[90]", "", #"{"every_seconds":90,}"#, #"{"every_seconds":"90"}"#, #"{"every_seconds":1e30}"#] {
+            #expect(throws: ScheduleError.self, "\(text)") { try RecurrenceSchedule(jsonText: text) }
+        }
     }
 }

@@ -20,7 +20,7 @@ public struct APNSLiveActivityPayload: APNSPayload, Hashable, Encodable {
     public var event: APNSLiveActivityEvent
     /// When the content was produced; the system shows the newest.
     public var timestamp: Date
-    /// The app's `ActivityAttributes.ContentState`, as the system's default `JSONDecoder` will
+    /// The app's `ActivityAttributes.ContentState`, as the system's default JSON decoder will
     /// decode it (a Swift `Date` field is seconds since 2001-01-01 there).
     public var contentState: APNSJSONValue
     /// `attributes-type`: the `ActivityAttributes` type name (`start` only).

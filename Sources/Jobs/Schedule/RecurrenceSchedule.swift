@@ -60,19 +60,22 @@ extension RecurrenceSchedule {
         }
     }
 
-    /// Reads what ``jsonText`` wrote.
+    /// Reads what ``jsonText`` wrote, with the one JSON grammar.
     public init(jsonText: String) throws(ScheduleError) {
-        guard
-            let object = try? JSONSerialization.jsonObject(with: Data(jsonText.utf8)),
-            let fields = object as? [String: Any]
-        else {
+        guard let value = try? JSONValue(parsing: Array(jsonText.utf8)), case .object(let fields) = value else {
             throw ScheduleError(message: "a schedule must be a JSON object")
         }
-        if let seconds = fields["every_seconds"] as? NSNumber {
-            self = try .every(seconds: seconds.int64Value)
-        } else if let expression = fields["cron"] as? String {
-            self = try .cron(expression, timeZone: fields["time_zone"] as? String)
-        } else {
+        switch (fields["every_seconds"], fields["cron"]) {
+        case (.integer(let seconds)?, _):
+            self = try .every(seconds: seconds)
+        case (.double(let seconds)?, _):
+            guard let whole = Int64(exactly: seconds.rounded(.towardZero)) else {
+                throw ScheduleError(message: "every_seconds \(seconds) is beyond any interval: store whole seconds")
+            }
+            self = try .every(seconds: whole)
+        case (_, .string(let expression)?):
+            self = try .cron(expression, timeZone: fields["time_zone"]?.stringValue)
+        default:
             throw ScheduleError(message: #"a schedule needs "every_seconds" or "cron" (with an optional "time_zone")"#)
         }
     }
