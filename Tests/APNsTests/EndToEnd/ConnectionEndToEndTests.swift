@@ -21,7 +21,9 @@ struct ConnectionEndToEndTests {
                     // Hold the only stream until every request is on the connection, so that the
                     // client would open more streams now if it disregarded the server's limit. The
                     // pool announces no such moment: poll its count.
-                    try? await eventually("all 500 requests on the connection") {
+                    // Generous: under the full suite the 500 senders share two cooperative threads
+                    // with every other test (one run took more than 10 s to get them all there).
+                    try? await eventually("all 500 requests on the connection", timeout: .seconds(60)) {
                         h.pool.status.requestsInFlight == 500
                     }
                 } else {
