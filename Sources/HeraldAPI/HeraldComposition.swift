@@ -132,6 +132,8 @@ public struct HeraldComposition: Sendable {
         features.provide(inputs.cloudKit)
         // A notification that finishes is a notification.finished webhook event.
         features.provide(webhookEvents as any NotificationFinishObserver)
+        // Live Activities that start, end or fail are live_activity.* webhook events.
+        features.provide(WebhookLiveActivityEvents(webhooks: webhookEvents) as any LiveActivityEvents)
         features.provide(DeviceService(store: devices, apps: inputs.clients.apps))
         features.provide(webhookStore)
         features.provide(inputs.webhooks)

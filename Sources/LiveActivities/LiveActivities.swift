@@ -25,6 +25,7 @@ public enum LiveActivities {
             LiveActivityJobKind.start, LiveActivityJobKind.send, LiveActivityJobKind.scheduledEnd,
             LiveActivityJobKind.expire, LiveActivityJobKind.deleteChannel, LiveActivityRetention.jobKind,
         ],
+        webhookEventTypes: ["live_activity.started", "live_activity.ended", "live_activity.failed"],
         retention: [
             "A channel Herald created for an activity: HERALD_CHANNEL_RETENTION after the activity ended, "
                 + "then deleted on APNs.",
@@ -48,7 +49,8 @@ public enum LiveActivities {
             clients: clients,
             channels: clients,
             clock: context.clock,
-            channelRetention: channelRetention
+            channelRetention: channelRetention,
+            events: try? context.service((any LiveActivityEvents).self)
         )
         var jobs = FeatureJobs()
         liveActivityJobs.register(on: &jobs.handlers)

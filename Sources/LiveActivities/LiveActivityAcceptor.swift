@@ -10,6 +10,8 @@ struct LiveActivityAcceptance: Sendable {
     var update: LiveActivityUpdate
     /// An end without `content_state` ends with the latest content.
     var keepContent: Bool
+    /// Why an end ends the activity, for its `live_activity.ended` event.
+    var reason: LiveActivityEndReason = .api
 }
 
 /// Accepts updates and ends: each is stamped and stored as its activity's latest, with the
@@ -26,6 +28,7 @@ public final class LiveActivityAcceptor: LiveActivityPart {
                 batch,
                 store: parts.store,
                 queue: try parts.attached.attachedQueue,
+                events: parts.events,
                 now: parts.clock.now()
             )
         }
@@ -38,15 +41,20 @@ public final class LiveActivityAcceptor: LiveActivityPart {
     /// Updates accepted at the same time share one transaction (``GroupCommit``): each waits for
     /// the commit of its batch.
     ///
-    /// - Parameter keepContent: an end without `content_state` ends with the latest content.
+    /// - Parameters:
+    ///   - keepContent: an end without `content_state` ends with the latest content.
+    ///   - reason: why an end ends the activity (its `live_activity.ended` event says so).
     /// - Throws: ``LiveActivityError`` not found, or conflict when the activity is not running.
     public func accept(
         _ update: LiveActivityUpdate,
         for id: UUID,
-        keepContent: Bool = false
+        keepContent: Bool = false,
+        reason: LiveActivityEndReason = .api
     ) async throws -> LiveActivityRouteCounts {
         _ = try queue
-        let routes = try await accepts.submit(LiveActivityAcceptance(id: id, update: update, keepContent: keepContent))
+        let routes = try await accepts.submit(
+            LiveActivityAcceptance(id: id, update: update, keepContent: keepContent, reason: reason)
+        )
         metrics.accepted.increment(labels: [("event", update.event.rawValue)])
         return routes
     }
@@ -59,6 +67,7 @@ public final class LiveActivityAcceptor: LiveActivityPart {
         _ batch: [LiveActivityAcceptance],
         store: LiveActivityStore,
         queue: JobQueue,
+        events: (any LiveActivityEvents)? = nil,
         now: Date
     ) async throws -> [Result<LiveActivityRouteCounts, any Error>] {
         let results = try await withDatabaseCancellationIgnored {
@@ -68,6 +77,7 @@ public final class LiveActivityAcceptor: LiveActivityPart {
                 var order: [UUID] = []
                 var sends: [LiveActivitySend] = []
                 var outcomes: [Result<UUID, any Error>] = []
+                var ended: [LiveActivityEvent] = []
                 for item in batch {
                     guard var head = heads[item.id] else {
                         outcomes.append(.failure(LiveActivityError.notFound))
@@ -85,7 +95,19 @@ public final class LiveActivityAcceptor: LiveActivityPart {
                     }
                     update.timestamp = max(EpochTime.seconds(now), head.lastTimestamp + 1)
                     head.lastTimestamp = update.timestamp
-                    if update.event == .end { head.state = .ended }
+                    if update.event == .end {
+                        head.state = .ended
+                        ended.append(
+                            LiveActivityEvent(
+                                .ended(item.reason),
+                                id: item.id,
+                                app: head.app,
+                                environment: head.environment,
+                                attributesType: head.attributesType,
+                                at: now
+                            )
+                        )
+                    }
                     heads[item.id] = head
                     if latest[item.id] == nil { order.append(item.id) }
                     latest[item.id] = LiveActivityStamp(
@@ -99,6 +121,7 @@ public final class LiveActivityAcceptor: LiveActivityPart {
                 guard !order.isEmpty else { return outcomes.map { $0.map { _ in LiveActivityRouteCounts() } } }
                 try await store.store(order.compactMap { latest[$0] }, now: now, on: tx)
                 _ = try await queue.enqueue(contentsOf: try LiveActivitySendJob.jobs(sends), on: tx)
+                if let events, !ended.isEmpty { try await events.liveActivitiesChanged(ended, on: tx) }
                 let perDevice = order.filter { heads[$0]?.channelID == nil }
                 let instances = try await store.routeInstances(of: perDevice, on: tx)
                 return outcomes.map { outcome in
@@ -110,6 +133,7 @@ public final class LiveActivityAcceptor: LiveActivityPart {
             }
         }
         queue.wake()
+        if batch.contains(where: { $0.update.event == .end }) { events?.liveActivityEventsCommitted() }
         return results
     }
 

@@ -58,6 +58,8 @@ struct LiveActivityParts: Sendable {
     var logger: Logger
     var metrics: LiveActivityMetrics
     var attached: AttachedJobQueue
+    /// Where started, ended and failed activities are reported (webhooks), if anywhere.
+    var events: (any LiveActivityEvents)?
     /// Sends a batch's pushes, at most 256 waiting for APNs at once (the client's budget bounds
     /// what waits across senders).
     var fanOut: APNSFanOut
@@ -76,6 +78,17 @@ extension LiveActivityPart {
     var channelRetention: TimeInterval { parts.channelRetention }
     var logger: Logger { parts.logger }
     var metrics: LiveActivityMetrics { parts.metrics }
+
+    /// Reports started, ended and failed activities inside the transaction that changed them.
+    func report(_ events: [LiveActivityEvent], on executor: any DatabaseExecutor) async throws {
+        guard let recorder = parts.events, !events.isEmpty else { return }
+        try await recorder.liveActivitiesChanged(events, on: executor)
+    }
+
+    /// After a transaction that reported events committed.
+    func eventsCommitted() {
+        parts.events?.liveActivityEventsCommitted()
+    }
 
     /// The queue follow-up jobs go to.
     var queue: JobQueue {
@@ -124,7 +137,8 @@ public final class LiveActivityJobs: Sendable {
         clock: any HeraldClock = SystemClock(),
         channelRetention: TimeInterval = 3_600,
         logger: Logger = Logger(label: "herald.live-activities"),
-        metrics: MetricsRegistry = .shared
+        metrics: MetricsRegistry = .shared,
+        events: (any LiveActivityEvents)? = nil
     ) {
         let parts = LiveActivityParts(
             store: store,
@@ -136,6 +150,7 @@ public final class LiveActivityJobs: Sendable {
             logger: logger,
             metrics: LiveActivityMetrics(registry: metrics),
             attached: AttachedJobQueue(),
+            events: events,
             fanOut: APNSFanOut(maximumInFlight: 256, clock: clock)
         )
         self.parts = parts

@@ -35,20 +35,24 @@ struct LiveActivityLifecycle: LiveActivityPart {
         guard !targets.tokens.isEmpty else {
             let queue = try queue
             let deletion = try Self.channelDeletion(of: activity, at: clock.now())
+            let reason = "no push-to-start token: the audience has none for \(activity.attributesType)"
             try await store.database.transaction { tx in
+                let now = self.clock.now()
                 guard
                     try await self.store.transition(
                         id,
                         from: [.scheduled],
                         to: .failed,
-                        at: self.clock.now(),
-                        reason: "no push-to-start token: the audience has none for \(activity.attributesType)",
+                        at: now,
+                        reason: reason,
                         on: tx
                     )
                 else { return }
                 if let deletion { _ = try await queue.enqueue(deletion, on: tx) }
+                try await self.report([LiveActivityEvent(.failed(reason: reason), activity, at: now)], on: tx)
             }
             queue.wake()
+            eventsCommitted()
             return .done
         }
         // From here the activity may show on devices: a cancel would leave it there with no way to
@@ -138,25 +142,28 @@ struct LiveActivityLifecycle: LiveActivityPart {
             if let followUp { _ = try await queue.enqueue(followUp, on: tx) }
             guard job.tokens == nil else { return }
             guard anyAccepted else {
+                let reason =
+                    !gaveUp ? "APNs accepted no push-to-start" : "APNs accepted no push-to-start in \(attempt) attempts"
                 guard
                     try await self.store.transition(
                         id,
                         from: [.scheduled],
                         to: .failed,
                         at: now,
-                        reason: !gaveUp
-                            ? "APNs accepted no push-to-start"
-                            : "APNs accepted no push-to-start in \(attempt) attempts",
+                        reason: reason,
                         on: tx
                     )
                 else { return }
                 if let deletion { _ = try await queue.enqueue(deletion, on: tx) }
+                try await self.report([LiveActivityEvent(.failed(reason: reason), activity, at: now)], on: tx)
                 return
             }
             guard try await self.store.transition(id, from: [.scheduled], to: .started, at: now, on: tx) else { return }
             try await Self.enqueueRunning(activity, startedAt: now, on: queue, tx)
+            try await self.report([LiveActivityEvent(.started, activity, at: now)], on: tx)
         }
         queue.wake()
+        eventsCommitted()
         return .done
     }
 
@@ -222,7 +229,7 @@ struct LiveActivityLifecycle: LiveActivityPart {
         guard let activity = try await store.activity(id) else { return .done }
         guard activity.state == .started else { return .done }
         let update = LiveActivityUpdate(event: .end, contentState: activity.contentState)
-        _ = try await acceptor.accept(update, for: id)
+        _ = try await acceptor.accept(update, for: id, reason: .endAt)
         return .done
     }
 
@@ -233,8 +240,10 @@ struct LiveActivityLifecycle: LiveActivityPart {
         let retention = channelRetention
         try await store.database.transaction { tx in
             guard try await self.store.transition(id, from: [.started], to: .expired, at: now, on: tx),
-                let activity = try await self.store.activity(id, on: tx), activity.channelCreated
+                let activity = try await self.store.activity(id, on: tx)
             else { return }
+            try await self.report([LiveActivityEvent(.ended(.expired), activity, at: now)], on: tx)
+            guard activity.channelCreated else { return }
             _ = try await queue.enqueue(
                 LiveActivityJob(id: id).newJob(
                     LiveActivityJobKind.deleteChannel,
@@ -244,6 +253,7 @@ struct LiveActivityLifecycle: LiveActivityPart {
             )
         }
         queue.wake()
+        eventsCommitted()
         return .done
     }
 

@@ -130,6 +130,7 @@ public struct LiveActivityService: Sendable {
                 guard try await self.store.insert(created, on: tx) else { return false }
                 if created.request.startsInApp {
                     try await LiveActivityLifecycle.enqueueRunning(created, startedAt: now, on: queue, tx)
+                    try await self.jobs.lifecycle.report([LiveActivityEvent(.started, created, at: now)], on: tx)
                 } else {
                     _ = try await queue.enqueue(
                         LiveActivityJob(id: id).newJob(LiveActivityJobKind.start, at: created.startAt),
@@ -158,6 +159,7 @@ public struct LiveActivityService: Sendable {
         }
         if inserted {
             queue.wake()
+            if activity.request.startsInApp { jobs.lifecycle.eventsCommitted() }
             return (activity, true)
         }
         if activity.channelCreated, let channel = activity.channelID {

@@ -10,6 +10,7 @@ struct LiveActivityHead: Sendable, Hashable {
     var id: UUID
     var app: String
     var environment: APNSEnvironment
+    var attributesType: String
     var state: LiveActivityState
     var channelID: String?
     /// Herald created the channel, and deletes it after the end.
@@ -72,7 +73,8 @@ extension LiveActivityStore {
         let lock = locking && executor.dialect == .postgres ? " ORDER BY id FOR UPDATE" : ""
         var heads: [UUID: LiveActivityHead] = [:]
         for row in try await executor.query(
-            "SELECT id, app, environment, state, channel_id, channel_created, content_state, last_timestamp "
+            "SELECT id, app, environment, attributes_type, state, channel_id, channel_created, content_state, "
+                + "last_timestamp "
                 + "FROM live_activities "
                 + "WHERE id IN \(list)\(lock)",
             binds
@@ -82,6 +84,7 @@ extension LiveActivityStore {
                 id: id,
                 app: try row.string("app"),
                 environment: APNSEnvironment(rawValue: try row.string("environment")) ?? .production,
+                attributesType: try row.string("attributes_type"),
                 state: LiveActivityState(rawValue: try row.string("state")) ?? .failed,
                 channelID: try row.optionalString("channel_id"),
                 channelCreated: try row.int("channel_created") != 0,

@@ -99,4 +99,23 @@ extension WebhookEvent {
             at: now
         )
     }
+
+    /// `live_activity.started`, `live_activity.ended` and `live_activity.failed`: the activity's
+    /// id, app, environment and attributes type, and for an end or a failure its `reason`.
+    public static func liveActivity(
+        _ type: WebhookEventType,
+        id: UUID,
+        app: String,
+        environment: String,
+        attributesType: String,
+        reason: String?,
+        at now: Date
+    ) -> WebhookEvent {
+        var data: [(String, WebhookJSONValue)] = [
+            ("id", .string(RequestIdentifier.lowercaseString(id))), ("app", .string(app)),
+            ("environment", .string(environment)), ("attributes_type", .string(attributesType)),
+        ]
+        if let reason { data.append(("reason", .string(reason))) }
+        return WebhookEvent(type: type, data: data, at: now)
+    }
 }

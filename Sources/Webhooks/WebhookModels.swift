@@ -8,8 +8,14 @@ public enum WebhookEventType: String, Sendable, Hashable, CaseIterable, Codable 
     case deviceReassigned = "device.reassigned"
     /// A notification reached its final status (done, failed or cancelled).
     case notificationFinished = "notification.finished"
+    /// A Live Activity started: APNs took its push-to-start, or the app starts it (at its creation).
+    case liveActivityStarted = "live_activity.started"
+    /// A Live Activity ended, with the reason (`api`, `end_at`, `expired`).
+    case liveActivityEnded = "live_activity.ended"
+    /// A Live Activity failed to start, with the reason.
+    case liveActivityFailed = "live_activity.failed"
 
-    /// The accepted names, for messages: `device.invalidated, device.reassigned, notification.finished`.
+    /// The accepted names, for messages: `device.invalidated, device.reassigned, notification.finished, …`.
     public static var names: String { allCases.map(\.rawValue).joined(separator: ", ") }
 }
 

@@ -55,7 +55,13 @@ struct LiveActivityBatchTests {
                     keepContent: false
                 )
             }
-            let accepted = try await LiveActivityAcceptor.accept(batch, store: stack.store, queue: stack.queue, now: t)
+            let accepted = try await LiveActivityAcceptor.accept(
+                batch,
+                store: stack.store,
+                queue: stack.queue,
+                events: stack.events,
+                now: t
+            )
             #expect(try accepted.map { try $0.get().silent } == [1, 1])
             let jobs = try await stack.queue.list(statuses: [.pending], kind: LiveActivityJobKind.send)
             #expect(jobs.count == 1, "one job for the batch")

@@ -48,6 +48,8 @@ struct LiveActivityHarness {
     let worker: JobWorker
     let service: LiveActivityService
     let clients: APNSClientProvider
+    /// The started, ended and failed activities reported, as webhooks would be told.
+    let events: RecordedLiveActivityEvents
     private let simulatorIfStarted: APNSSimulator?
     private let apnsIfInMemory: InMemoryAPNs?
     var store: LiveActivityStore { jobs.store }
@@ -138,6 +140,7 @@ struct LiveActivityHarness {
                 JobMigrations.all + DeviceMigrations.all + LiveActivityMigrations.all,
                 logger: logger
             )
+            let events = RecordedLiveActivityEvents()
             let jobs = LiveActivityJobs(
                 store: LiveActivityStore(database: db),
                 users: UsersByTag(),
@@ -146,7 +149,8 @@ struct LiveActivityHarness {
                 clock: clock,
                 channelRetention: 3_600,
                 logger: logger,
-                metrics: MetricsRegistry()
+                metrics: MetricsRegistry(),
+                events: events
             )
             var handlers = JobHandlers()
             jobs.register(on: &handlers)
@@ -163,6 +167,7 @@ struct LiveActivityHarness {
                 ),
                 service: LiveActivityService(jobs: jobs),
                 clients: clients,
+                events: events,
                 simulatorIfStarted: simulator,
                 apnsIfInMemory: apns
             )
@@ -222,5 +227,24 @@ struct UsersByTag: LiveActivityUserDirectory {
             Array(wanted.map { Set(tags[$0] ?? []) }.reduce(Set(tags.values.joined())) { $0.intersection($1) }).sorted()
         case .all: Array(Set(tags.values.joined())).sorted()
         }
+    }
+}
+
+/// Records what Live Activities report to webhooks: each event with whether it was reported inside
+/// a transaction that could still write (a statement on it succeeds), and the commits announced.
+final class RecordedLiveActivityEvents: LiveActivityEvents {
+    private let state = Mutex<(events: [LiveActivityEvent], commits: Int)>(([], 0))
+
+    var all: [LiveActivityEvent] { state.withLock { $0.events } }
+    var commits: Int { state.withLock { $0.commits } }
+
+    func liveActivitiesChanged(_ events: [LiveActivityEvent], on executor: any DatabaseExecutor) async throws {
+        // What a webhook recorder does: write on the changing transaction.
+        _ = try await executor.query("SELECT 1 AS one", [])
+        state.withLock { $0.events += events }
+    }
+
+    func liveActivityEventsCommitted() {
+        state.withLock { $0.commits += 1 }
     }
 }

@@ -1,0 +1,69 @@
+public import APNs
+public import Foundation
+public import Storage
+
+/// A change of an activity's life that webhooks report: it started, ended (and why) or failed.
+public struct LiveActivityEvent: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        /// A push start APNs took, or an activity the app starts, at its creation.
+        case started
+        case ended(LiveActivityEndReason)
+        /// No push-to-start was taken, or the audience had none; the reason as the activity shows it.
+        case failed(reason: String)
+    }
+
+    public var kind: Kind
+    public var id: UUID
+    public var app: String
+    public var environment: APNSEnvironment
+    public var attributesType: String
+    public var at: Date
+
+    public init(
+        _ kind: Kind,
+        id: UUID,
+        app: String,
+        environment: APNSEnvironment,
+        attributesType: String,
+        at: Date
+    ) {
+        self.kind = kind
+        self.id = id
+        self.app = app
+        self.environment = environment
+        self.attributesType = attributesType
+        self.at = at
+    }
+
+    init(_ kind: Kind, _ activity: LiveActivity, at: Date) {
+        self.init(
+            kind,
+            id: activity.id,
+            app: activity.app,
+            environment: activity.environment,
+            attributesType: activity.attributesType,
+            at: at
+        )
+    }
+}
+
+/// Why an activity ended.
+public enum LiveActivityEndReason: String, Sendable, Hashable, CaseIterable {
+    /// `POST /v1/live-activities/{id}/end`.
+    case api
+    /// Its `end_at` came.
+    case endAt = "end_at"
+    /// Eight hours after its start: iOS ended it.
+    case expired
+}
+
+/// Hears about activities that started, ended or failed, inside the transaction that changed
+/// them: what it writes (a webhook event) commits or rolls back with the change, so an event is
+/// never lost nor sent for a change that did not happen. `herald serve` gives the webhooks' one.
+public protocol LiveActivityEvents: Sendable {
+    /// Records `events` using `executor`, the changing transaction. Throwing rolls it back.
+    func liveActivitiesChanged(_ events: [LiveActivityEvent], on executor: any DatabaseExecutor) async throws
+
+    /// Called after such a transaction committed (to wake what delivers the events).
+    func liveActivityEventsCommitted()
+}
