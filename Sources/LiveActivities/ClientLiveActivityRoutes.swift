@@ -16,6 +16,11 @@ public import HeraldFeature
 ///   "update_token"?, "state"?}` → 201/200; 404 `not_found` for an unknown id and, with the same
 ///   body, for an activity the user is not a user of; 403 `not_your_instance` for an instance
 ///   another user reported first; 409 `too_many_instances` past `HERALD_MAX_INSTANCES_PER_USER`.
+/// - `GET /v1/client/live-activities/{id}` → 200 with what its Lock Screen shows (no other user,
+///   instance or delivery), `ETag`, 304 on `If-None-Match`; 404 for an unknown id and, alike,
+///   for an activity the user is not a user of.
+/// - `GET /v1/client/upcoming` → 200 `{"live_activities": [...]}`: the user's scheduled and
+///   started activities, running ones first, then by start time, at most 50; `ETag`, 304.
 public struct ClientLiveActivityRoutes: Sendable {
     public let service: LiveActivityService
 
@@ -38,6 +43,17 @@ public struct ClientLiveActivityRoutes: Sendable {
             let (app, _) = try routes.service.resolve(app: input.app, environment: input.environment)
             try claims.permits(app: app.bundleID)
             return try await LiveActivityRoutes.register(input, user: claims.subject, service: routes.service)
+        }
+        client.get("/live-activities/{id}") { request in
+            let claims = try request.clientClaims()
+            let id = try LiveActivityRoutes.id(request)
+            let activity = try await routes.service.read(id, userID: claims.subject, app: claims.app)
+            return HTTPResponse.json(LiveActivityMemberBody(activity: activity)).conditional(on: request)
+        }
+        client.get("/upcoming") { request in
+            let claims = try request.clientClaims()
+            let activities = try await routes.service.upcoming(userID: claims.subject, app: claims.app)
+            return HTTPResponse.json(LiveActivityUpcomingBody(activities: activities)).conditional(on: request)
         }
         client.post("/live-activities/{id}/instances") { request in
             let claims = try request.clientClaims()

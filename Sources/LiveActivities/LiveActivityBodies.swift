@@ -65,6 +65,57 @@ struct LiveActivityBody: Encodable, Sendable {
     static func date(_ seconds: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(seconds)) }
 }
 
+/// An activity as one of its users reads it (`/v1/client`): what its Lock Screen shows, nothing
+/// about the other users, their instances or the deliveries.
+struct LiveActivityMemberBody: Encodable, Sendable {
+    var activity: LiveActivity
+
+    enum CodingKeys: String, CodingKey {
+        case id, app, state, start, attributes
+        case attributesType = "attributes_type"
+        case contentState = "content_state"
+        case staleDate = "stale_date"
+        case startAt = "start_at"
+        case endAt = "end_at"
+        case startedAt = "started_at"
+        case endedAt = "ended_at"
+        case updatedAt = "updated_at"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        let request = activity.request
+        try container.encode(LiveActivityID.text(activity.id), forKey: .id)
+        try container.encode(activity.app, forKey: .app)
+        try container.encode(activity.state.rawValue, forKey: .state)
+        try container.encode((request.start ?? .push).rawValue, forKey: .start)
+        try container.encode(activity.attributesType, forKey: .attributesType)
+        try container.encode(request.attributesSent(id: activity.id), forKey: .attributes)
+        try container.encode(activity.contentState, forKey: .contentState)
+        let stale = activity.lastUpdate?.staleDate ?? request.staleDate
+        try container.encode(stale.map(LiveActivityBody.date), forKey: .staleDate)
+        try container.encode(activity.startAt, forKey: .startAt)
+        try container.encode(activity.endAt, forKey: .endAt)
+        try container.encode(activity.startedAt, forKey: .startedAt)
+        try container.encode(activity.endedAt, forKey: .endedAt)
+        try container.encode(activity.updatedAt, forKey: .updatedAt)
+    }
+}
+
+/// `GET /v1/client/upcoming`.
+struct LiveActivityUpcomingBody: Encodable, Sendable {
+    var activities: [LiveActivity]
+
+    enum CodingKeys: String, CodingKey {
+        case liveActivities = "live_activities"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(activities.map(LiveActivityMemberBody.init), forKey: .liveActivities)
+    }
+}
+
 struct LiveActivityAlertBody: Encodable, Sendable {
     var alert: LiveActivityAlert
     enum CodingKeys: String, CodingKey { case title, body }

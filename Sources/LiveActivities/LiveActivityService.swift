@@ -309,6 +309,22 @@ public struct LiveActivityService: Sendable {
         )
     }
 
+    /// An activity as one of its users reads it (a widget, an App Intent): unknown to anyone
+    /// else, exactly as an id that does not exist.
+    ///
+    /// - Parameter permitted: the client token's `app` claim, if any: an activity of another app is unknown.
+    public func read(_ id: UUID, userID: String, app permitted: String?) async throws -> LiveActivity {
+        guard let activity = try await store.activity(id), permitted == nil || permitted == activity.app,
+            try await store.isUser(userID, of: id, on: store.database)
+        else { throw LiveActivityError.notFound }
+        return activity
+    }
+
+    /// The scheduled and started activities of a user, running ones first, then by start time.
+    public func upcoming(userID: String, app permitted: String?) async throws -> [LiveActivity] {
+        try await store.upcoming(userID: userID, app: permitted)
+    }
+
     /// Registers (or updates) where an activity runs. A new instance of an activity that has had
     /// an update or end receives the latest at once (along its own route), and so does one first
     /// reported without any token once a report brings one.

@@ -283,7 +283,7 @@ public struct LiveActivityStore: Sendable {
         return users
     }
 
-    private static func decode(_ row: SQLRow, users: [String]) throws -> LiveActivity {
+    static func decode(_ row: SQLRow, users: [String]) throws -> LiveActivity {
         LiveActivity(
             id: try row.uuid("id"),
             app: try row.string("app"),

@@ -1,0 +1,36 @@
+import Foundation
+import HeraldCore
+import Storage
+
+extension LiveActivityStore {
+    /// The most activities `GET /v1/client/upcoming` lists.
+    static let upcomingLimit = 50
+
+    /// The scheduled and started activities `userID` is a user of (of `app` when given), running
+    /// ones first, then by start time, at most ``upcomingLimit``.
+    func upcoming(userID: String, app: String?) async throws -> [LiveActivity] {
+        var binds: [SQLValue] = [.text(userID), .text(LiveActivityState.scheduled.rawValue)]
+        binds.append(.text(LiveActivityState.started.rawValue))
+        var appFilter = ""
+        if let app {
+            binds.append(.text(app))
+            appFilter = " AND a.app = $\(binds.count)"
+        }
+        binds.append(.integer(Int64(Self.upcomingLimit)))
+        let columns = Self.columns.split(separator: ",").map {
+            "a." + $0.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let rows = try await database.query(
+            """
+            SELECT \(columns.joined(separator: ", ")) FROM live_activities a
+            JOIN live_activity_users u ON u.live_activity_id = a.id
+            WHERE u.user_id = $1 AND a.state IN ($2, $3)\(appFilter)
+            ORDER BY COALESCE(a.started_at, a.start_at, a.created_at), a.id
+            LIMIT $\(binds.count)
+            """,
+            binds
+        )
+        // The other users are not the reader's business: none are read.
+        return try rows.map { try Self.decode($0, users: []) }
+    }
+}
