@@ -87,6 +87,19 @@ public final class LiveActivityAcceptor: LiveActivityPart {
                         outcomes.append(.failure(LiveActivityError.notStarted(head.state)))
                         continue
                     }
+                    if item.update.expiration != nil, head.channelStoragePolicy != 1 {
+                        outcomes.append(
+                            .failure(
+                                LiveActivityError.invalid(
+                                    "expiration_not_stored",
+                                    "expiration applies to a broadcast channel Herald created with storage_policy 1: "
+                                        + "this activity's updates are not stored by APNs, leave it out",
+                                    field: "expiration"
+                                )
+                            )
+                        )
+                        continue
+                    }
                     var update = item.update
                     if item.keepContent {
                         update.contentState =

@@ -84,9 +84,9 @@ public enum LiveActivityInput {
         return (instance, user)
     }
 
-    /// An update (`{"content_state", "alert"?, "stale_date"?, "relevance_score"?, "priority"?}`) or
-    /// an end (`{"content_state"?, "dismissal_date"?, "alert"?}`; the content defaults to the
-    /// latest). The timestamp is set when it is accepted.
+    /// An update (`{"content_state", "alert"?, "stale_date"?, "relevance_score"?, "priority"?,
+    /// "expiration"?}`) or an end (`{"content_state"?, "dismissal_date"?, "alert"?, …}`; the content
+    /// defaults to the latest). The timestamp is set when it is accepted.
     public static func parseUpdate(
         _ body: [UInt8],
         event: LiveActivityUpdate.Event
@@ -98,8 +98,8 @@ public enum LiveActivityInput {
         )
         let fields =
             event == .update
-            ? ["content_state", "alert", "stale_date", "relevance_score", "priority"]
-            : ["content_state", "dismissal_date", "alert", "stale_date", "relevance_score", "priority"]
+            ? ["content_state", "alert", "stale_date", "relevance_score", "priority", "expiration"]
+            : ["content_state", "dismissal_date", "alert", "stale_date", "relevance_score", "priority", "expiration"]
         try known(object, Set(fields), what: event == .update ? "an update" : "an end")
         let content = try jsonObjectValue(object, "content_state", required: event == .update)
         if let content, try encodedSize(content) > LiveActivityLimits.maximumActivityDataBytes {
@@ -127,9 +127,24 @@ public enum LiveActivityInput {
             staleDate: try time(object, "stale_date"),
             dismissalDate: try time(object, "dismissal_date"),
             relevanceScore: try score(object),
-            priority: priority
+            priority: priority,
+            expiration: try expiration(object)
         )
         return (update, content != nil)
+    }
+
+    /// `expiration`: Unix seconds (0: deliver now or never), for a broadcast channel Herald
+    /// created with `storage_policy` 1.
+    private static func expiration(_ object: [String: JSONValue]) throws(LiveActivityError) -> Int64? {
+        guard let value = object["expiration"], value != .null else { return nil }
+        guard let number = integer(value), number >= 0, number <= Int(UInt32.max) else {
+            throw .invalid(
+                "invalid_expiration",
+                "expiration must be Unix seconds (0: deliver now or never), for a channel created with storage_policy 1",
+                field: "expiration"
+            )
+        }
+        return Int64(number)
     }
 
     // MARK: Shared

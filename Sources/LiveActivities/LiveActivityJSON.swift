@@ -54,7 +54,7 @@ extension APNSJSONValue {
 
 extension LiveActivityUpdate {
     /// `{"event", "contentState", "alert"?: {"title", "body"}, "staleDate"?, "dismissalDate"?,
-    /// "relevanceScore"?, "priority", "timestamp"}`.
+    /// "relevanceScore"?, "priority", "timestamp", "expiration"?}`.
     var json: APNSJSONValue {
         var members: [String: APNSJSONValue] = [
             "event": .string(event.rawValue), "contentState": contentState, "priority": .integer(Int64(priority)),
@@ -64,6 +64,7 @@ extension LiveActivityUpdate {
         if let staleDate { members["staleDate"] = .integer(staleDate) }
         if let dismissalDate { members["dismissalDate"] = .integer(dismissalDate) }
         if let relevanceScore { members["relevanceScore"] = .double(relevanceScore) }
+        if let expiration { members["expiration"] = .integer(expiration) }
         return .object(members)
     }
 
@@ -90,7 +91,8 @@ extension LiveActivityUpdate {
             dismissalDate: try json.optionalInteger("dismissalDate"),
             relevanceScore: relevanceScore,
             priority: Int(try json.integer("priority")),
-            timestamp: try json.integer("timestamp")
+            timestamp: try json.integer("timestamp"),
+            expiration: try json.optionalInteger("expiration")
         )
     }
 }

@@ -158,5 +158,13 @@ public enum LiveActivityMigrations {
                     WHERE state IN ('ended', 'cancelled', 'failed', 'expired');
                 """
         ),
+        // The storage policy of the channel Herald created (1: the latest message stored), which
+        // decides the apns-expiration its broadcasts may carry; 0 for none or an existing channel.
+        Migration(
+            module: "LiveActivities",
+            number: 8,
+            name: "live_activities_channel_storage_policy",
+            sql: "ALTER TABLE live_activities ADD COLUMN channel_storage_policy BIGINT NOT NULL DEFAULT 0;"
+        ),
     ]
 }

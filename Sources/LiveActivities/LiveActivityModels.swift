@@ -160,6 +160,9 @@ public struct LiveActivityUpdate: Sendable, Hashable, Codable {
     public var relevanceScore: Double?
     /// 10 or 5.
     public var priority: Int
+    /// Unix seconds until which APNs keeps a broadcast for subscribers it has not reached yet: only
+    /// on a channel Herald created with `storage_policy` 1 (other channels take `0` only).
+    public var expiration: Int64?
     /// Unix seconds, strictly greater than every earlier one of the activity.
     public var timestamp: Int64
 
@@ -171,7 +174,8 @@ public struct LiveActivityUpdate: Sendable, Hashable, Codable {
         dismissalDate: Int64? = nil,
         relevanceScore: Double? = nil,
         priority: Int = 10,
-        timestamp: Int64 = 0
+        timestamp: Int64 = 0,
+        expiration: Int64? = nil
     ) {
         self.event = event
         self.contentState = contentState
@@ -181,6 +185,7 @@ public struct LiveActivityUpdate: Sendable, Hashable, Codable {
         self.relevanceScore = relevanceScore
         self.priority = priority
         self.timestamp = timestamp
+        self.expiration = expiration
     }
 }
 

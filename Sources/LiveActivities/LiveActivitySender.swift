@@ -145,9 +145,12 @@ struct LiveActivitySender: LiveActivityPart {
             let request = APNSBroadcastRequest(
                 bundleID: app.bundleID,
                 channelID: APNSChannelID(rawValue: channel),
-                storagePolicy: .noMessageStored,
+                storagePolicy: head.channelStoragePolicy == 1 ? .mostRecentMessageStored : .noMessageStored,
                 payload: try Self.liveActivityPayload(update),
-                expiration: .immediately,
+                // Only a channel that stores the latest message takes anything but 0.
+                expiration: head.channelStoragePolicy == 1
+                    ? update.expiration.map { .at(Date(timeIntervalSince1970: TimeInterval($0))) } ?? .immediately
+                    : .immediately,
                 priority: priority
             )
             return [

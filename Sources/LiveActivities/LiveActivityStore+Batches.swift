@@ -15,6 +15,8 @@ struct LiveActivityHead: Sendable, Hashable {
     var channelID: String?
     /// Herald created the channel, and deletes it after the end.
     var channelCreated: Bool
+    /// The storage policy of the channel Herald created (1: the latest message stored); 0 else.
+    var channelStoragePolicy: Int
     /// The latest content state, as stored (JSON): an end without content ends with it.
     var contentStateJSON: String
     var lastTimestamp: Int64
@@ -74,7 +76,7 @@ extension LiveActivityStore {
         var heads: [UUID: LiveActivityHead] = [:]
         for row in try await executor.query(
             "SELECT id, app, environment, attributes_type, state, channel_id, channel_created, content_state, "
-                + "last_timestamp "
+                + "last_timestamp, channel_storage_policy "
                 + "FROM live_activities "
                 + "WHERE id IN \(list)\(lock)",
             binds
@@ -88,6 +90,7 @@ extension LiveActivityStore {
                 state: LiveActivityState(rawValue: try row.string("state")) ?? .failed,
                 channelID: try row.optionalString("channel_id"),
                 channelCreated: try row.int("channel_created") != 0,
+                channelStoragePolicy: Int(try row.int("channel_storage_policy")),
                 contentStateJSON: try row.string("content_state"),
                 lastTimestamp: try row.int("last_timestamp")
             )

@@ -42,6 +42,12 @@ public struct LiveActivityStore: Sendable {
             ]
         )
         guard inserted > 0 else { return false }
+        if case .create(let policy)? = activity.request.channel, policy == 1, activity.channelCreated {
+            try await executor.execute(
+                "UPDATE live_activities SET channel_storage_policy = 1 WHERE id = $1",
+                [.text(LiveActivityID.text(activity.id))]
+            )
+        }
         for user in Set(activity.users).sorted() {
             try await executor.execute(
                 "INSERT INTO live_activity_users (user_id, live_activity_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",

@@ -93,3 +93,62 @@ struct LiveActivityFallbackTests {
         }
     }
 }
+
+/// `expiration` of an update: carried as `apns-expiration` by the broadcasts of a channel Herald
+/// created with `storage_policy` 1; refused for any other activity, which APNs would not store.
+@Suite("LiveActivities: broadcasts APNs stores")
+struct LiveActivityStoredBroadcastTests {
+    let t = Date(timeIntervalSince1970: 1_790_000_000)
+
+    private func created(_ stack: LiveActivityHarness, policy: Int) async throws -> LiveActivity {
+        var request = LiveActivityHarness.request(channel: .create(storagePolicy: policy))
+        request.start = .app
+        return try await stack.service.create(request).0
+    }
+
+    @Test(
+        "storage_policy 1: the update's expiration is the broadcast's apns-expiration, else 0",
+        arguments: [Backend.sqliteMemory, .postgres]
+    )
+    func stored(backend: Backend) async throws {
+        try await LiveActivityHarness.inMemory(backend, clock: ManualClock(t), retryPolicy: .never) { stack in
+            let activity = try await created(stack, policy: 1)
+            let until = Int64(t.timeIntervalSince1970) + 3_600
+            _ = try await stack.service.update(
+                activity.id,
+                LiveActivityUpdate(event: .update, contentState: .object(["step": .integer(2)]), expiration: until)
+            )
+            _ = try await stack.service.update(
+                activity.id,
+                LiveActivityUpdate(event: .update, contentState: .object(["step": .integer(3)]))
+            )
+            _ = try await stack.worker.runDueJobs()
+            let broadcasts = stack.apns.requests.filter { $0.path.hasPrefix("/4/broadcasts/") }
+            #expect(broadcasts.compactMap { $0.header("apns-expiration") }.sorted() == ["0", String(until)])
+            #expect(broadcasts.allSatisfy { $0.status == 200 })
+        }
+    }
+
+    @Test("an expiration for a channel without storage, or for an activity without a channel, is refused naming it")
+    func refused() async throws {
+        try await LiveActivityHarness.inMemory(.sqliteMemory, clock: ManualClock(t), retryPolicy: .never) { stack in
+            var appStarted = LiveActivityHarness.request(channel: nil)
+            appStarted.start = .app
+            for activity in [try await created(stack, policy: 0), try await stack.service.create(appStarted).0] {
+                await #expect {
+                    _ = try await stack.service.update(
+                        activity.id,
+                        LiveActivityUpdate(
+                            event: .update,
+                            contentState: .object(["step": .integer(2)]),
+                            expiration: Int64(t.timeIntervalSince1970) + 60
+                        )
+                    )
+                } throws: { error in
+                    (error as? LiveActivityError)?.code == "expiration_not_stored"
+                        && (error as? LiveActivityError)?.field == "expiration"
+                }
+            }
+        }
+    }
+}
