@@ -34,7 +34,8 @@ import Synchronization
 ///   then the ``HTTP2/HTTP2Error`` (an ``APNSRetryableError``) reaches the client.
 /// - A request with a connection to go to is handed over from the sender's thread, without a
 ///   task; one that must wait for a connect or go to another connection continues in a task.
-///   Connections retired on the way are closed by the next call that can await.
+///   Connections retired on the way are closed by a task of the pool's, or by a call that can
+///   await (a connect, the shutdown) if it comes first.
 /// - Connects are single-flight. After a failed connect the pool waits an exponential backoff
 ///   with full jitter (``Configuration/reconnectBackoff``) before the next one, and meanwhile
 ///   fails sends at once with ``APNSConnectionPoolError`` instead of letting them hang.
@@ -247,6 +248,17 @@ public final class APNSConnectionPool: APNSTransport {
         record(effects)
         if !effects.close.isEmpty {
             state.withLock { $0.deferClose(effects.close) }
+            // Every send takes a path that cannot await: a task closes them (retirements are
+            // rare), unless a call that can await, or the shutdown, takes them first.
+            Task { await self.closeDeferred() }
+        }
+    }
+
+    /// Closes the retired connections left for a call that can await, if any are still left.
+    private func closeDeferred() async {
+        let closes = state.withLock { $0.takeDeferredCloses() }
+        for connection in closes {
+            await connection.close()
         }
     }
 

@@ -148,9 +148,7 @@ struct LiveActivitySender: LiveActivityPart {
                 storagePolicy: head.channelStoragePolicy == 1 ? .mostRecentMessageStored : .noMessageStored,
                 payload: try Self.liveActivityPayload(update),
                 // Only a channel that stores the latest message takes anything but 0.
-                expiration: head.channelStoragePolicy == 1
-                    ? update.expiration.map { .at(Date(timeIntervalSince1970: TimeInterval($0))) } ?? .immediately
-                    : .immediately,
+                expiration: head.channelStoragePolicy == 1 ? Self.expiration(update.expiration) : .immediately,
                 priority: priority
             )
             return [
@@ -284,6 +282,12 @@ struct LiveActivitySender: LiveActivityPart {
             dismissalDate: update.dismissalDate.map { Date(timeIntervalSince1970: TimeInterval($0)) },
             relevanceScore: update.relevanceScore
         ).encodedPayload()
+    }
+
+    /// An update's `expiration` as APNs takes it: `0` (or none) is "now or never".
+    static func expiration(_ seconds: Int64?) -> APNSExpiration {
+        guard let seconds, seconds > 0 else { return .immediately }
+        return .at(Date(timeIntervalSince1970: TimeInterval(seconds)))
     }
 
     /// The silent push the app applies itself: exactly `{"aps": {"content-available": 1},

@@ -25,7 +25,7 @@ extension LiveActivityStore {
             SELECT \(columns.joined(separator: ", ")) FROM live_activities a
             JOIN live_activity_users u ON u.live_activity_id = a.id
             WHERE u.user_id = $1 AND a.state IN ($2, $3)\(appFilter)
-            ORDER BY COALESCE(a.started_at, a.start_at, a.created_at), a.id
+            ORDER BY CASE WHEN a.state = $3 THEN 0 ELSE 1 END, COALESCE(a.started_at, a.start_at, a.created_at), a.id
             LIMIT $\(binds.count)
             """,
             binds

@@ -48,10 +48,20 @@ public struct LiveActivityStore: Sendable {
                 [.text(LiveActivityID.text(activity.id))]
             )
         }
-        for user in Set(activity.users).sorted() {
+        // Many rows a statement: an activity the app starts for tags or everyone may have
+        // thousands of users.
+        let users = Set(activity.users).sorted()
+        for start in stride(from: 0, to: users.count, by: Self.rowsPerStatement) {
+            let chunk = users[start..<min(start + Self.rowsPerStatement, users.count)]
+            var binds: [SQLValue] = [.text(LiveActivityID.text(activity.id))]
+            let rows = chunk.map { user -> String in
+                binds.append(.text(user))
+                return "($\(binds.count), $1)"
+            }
             try await executor.execute(
-                "INSERT INTO live_activity_users (user_id, live_activity_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                [.text(user), .text(LiveActivityID.text(activity.id))]
+                "INSERT INTO live_activity_users (user_id, live_activity_id) VALUES \(rows.joined(separator: ", ")) "
+                    + "ON CONFLICT DO NOTHING",
+                binds
             )
         }
         return true

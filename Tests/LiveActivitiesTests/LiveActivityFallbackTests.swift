@@ -122,9 +122,13 @@ struct LiveActivityStoredBroadcastTests {
                 activity.id,
                 LiveActivityUpdate(event: .update, contentState: .object(["step": .integer(3)]))
             )
+            _ = try await stack.service.update(
+                activity.id,
+                LiveActivityUpdate(event: .update, contentState: .object(["step": .integer(4)]), expiration: 0)
+            )
             _ = try await stack.worker.runDueJobs()
             let broadcasts = stack.apns.requests.filter { $0.path.hasPrefix("/4/broadcasts/") }
-            #expect(broadcasts.compactMap { $0.header("apns-expiration") }.sorted() == ["0", String(until)])
+            #expect(broadcasts.compactMap { $0.header("apns-expiration") }.sorted() == ["0", "0", String(until)])
             #expect(broadcasts.allSatisfy { $0.status == 200 })
         }
     }

@@ -49,6 +49,8 @@ struct LiveActivityMemberReadTests {
             }
             let later = try await scheduled(in: 7_200)
             let sooner = try await scheduled(in: 3_600)
+            // A push start due now whose job has not run yet: scheduled, without a start_at.
+            let pending = try await stack.service.create(LiveActivityHarness.request(channel: nil)).0.id
             var appStarted = LiveActivityHarness.request(channel: nil)
             appStarted.start = .app
             let running = try await stack.service.create(appStarted).0.id
@@ -63,7 +65,7 @@ struct LiveActivityMemberReadTests {
             _ = try await stack.service.create(others)
 
             let listed = try await stack.service.upcoming(userID: "u1", app: nil).map(\.id)
-            #expect(listed == [running, sooner, later])
+            #expect(listed == [running, pending, sooner, later], "running first, then by start time")
             #expect(try await stack.service.upcoming(userID: "u1", app: "com.example.other").isEmpty)
             #expect(try await stack.service.upcoming(userID: "u2", app: nil).count == 1)
         }
