@@ -6,6 +6,11 @@ extension LiveActivityStore {
     /// The most activities `GET /v1/client/upcoming` lists.
     static let upcomingLimit = 50
 
+    /// ``columns`` of the `a` alias, for the join with the users.
+    private static let aliasedColumns = columns.split(separator: ",")
+        .map { "a." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        .joined(separator: ", ")
+
     /// The scheduled and started activities `userID` is a user of (of `app` when given), running
     /// ones first, then by start time, at most ``upcomingLimit``.
     func upcoming(userID: String, app: String?) async throws -> [LiveActivity] {
@@ -17,12 +22,9 @@ extension LiveActivityStore {
             appFilter = " AND a.app = $\(binds.count)"
         }
         binds.append(.integer(Int64(Self.upcomingLimit)))
-        let columns = Self.columns.split(separator: ",").map {
-            "a." + $0.trimmingCharacters(in: .whitespacesAndNewlines)
-        }
         let rows = try await database.query(
             """
-            SELECT \(columns.joined(separator: ", ")) FROM live_activities a
+            SELECT \(Self.aliasedColumns) FROM live_activities a
             JOIN live_activity_users u ON u.live_activity_id = a.id
             WHERE u.user_id = $1 AND a.state IN ($2, $3)\(appFilter)
             ORDER BY CASE WHEN a.state = $3 THEN 0 ELSE 1 END, COALESCE(a.started_at, a.start_at, a.created_at), a.id

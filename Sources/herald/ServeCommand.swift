@@ -272,8 +272,8 @@ enum ServeCommand {
             options: databaseOptions
         )
         var pools = APNSConnectionPool.Configuration()
-        // Under load, pushes leave in one write every two milliseconds instead of one per handful,
-        // which costs the I/O thread less per push; a push after a quiet window leaves at once.
+        // Under load, queued pushes leave together once per window (docs/PERFORMANCE.md,
+        // "Coalescing window"); a push after a quiet window leaves at once.
         pools.coalescingWindow = .milliseconds(2)
         let clients = APNSClientProvider(
             apps: apns?.apps ?? [],

@@ -40,17 +40,7 @@ struct LiveActivityAppStartTests {
             let devices = ["d1", "d2"].map { String(repeating: $0, count: 32) }
             let updateToken = String(repeating: "e1", count: 32)
             for (activityID, device, update) in [("ios-0", devices[0], updateToken), ("ios-1", devices[1], nil)] {
-                _ = try await stack.service.register(
-                    LiveActivityInput.Instance(
-                        activityID: activityID,
-                        deviceToken: device,
-                        updateToken: update,
-                        state: .active
-                    ),
-                    for: activity.id,
-                    userID: "u1",
-                    app: nil
-                )
+                try await stack.report(activity, activityID, device: device, update: update)
             }
             let routes = try await stack.service.update(
                 activity.id,

@@ -25,12 +25,7 @@ struct LiveActivityFallbackTests {
         _ activity: LiveActivity,
         device: String?
     ) async throws -> Bool {
-        try await stack.service.register(
-            LiveActivityInput.Instance(activityID: "ios-0", deviceToken: device, updateToken: nil, state: .active),
-            for: activity.id,
-            userID: "u1",
-            app: nil
-        ).created
+        try await stack.report(activity, "ios-0", device: device).created
     }
 
     @Test(

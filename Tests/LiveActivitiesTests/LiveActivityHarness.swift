@@ -187,6 +187,28 @@ struct LiveActivityHarness {
         }
     }
 
+    /// Reports an instance of `activity` for `user`, as the app would under `/v1/client`.
+    @discardableResult
+    func report(
+        _ activity: LiveActivity,
+        _ activityID: String,
+        device: String?,
+        update: String? = nil,
+        user: String = "u1"
+    ) async throws -> (LiveActivityInstance, created: Bool) {
+        try await service.register(
+            LiveActivityInput.Instance(
+                activityID: activityID,
+                deviceToken: device,
+                updateToken: update,
+                state: .active
+            ),
+            for: activity.id,
+            userID: user,
+            app: nil
+        )
+    }
+
     /// Registers a push-to-start token of `u1` for `LoanAttributes`, stamped at `time`.
     func registerPushToStart(_ token: String, at time: Date) async throws {
         _ = try await store.register(

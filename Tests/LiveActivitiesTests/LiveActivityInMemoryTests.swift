@@ -235,16 +235,6 @@ struct LiveActivityInMemoryTests {
         device: String,
         update: String?
     ) async throws {
-        _ = try await stack.service.register(
-            LiveActivityInput.Instance(
-                activityID: activityID,
-                deviceToken: device,
-                updateToken: update,
-                state: .active
-            ),
-            for: activity.id,
-            userID: "u1",
-            app: nil
-        )
+        try await stack.report(activity, activityID, device: device, update: update)
     }
 }

@@ -28,16 +28,11 @@ struct LiveActivityRetentionTests {
             appStarted.start = .app
             // Ended, with an instance and a delivery.
             let (ended, _) = try await stack.service.create(appStarted)
-            _ = try await stack.service.register(
-                LiveActivityInput.Instance(
-                    activityID: "ios-0",
-                    deviceToken: String(repeating: "d1", count: 32),
-                    updateToken: String(repeating: "e1", count: 32),
-                    state: .active
-                ),
-                for: ended.id,
-                userID: "u1",
-                app: nil
+            try await stack.report(
+                ended,
+                "ios-0",
+                device: String(repeating: "d1", count: 32),
+                update: String(repeating: "e1", count: 32)
             )
             _ = try await stack.service.end(
                 ended.id,
