@@ -60,7 +60,13 @@ struct ServeLiveActivitiesScheduleTests {
         }
         #expect(broadcasts.count == 2)
         #expect(broadcasts.allSatisfy { $0["channel_id"] as? String == channel && $0["status"] as? Int == 200 })
-        #expect(broadcasts.map { $0.payload("aps")["event"] as? String } == ["update", "end"])
+        // The update and the end are sent by jobs of their own and may reach APNs in either
+        // order; the device orders them by timestamp, which must put the end last.
+        let byTimestamp = broadcasts.sorted {
+            ($0.payload("aps")["timestamp"] as? Int ?? 0) < ($1.payload("aps")["timestamp"] as? Int ?? 0)
+        }
+        #expect(Set(broadcasts.compactMap { $0.payload("aps")["timestamp"] as? Int }).count == 2)
+        #expect(byTimestamp.map { $0.payload("aps")["event"] as? String } == ["update", "end"])
         let state = try await server.activity(id, state: "ended")
         #expect(state["channel_created"] as? Bool == true)
         // With HERALD_CHANNEL_RETENTION=0 the channel Herald created is deleted right after the end.
