@@ -161,6 +161,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "Boards",
+            dependencies: [
+                "Audiences", "HeraldCore", "Storage", "Jobs", "APNs", "APNsTransport", "ClientTokens",
+                "HTTPRouting", "HeraldFeature", "LiveActivities", "Notifications",
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Outbound events to the app's backend: the webhooks, their outbox and signed delivery.
         .target(
             name: "Webhooks",
@@ -212,7 +220,7 @@ let package = Package(
                 "APNsTransport", "Devices",
                 "ClientTokens",
                 "Webhooks",
-                "Wake", "LiveActivities", "CloudKit", "Relay",
+                "Wake", "LiveActivities", "Boards", "CloudKit", "Relay",
             ],
             swiftSettings: swiftSettings
         ),
@@ -421,7 +429,7 @@ let package = Package(
         .testTarget(
             name: "LiveActivitiesTests",
             dependencies: [
-                "LiveActivities", "Storage", "APNs", "APNsTransport", "HeraldCore", "DatabaseTestSupport",
+                "LiveActivities", "Boards", "Storage", "APNs", "APNsTransport", "HeraldCore", "DatabaseTestSupport",
                 "APNsSimulator", "Devices",
                 "HeraldCrypto", "Jobs", "Notifications", "APNsTestSupport",
             ],

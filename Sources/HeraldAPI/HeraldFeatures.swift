@@ -1,3 +1,4 @@
+import Boards
 import Channels
 import Devices
 import HTTPRouting
@@ -25,6 +26,7 @@ public enum HeraldFeatures {
         Notifications.feature,
         Wake.feature,
         LiveActivities.feature,
+        Boards.feature,
         Relay.feature,
     ]
 

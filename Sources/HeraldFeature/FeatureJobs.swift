@@ -100,7 +100,8 @@ public struct AssembledJobs: Sendable {
 
 extension FeatureAssembly {
     /// Builds every feature's jobs from `context` and composes them with the handlers no feature
-    /// owns (`core`).
+    /// owns (`core`). A feature's jobs also see what the jobs of the features listed before it
+    /// provide (boards use the Live Activities' jobs and the notification sender).
     ///
     /// - Throws: ``FeatureError`` when a feature cannot build its jobs, handles a kind it does not
     ///   declare, or handles a kind another feature or the core also handles.
@@ -114,7 +115,7 @@ extension FeatureAssembly {
         for feature in features {
             let jobs: FeatureJobs
             do {
-                jobs = try feature.jobs(context)
+                jobs = try feature.jobs(routeContext)
             } catch {
                 throw FeatureError("\(feature.name) cannot build its jobs: \(error)")
             }

@@ -34,10 +34,12 @@ public enum LiveActivities {
                 + "then deleted hourly.",
         ]
     ) { context in
-        let service = LiveActivityService(
+        var service = LiveActivityService(
             jobs: try context.service(LiveActivityJobs.self),
             quotas: try LiveActivitySettings.quotas(environment: context.environment)
         )
+        // Boards, when composed, hear of each activity created.
+        service.creationHook = try? context.service((any LiveActivityCreationHook).self)
         return LiveActivityRoutes(service: service).routes + ClientLiveActivityRoutes(service: service).routes
     } jobs: { context in
         let clients = try context.service(APNSClientProvider.self)

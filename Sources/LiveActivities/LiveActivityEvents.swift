@@ -1,5 +1,6 @@
 public import APNs
 public import Foundation
+public import Jobs
 public import Storage
 
 /// A change of an activity's life that webhooks report: it started, ended (and why) or failed.
@@ -55,6 +56,16 @@ public enum LiveActivityEndReason: String, Sendable, Hashable, CaseIterable {
     case endAt = "end_at"
     /// Eight hours after its start: iOS ended it.
     case expired
+    /// A board's members all arrived, and its `end_when_all_arrived` passed.
+    case allArrived = "all_arrived"
+}
+
+/// Hears about each activity created, inside the creating transaction: what it writes (a board's
+/// row, its nudge job) commits or rolls back with the activity. `herald serve` gives the boards' one.
+public protocol LiveActivityCreationHook: Sendable {
+    /// Called with the activity just inserted, `executor` the creating transaction and `queue`
+    /// the job queue; throwing rolls the creation back.
+    func created(_ activity: LiveActivity, on executor: any DatabaseExecutor, queue: JobQueue) async throws
 }
 
 /// Hears about activities that started, ended or failed, inside the transaction that changed

@@ -7,7 +7,7 @@ extension LiveActivityInput {
     static let createFields: Set<String> = [
         "id", "app", "environment", "attributes_type", "attributes", "id_attribute", "content_state", "alert",
         "audience", "channel", "request_update_token", "stale_date", "relevance_score", "start_at", "end_at",
-        "start",
+        "start", "members", "board",
     ]
 
     /// Parses a `POST /v1/live-activities` body; `now` bounds `start_at` and `end_at`.
@@ -31,6 +31,22 @@ extension LiveActivityInput {
         let idAttribute = try name(object, "id_attribute", required: false) ?? LiveActivityLimits.defaultIDAttribute
         let contentState = try jsonObjectValue(object, "content_state", required: true) ?? .object([:])
         let start = try start(object["start"])
+        let members = try members(object["members"])
+        let board = try board(object["board"])
+        if board != nil, members == nil {
+            throw .invalid(
+                "missing_field",
+                "members is missing: a board shows its members, give [{\"user_id\": …, \"name\": …}, …]",
+                field: "members"
+            )
+        }
+        // The members' users, unless an audience is given.
+        let audience: LiveActivityAudience
+        if let members, object["audience"] == nil {
+            audience = .users(members.map(\.userID))
+        } else {
+            audience = try self.audience(object["audience"])
+        }
         var request = LiveActivityRequest(
             id: id,
             app: app,
@@ -41,8 +57,9 @@ extension LiveActivityInput {
             contentState: contentState,
             // An activity the app starts shows no push-to-start alert: one is optional there.
             alert: try alert(object, required: start != .app) ?? LiveActivityAlert(title: "", body: ""),
-            audience: try audience(object["audience"]),
-            channel: try channel(object["channel"]),
+            audience: audience,
+            // A board is broadcast: it has a channel, a new one unless one is given.
+            channel: try channel(object["channel"]) ?? (board == nil ? nil : .create(storagePolicy: 0)),
             staleDate: try time(object, "stale_date"),
             relevanceScore: try score(object)
         )
@@ -64,6 +81,8 @@ extension LiveActivityInput {
             }
             request.requestUpdateToken = flag
         }
+        request.members = members
+        request.board = board
         try schedule(object, into: &request, now: now)
         if start == .app {
             request.start = .app
@@ -85,6 +104,119 @@ extension LiveActivityInput {
             }
         }
         return request
+    }
+
+    /// `members`: 2 to 500 `{"user_id", "name"}`, each user once.
+    private static func members(_ value: JSONValue?) throws(LiveActivityError) -> [LiveActivityMember]? {
+        guard let value, value != .null else { return nil }
+        let shape = #"[{"user_id": "…", "name": "…"}, …]"#
+        guard case .array(let items) = value else {
+            throw .invalid("invalid_members", "members must be \(shape)", field: "members")
+        }
+        let range = LiveActivityLimits.memberCount
+        guard range.contains(items.count) else {
+            throw .invalid(
+                "invalid_members",
+                "members has \(items.count): a shared activity has \(range.lowerBound) to \(range.upperBound)",
+                field: "members"
+            )
+        }
+        var members: [LiveActivityMember] = []
+        var seen = Set<String>()
+        for (index, item) in items.enumerated() {
+            let path = "members[\(index)]"
+            guard case .object(let fields) = item else {
+                throw .invalid("invalid_members", "\(path) must be {\"user_id\": …, \"name\": …}", field: path)
+            }
+            try Reader(members: fields, path: path, what: "a member").rejectUnknown(
+                ["user_id", "name"],
+                hint: "a member takes user_id and name"
+            )
+            guard case .string(let user)? = fields["user_id"], !user.isEmpty,
+                user.utf8.count <= AudienceLimits.maximumUserIDBytes
+            else {
+                throw .invalid(
+                    "invalid_user_id",
+                    "\(path).user_id must be 1 to \(AudienceLimits.maximumUserIDBytes) bytes, the user_id the "
+                        + "member's devices registered with",
+                    field: "\(path).user_id"
+                )
+            }
+            guard seen.insert(user).inserted else {
+                throw .invalid(
+                    "duplicate_member",
+                    "\(path).user_id \(user) is already a member: list each user once",
+                    field: "\(path).user_id"
+                )
+            }
+            let limit = LiveActivityLimits.maximumMemberNameCharacters
+            guard case .string(let name)? = fields["name"], !name.isEmpty, name.count <= limit else {
+                throw .invalid(
+                    "invalid_name",
+                    "\(path).name must be 1 to \(limit) characters, the name the other members see",
+                    field: "\(path).name"
+                )
+            }
+            members.append(LiveActivityMember(userID: user, name: name))
+        }
+        return members
+    }
+
+    /// `board`: `{"arrival_alert"?, "end_when_all_arrived"?, "nudge"?: {"after", "alert"}}`.
+    private static func board(_ value: JSONValue?) throws(LiveActivityError) -> LiveActivityBoardOptions? {
+        guard let value, value != .null else { return nil }
+        guard case .object(let fields) = value else {
+            throw .invalid(
+                "invalid_board",
+                #"board must be {"arrival_alert"?: {…}, "end_when_all_arrived"?: "5m", "nudge"?: {…}}"#,
+                field: "board"
+            )
+        }
+        try Reader(members: fields, path: "board", what: "a board").rejectUnknown(
+            ["arrival_alert", "end_when_all_arrived", "nudge"],
+            hint: "board takes arrival_alert, end_when_all_arrived and nudge"
+        )
+        var board = LiveActivityBoardOptions()
+        board.arrivalAlert = try alert(fields, key: "arrival_alert", path: "board.arrival_alert", required: false)
+        board.endWhenAllArrived = try delay(fields["end_when_all_arrived"], field: "board.end_when_all_arrived")
+        if let nudge = fields["nudge"], nudge != .null {
+            guard case .object(let nudgeFields) = nudge else {
+                throw .invalid(
+                    "invalid_nudge",
+                    #"board.nudge must be {"after": "15m", "alert": {…}}"#,
+                    field: "board.nudge"
+                )
+            }
+            try Reader(members: nudgeFields, path: "board.nudge", what: "a nudge").rejectUnknown(
+                ["after", "alert"],
+                hint: "board.nudge takes after and alert"
+            )
+            guard let after = try delay(nudgeFields["after"], field: "board.nudge.after"), after > 0 else {
+                throw .invalid(
+                    "invalid_nudge",
+                    #"board.nudge.after is missing: give how long after the start, such as "15m""#,
+                    field: "board.nudge.after"
+                )
+            }
+            let alert = try alert(nudgeFields, path: "board.nudge.alert", required: true)
+            board.nudge = alert.map { LiveActivityBoardOptions.Nudge(after: after, alert: $0) }
+        }
+        return board
+    }
+
+    /// A delay written as `"5m"`, `"90s"` or `"1h30m"`, from 0 to 8 hours, in seconds.
+    private static func delay(_ value: JSONValue?, field: String) throws(LiveActivityError) -> Int64? {
+        guard let value, value != .null else { return nil }
+        guard case .string(let text) = value, let seconds = DurationText.seconds(text),
+            seconds <= LiveActivityLimits.maximumBoardDelay
+        else {
+            throw .invalid(
+                "invalid_duration",
+                "\(field) must be a duration from 0s to 8h, such as \"5m\", \"90s\" or \"1h30m\"",
+                field: field
+            )
+        }
+        return seconds
     }
 
     /// `start`: `"push"` (the default: Herald sends the push-to-start) or `"app"` (the app starts

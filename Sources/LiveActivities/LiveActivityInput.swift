@@ -250,34 +250,41 @@ public enum LiveActivityInput {
         }
     }
 
-    static func alert(_ object: [String: JSONValue], required: Bool) throws(LiveActivityError) -> LiveActivityAlert? {
-        guard let value = object["alert"], value != .null else {
+    /// An alert under `key` of `object`; `path` names it in errors (`board.arrival_alert`).
+    static func alert(
+        _ object: [String: JSONValue],
+        key: String = "alert",
+        path: String = "alert",
+        required: Bool
+    ) throws(LiveActivityError) -> LiveActivityAlert? {
+        guard let value = object[key], value != .null else {
             if required {
                 throw .invalid(
                     "missing_field",
-                    "alert is missing: a start needs {\"title\": …, \"body\": …}",
-                    field: "alert"
+                    "\(path) is missing: give {\"title\": …, \"body\": …}",
+                    field: path
                 )
             }
             return nil
         }
         guard case .object(let fields) = value else {
-            throw .invalid("invalid_alert", "alert must be {\"title\": …, \"body\": …}", field: "alert")
+            throw .invalid("invalid_alert", "\(path) must be {\"title\": …, \"body\": …}", field: path)
         }
-        try Reader(members: fields, path: "alert", what: "an alert").rejectUnknown(
+        try Reader(members: fields, path: path, what: "an alert").rejectUnknown(
             ["title", "body"],
-            hint: "alert takes title and body"
+            hint: "\(path) takes title and body"
         )
         var parts: [String] = []
-        for key in ["title", "body"] {
-            guard case .string(let text)? = fields[key], !text.isEmpty else {
-                throw .invalid("invalid_alert", "alert.\(key) must be a non-empty string", field: "alert.\(key)")
+        for part in ["title", "body"] {
+            guard case .string(let text)? = fields[part], !text.isEmpty else {
+                throw .invalid("invalid_alert", "\(path).\(part) must be a non-empty string", field: "\(path).\(part)")
             }
             guard text.count <= LiveActivityLimits.maximumAlertCharacters else {
                 throw .tooLarge(
                     "alert_too_long",
-                    "alert.\(key) has \(text.count) characters: send at most \(LiveActivityLimits.maximumAlertCharacters)",
-                    field: "alert.\(key)"
+                    "\(path).\(part) has \(text.count) characters: send at most "
+                        + "\(LiveActivityLimits.maximumAlertCharacters)",
+                    field: "\(path).\(part)"
                 )
             }
             parts.append(text)

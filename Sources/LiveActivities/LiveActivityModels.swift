@@ -43,6 +43,45 @@ public enum LiveActivityAudience: Sendable, Hashable, Codable {
     case all
 }
 
+/// A member of a shared activity: a user, and the name the other members see.
+public struct LiveActivityMember: Sendable, Hashable, Codable {
+    public var userID: String
+    public var name: String
+
+    public init(userID: String, name: String) {
+        self.userID = userID
+        self.name = name
+    }
+}
+
+/// What a live board does besides showing the members' arrivals (`"board"` of a create).
+public struct LiveActivityBoardOptions: Sendable, Hashable, Codable {
+    /// Sent once, with the broadcast that shows the first arrival; `{name}` in its title or
+    /// body is that member's name.
+    public var arrivalAlert: LiveActivityAlert?
+    /// Seconds after the last member arrived that the activity ends; `nil`: it does not end then.
+    public var endWhenAllArrived: Int64?
+    /// An alert push, once, to the members who posted nothing that long after the start.
+    public var nudge: Nudge?
+
+    public struct Nudge: Sendable, Hashable, Codable {
+        /// Seconds after the start.
+        public var after: Int64
+        public var alert: LiveActivityAlert
+
+        public init(after: Int64, alert: LiveActivityAlert) {
+            self.after = after
+            self.alert = alert
+        }
+    }
+
+    public init(arrivalAlert: LiveActivityAlert? = nil, endWhenAllArrived: Int64? = nil, nudge: Nudge? = nil) {
+        self.arrivalAlert = arrivalAlert
+        self.endWhenAllArrived = endWhenAllArrived
+        self.nudge = nudge
+    }
+}
+
 /// Who starts an activity on the devices.
 public enum LiveActivityStart: String, Sendable, Hashable, Codable {
     /// Herald, with a push-to-start to the audience's tokens (the default).
@@ -86,6 +125,12 @@ public struct LiveActivityRequest: Sendable, Hashable, Codable {
     /// the stored request (and the hash a repeated create compares) of a push start is what it
     /// was before apps could start activities.
     public var start: LiveActivityStart?
+
+    /// The members of a shared activity, each with the name the others see; the audience
+    /// defaults to their users.
+    public var members: [LiveActivityMember]?
+    /// A live board the members post their arrival to, broadcast on the activity's channel.
+    public var board: LiveActivityBoardOptions?
 
     /// Whether the app starts the activity itself (no push-to-start).
     public var startsInApp: Bool { start == .app }
@@ -343,6 +388,12 @@ public enum LiveActivityLimits {
     public static let maximumScheduleAhead: TimeInterval = 366 * 86_400
     /// Activities per page of `GET /v1/live-activities`.
     public static let listLimit = 1...100
+    /// Members of a shared activity.
+    public static let memberCount = 2...500
+    /// A member's name, in characters.
+    public static let maximumMemberNameCharacters = 64
+    /// The longest `board.end_when_all_arrived` and `board.nudge.after`: an activity's life.
+    public static let maximumBoardDelay: Int64 = 8 * 3_600
     /// Deliveries shown by `GET /v1/live-activities/{id}`.
     public static let deliveriesShown = 100
 }

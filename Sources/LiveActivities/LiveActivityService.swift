@@ -19,6 +19,8 @@ public struct LiveActivityService: Sendable {
     public let jobs: LiveActivityJobs
     /// What one user may hold: instances per activity, push-to-start tokens.
     public let quotas: LiveActivityQuotas
+    /// Told of each activity created, in the creating transaction (boards).
+    public var creationHook: (any LiveActivityCreationHook)?
     public var store: LiveActivityStore { jobs.store }
     var clock: any HeraldClock { jobs.clock }
 
@@ -128,6 +130,7 @@ public struct LiveActivityService: Sendable {
         do {
             inserted = try await store.database.transaction { tx in
                 guard try await self.store.insert(created, on: tx) else { return false }
+                try await self.creationHook?.created(created, on: tx, queue: queue)
                 if created.request.startsInApp {
                     try await LiveActivityLifecycle.enqueueRunning(created, startedAt: now, on: queue, tx)
                     try await self.jobs.lifecycle.report([LiveActivityEvent(.started, created, at: now)], on: tx)

@@ -62,7 +62,7 @@ enum WakeInput {
     }
 
     static func every(_ value: JSONValue) throws(WakeError) -> Int64 {
-        guard case .string(let text) = value, let seconds = WakeDuration.seconds(text),
+        guard case .string(let text) = value, let seconds = DurationText.seconds(text),
             seconds >= WakeLimits.minimumIntervalSeconds, seconds <= RecurrenceSchedule.maximumIntervalSeconds
         else {
             throw .invalid(
@@ -76,7 +76,7 @@ enum WakeInput {
 
     static func jitter(_ value: JSONValue?) throws(WakeError) -> Int64? {
         guard let value, value != .null else { return nil }
-        guard case .string(let text) = value, let seconds = WakeDuration.seconds(text) else {
+        guard case .string(let text) = value, let seconds = DurationText.seconds(text) else {
             throw .invalid(
                 "invalid_jitter",
                 #"jitter must be a duration such as "5m" (or "0s" for none)"#,
@@ -140,7 +140,7 @@ enum WakeInput {
         if let gap = shortestGap(schedule, now: now), jitter > gap {
             throw .invalid(
                 "invalid_jitter",
-                "jitter \(WakeDuration.text(jitter)) is longer than the schedule's interval \(WakeDuration.text(gap)): "
+                "jitter \(DurationText.text(jitter)) is longer than the schedule's interval \(DurationText.text(gap)): "
                     + "make it at most that, so that one run ends before the next",
                 field: "jitter"
             )

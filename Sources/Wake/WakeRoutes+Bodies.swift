@@ -41,12 +41,12 @@ struct WakeScheduleBody: Encodable, Sendable {
         try container.encode(schedule.mode.rawValue, forKey: .mode)
         switch schedule.schedule {
         case .interval(let seconds):
-            try container.encode(WakeDuration.text(seconds), forKey: .every)
+            try container.encode(DurationText.text(seconds), forKey: .every)
         case .cron(let expression, let zone):
             try container.encode(expression.description, forKey: .cron)
             try container.encode(zone.identifier, forKey: .timezone)
         }
-        try container.encode(WakeDuration.text(schedule.jitterSeconds), forKey: .jitter)
+        try container.encode(DurationText.text(schedule.jitterSeconds), forKey: .jitter)
         try container.encode(schedule.paused, forKey: .paused)
         if let apns = schedule.apns {
             try container.encode(apns.app, forKey: .app)

@@ -109,7 +109,7 @@ public struct WakeService: Sendable {
                 guard let expression else {
                     throw WakeError.invalid(
                         "invalid_timezone",
-                        "timezone goes with cron: this schedule runs every \(WakeDuration.text(schedule.intervalSeconds ?? 0))",
+                        "timezone goes with cron: this schedule runs every \(DurationText.text(schedule.intervalSeconds ?? 0))",
                         field: "timezone"
                     )
                 }

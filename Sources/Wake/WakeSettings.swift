@@ -13,7 +13,7 @@ public enum WakeSettings {
         let seconds = reader.choice(
             .wakeMinInterval,
             default: Int64(1_200),
-            { text in WakeDuration.seconds(text).flatMap { $0 <= maximumSeconds ? $0 : nil } },
+            { text in DurationText.seconds(text).flatMap { $0 <= maximumSeconds ? $0 : nil } },
             allowed: "a duration from 0s to 1d, such as 20m, 1h or 90s"
         )
         try reader.validate()

@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import APNsTestSupport
 import APNsTransport
+import Boards
 import DatabaseTestSupport
 import Devices
 import Foundation
@@ -117,13 +118,26 @@ struct LiveActivityHarness {
         clock: ManualClock,
         channels: (APNSClientProvider) -> any LiveActivityChannels = { $0 },
         retryPolicy: APNSRetryPolicy = .default,
+        handlers extra: @escaping ExtraHandlers = { _, _ in },
         _ body: (LiveActivityHarness) async throws -> Void
     ) async throws {
         let key = try APNSSigningKey(keyID: "LIVEKEY001", teamID: "LIVETEAM01", privateKey: P256PrivateKey())
         let apns = InMemoryAPNs(clock: clock)
         let clients = apns.clients(bundleID: topic, key: key, retryPolicy: retryPolicy)
-        try await run(backend, clock: clock, clients: clients, channels: channels, simulator: nil, apns: apns, body)
+        try await run(
+            backend,
+            clock: clock,
+            clients: clients,
+            channels: channels,
+            simulator: nil,
+            apns: apns,
+            extra: extra,
+            body
+        )
     }
+
+    /// Registers the handlers of another feature's jobs (boards) on the harness's queue.
+    typealias ExtraHandlers = (LiveActivityJobs, inout JobHandlers) -> Void
 
     private static func run(
         _ backend: Backend,
@@ -132,12 +146,13 @@ struct LiveActivityHarness {
         channels: (APNSClientProvider) -> any LiveActivityChannels,
         simulator: APNSSimulator?,
         apns: InMemoryAPNs?,
+        extra: ExtraHandlers = { _, _ in },
         _ body: (LiveActivityHarness) async throws -> Void
     ) async throws {
         try await withDatabase(backend, poolSize: 4) { db, _ in
             try await Migrator.migrate(
                 db,
-                JobMigrations.all + DeviceMigrations.all + LiveActivityMigrations.all,
+                JobMigrations.all + DeviceMigrations.all + LiveActivityMigrations.all + BoardMigrations.all,
                 logger: logger
             )
             let events = RecordedLiveActivityEvents()
@@ -154,6 +169,7 @@ struct LiveActivityHarness {
             )
             var handlers = JobHandlers()
             jobs.register(on: &handlers)
+            extra(jobs, &handlers)
             let queue = JobQueue(database: db, handlers: handlers, clock: clock, metrics: MetricsRegistry())
             jobs.attach(queue)
             let harness = LiveActivityHarness(

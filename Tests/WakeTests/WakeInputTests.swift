@@ -287,13 +287,13 @@ struct WakeInputTests {
 
     @Test("durations: units and their sums, written back in the largest units")
     func durations() {
-        #expect(WakeDuration.seconds("10s") == 10)
-        #expect(WakeDuration.seconds("1h30m") == 5_400)
-        #expect(WakeDuration.seconds("2d") == 172_800)
-        #expect(WakeDuration.seconds("1x") == nil)
-        #expect(WakeDuration.seconds("10") == nil)
-        #expect(WakeDuration.seconds("") == nil)
-        #expect(WakeDuration.text(5_400) == "1h30m")
-        #expect(WakeDuration.text(0) == "0s")
+        #expect(DurationText.seconds("10s") == 10)
+        #expect(DurationText.seconds("1h30m") == 5_400)
+        #expect(DurationText.seconds("2d") == 172_800)
+        #expect(DurationText.seconds("1x") == nil)
+        #expect(DurationText.seconds("10") == nil)
+        #expect(DurationText.seconds("") == nil)
+        #expect(DurationText.text(5_400) == "1h30m")
+        #expect(DurationText.text(0) == "0s")
     }
 }

@@ -16,7 +16,7 @@ extension Setting {
         jobConcurrency, jobLeaseSeconds, jobRetentionHours,
         invalidDeviceRetentionDays,
         wakeMinInterval,
-        channelRetention, liveActivityRetentionDays,
+        channelRetention, liveActivityRetentionDays, boardMinInterval,
         webhookAllowHTTP, webhookAllowPrivate, webhookCAFile,
         cloudKitKeyID, cloudKitPrivateKey, cloudKitPrivateKeyFile, cloudKitURL, cloudKitCAFile,
     ]
@@ -435,6 +435,16 @@ extension Setting {
         example: 7_200,
         range: 0...604_800,
         unit: "seconds"
+    )
+
+    public static let boardMinInterval = Setting(
+        "HERALD_BOARD_MIN_INTERVAL",
+        group: .jobs,
+        meaning: "The least time between two broadcasts of one live board: members' posts in between are "
+            + "merged into the next, which always carries the latest board.",
+        default: "1s",
+        example: "2s",
+        accepted: "a duration from 1s to 1h, such as 1s, 5s or 1m"
     )
 
     // MARK: Webhooks

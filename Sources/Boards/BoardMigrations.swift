@@ -1,0 +1,33 @@
+public import Storage
+
+/// The boards' tables, numbered in this module (``Storage/Migration``); never change one that has
+/// shipped.
+///
+/// 1: `boards`, one row per activity created with a board: when its first member arrived, when
+/// the last did, when its nudge went (each set once, so each happens once); `board_members`,
+/// a row per member once the member first posted, with the arrival. ETAs are not stored.
+public enum BoardMigrations {
+    public static let all: [Migration] = [
+        Migration(
+            module: "Boards",
+            number: 1,
+            name: "create_boards",
+            sql: """
+                CREATE TABLE boards (
+                    live_activity_id TEXT PRIMARY KEY,
+                    created_at BIGINT NOT NULL,
+                    first_arrival_at BIGINT,
+                    all_arrived_at BIGINT,
+                    nudged_at BIGINT
+                );
+                CREATE TABLE board_members (
+                    live_activity_id TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    posted_at BIGINT NOT NULL,
+                    arrived_at BIGINT,
+                    PRIMARY KEY (live_activity_id, user_id)
+                );
+                """
+        )
+    ]
+}

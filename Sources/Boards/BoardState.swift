@@ -1,0 +1,135 @@
+public import APNs
+public import Foundation
+public import HeraldCore
+public import LiveActivities
+
+/// One member's line on a board.
+public struct BoardMember: Sendable, Hashable {
+    public var userID: String
+    public var name: String
+    /// Minutes away, as last posted; `nil` before the member posted.
+    public var etaMinutes: Int?
+    public var arrived: Bool
+    /// When the member last posted.
+    public var updatedAt: Date?
+}
+
+/// A live board in memory: the members' latest posts merged, and what its next broadcast
+/// carries. A value without a clock of its own: the hub (``BoardHub``) holds one per activity
+/// behind its lock and passes the time in.
+///
+/// ETAs live only here; arrivals and first posts are few, and the hub persists them.
+public struct BoardState: Sendable {
+    public private(set) var members: [BoardMember]
+    private let index: [String: Int]
+    /// A change the last broadcast did not carry.
+    private(set) var dirty = false
+    /// When the last broadcast was taken (``takeBroadcast(at:)``).
+    private(set) var lastBroadcastAt: Date?
+    /// A broadcast is scheduled: no other is needed for a new change.
+    var flushScheduled = false
+    /// The arrival alert the next broadcast carries, once.
+    var pendingAlert: LiveActivityAlert?
+
+    /// A board of `members`, with the arrivals and first posts already persisted.
+    public init(members: [LiveActivityMember], posted: [String: Date] = [:], arrived: Set<String> = []) {
+        self.members = members.map { member in
+            BoardMember(
+                userID: member.userID,
+                name: member.name,
+                etaMinutes: arrived.contains(member.userID) ? 0 : nil,
+                arrived: arrived.contains(member.userID),
+                updatedAt: posted[member.userID]
+            )
+        }
+        var index: [String: Int] = [:]
+        for (position, member) in members.enumerated() { index[member.userID] = position }
+        self.index = index
+    }
+
+    /// What a post did.
+    public enum PostOutcome: Sendable, Hashable {
+        /// The user is not a member.
+        case notAMember
+        /// Nothing the board shows changed: no broadcast.
+        case unchanged(firstPost: Bool)
+        /// The board changed; `arrived` when this post is the member's arrival.
+        case changed(firstPost: Bool, arrived: Bool)
+
+        /// The member's first post since the board was loaded without one persisted.
+        public var isFirstPost: Bool {
+            switch self {
+            case .notAMember: false
+            case .unchanged(let first), .changed(let first, _): first
+            }
+        }
+    }
+
+    public func isMember(_ userID: String) -> Bool { index[userID] != nil }
+
+    /// Merges `userID`'s `etaMinutes` (0: arrived) posted at `now`. An arrival is final: a later
+    /// ETA from the same member changes nothing.
+    public mutating func post(_ etaMinutes: Int, by userID: String, at now: Date) -> PostOutcome {
+        guard let position = index[userID] else { return .notAMember }
+        var member = members[position]
+        let firstPost = member.updatedAt == nil
+        member.updatedAt = now
+        defer { members[position] = member }
+        if member.arrived { return .unchanged(firstPost: firstPost) }
+        if member.etaMinutes == etaMinutes { return .unchanged(firstPost: firstPost) }
+        member.etaMinutes = etaMinutes
+        member.arrived = etaMinutes == 0
+        dirty = true
+        return .changed(firstPost: firstPost, arrived: member.arrived)
+    }
+
+    public var arrivedCount: Int { members.reduce(0) { $0 + ($1.arrived ? 1 : 0) } }
+    public var allArrived: Bool { arrivedCount == members.count }
+
+    /// When the next broadcast may go for a change not broadcast yet: at once, or one interval
+    /// after the last; `nil` when there is nothing to broadcast or one is scheduled already.
+    /// Marks it scheduled.
+    mutating func scheduleBroadcast(now: Date, interval: TimeInterval) -> Date? {
+        guard dirty || pendingAlert != nil, !flushScheduled else { return nil }
+        flushScheduled = true
+        guard let last = lastBroadcastAt else { return now }
+        return max(now, last.addingTimeInterval(interval))
+    }
+
+    /// The board and alert a broadcast taken at `now` carries; the board is clean after it.
+    mutating func takeBroadcast(at now: Date) -> (board: APNSJSONValue, alert: LiveActivityAlert?) {
+        defer {
+            dirty = false
+            pendingAlert = nil
+            flushScheduled = false
+            lastBroadcastAt = now
+        }
+        return (json, pendingAlert)
+    }
+
+    /// A broadcast that failed: its change is still to be carried.
+    mutating func broadcastFailed(alert: LiveActivityAlert?) {
+        dirty = true
+        if pendingAlert == nil { pendingAlert = alert }
+    }
+
+    /// The board as the content state's `"board"` and the client's answer show it: `{"members":
+    /// [{"user_id", "name", "eta_minutes", "arrived", "updated_at"}], "arrived": n, "total": m}`.
+    public var json: APNSJSONValue {
+        .object([
+            "members": .array(
+                members.map { member in
+                    .object([
+                        "user_id": .string(member.userID),
+                        "name": .string(member.name),
+                        "eta_minutes": member.etaMinutes.map { .integer(Int64($0)) } ?? .null,
+                        "arrived": .bool(member.arrived),
+                        "updated_at": member.updatedAt.map { .integer(Int64($0.timeIntervalSince1970)) } ?? .null,
+                    ])
+                }
+            ),
+            "arrived": .integer(Int64(arrivedCount)),
+            "total": .integer(Int64(members.count)),
+        ])
+    }
+}
