@@ -3,13 +3,14 @@ public import Foundation
 public import HeraldCore
 public import Jobs
 public import LiveActivities
+import Storage
 import Synchronization
 
-/// The live boards of this instance: members' posts merged in memory (``BoardState``) and
-/// broadcast on the activity's channel at most once per interval, each broadcast carrying the
-/// latest board. A post writes nothing to the database, except a member's first post and
-/// arrival (few), which make the nudge and the first-arrival alert and the all-arrived end happen
-/// once.
+/// The live boards: members' posts merged (``BoardLedger``: in memory on SQLite, in unlogged
+/// tables every instance shares on PostgreSQL) and broadcast on the activity's channel at most
+/// once per interval, each broadcast carrying the latest board. A post writes nothing durable,
+/// except a member's first post and arrival (few), which make the nudge, the first-arrival alert
+/// and the all-arrived end happen once.
 ///
 /// A broadcast is an update accepted by ``LiveActivityAcceptor``: stamped strictly after the
 /// activity's other updates and sent by its durable `live_activity.send` job.
@@ -20,24 +21,30 @@ public final class BoardHub: Sendable {
     let clock: any HeraldClock
     /// The least time between two broadcasts of one board.
     public let interval: TimeInterval
+    let ledger: any BoardLedger
     let metrics: BoardMetrics
     let logger: Logger
 
-    private struct Entry {
-        var state: BoardState
-        var activity: LiveActivity
+    /// The boards this instance served, as loaded.
+    private let boards = Mutex<[UUID: BoardInfo]>([:])
+    /// The broadcast attempt waiting for its time, one per board.
+    private let attempts = Mutex(Attempts())
+
+    /// The broadcast attempts: waiting for their time (one per board), and running.
+    private struct Attempts {
+        var waiting: [UUID: (time: Date, task: Task<Void, Never>)] = [:]
+        var running: [UUID: [Task<Void, Never>]] = [:]
     }
 
-    private let boards = Mutex<[UUID: Entry]>([:])
-    /// Broadcasts waiting for their time, to be awaited by tests and shutdown.
-    private let flushes = Mutex<[UUID: Task<Void, Never>]>([:])
-
+    /// - Parameter shared: keep the boards in the database's unlogged tables, for several
+    ///   instances on one PostgreSQL; default: when the database is PostgreSQL.
     public init(
         store: BoardStore,
         jobs: LiveActivityJobs,
         queue: AttachedJobQueue,
         clock: any HeraldClock,
         interval: TimeInterval = 1,
+        shared: Bool? = nil,
         metrics: MetricsRegistry = .shared,
         logger: Logger = Logger(label: "herald.boards")
     ) {
@@ -46,6 +53,9 @@ public final class BoardHub: Sendable {
         self.queue = queue
         self.clock = clock
         self.interval = max(1, interval)
+        self.ledger =
+            shared ?? (store.database.dialect == .postgres)
+            ? SharedBoardLedger(database: store.database) : MemoryBoardLedger()
         self.metrics = BoardMetrics(registry: metrics)
         self.logger = logger
     }
@@ -65,69 +75,64 @@ public final class BoardHub: Sendable {
     ) async throws
         -> APNSJSONValue
     {
-        let entry = try await load(id)
-        guard permitted == nil || permitted == entry.activity.app, entry.state.isMember(userID) else {
-            throw LiveActivityError.notFound
-        }
+        let board = try await load(id)
+        guard permitted == nil || permitted == board.activity.app,
+            board.members.contains(where: { $0.userID == userID })
+        else { throw LiveActivityError.notFound }
         let now = clock.now()
-        let (outcome, members) = boards.withLock { boards -> (BoardState.PostOutcome, Int) in
-            guard var entry = boards[id] else { return (.notAMember, 0) }
-            defer { boards[id] = entry }
-            return (entry.state.post(etaMinutes, by: userID, at: now), entry.state.members.count)
+        let posted = try await ledger.post(etaMinutes, by: userID, to: board, at: now, interval: interval)
+        metrics.posts.increment(labels: [("result", posted.outcome.label)])
+        var arrived = false
+        if case .changed(_, let arrival) = posted.outcome { arrived = arrival }
+        if arrived || posted.outcome.isFirstPost {
+            try await persist(userID, of: board, arrived: arrived, at: now)
         }
-        metrics.posts.increment(labels: [("result", outcome.label)])
-        if case .changed(let firstPost, let arrived) = outcome, arrived || firstPost {
-            try await persist(userID, of: entry.activity, arrived: arrived, members: members, at: now)
-        } else if outcome.isFirstPost {
-            try await persist(userID, of: entry.activity, arrived: false, members: members, at: now)
-        }
-        scheduleBroadcast(id)
-        return boards.withLock { $0[id]?.state.json } ?? entry.state.json
+        if let attempt = posted.attemptAt { schedule(id, at: attempt) }
+        return posted.board
     }
 
     /// Records a first post or an arrival; the first arrival queues its alert for the next
     /// broadcast, the last schedules the end.
-    private func persist(
-        _ userID: String,
-        of activity: LiveActivity,
-        arrived: Bool,
-        members: Int,
-        at now: Date
-    )
-        async throws
-    {
-        let options = activity.request.board
+    private func persist(_ userID: String, of board: BoardInfo, arrived: Bool, at now: Date) async throws {
+        let options = board.activity.request.board
         let queue = try attachedQueue
-        let recorded = try await store.record(userID, of: activity.id, arrived: arrived, members: members, at: now) {
+        let id = board.id
+        let recorded = try await store.record(userID, of: id, arrived: arrived, members: board.members.count, at: now) {
             recorded,
             tx in
             if recorded.allArrived, let delay = options?.endWhenAllArrived {
                 _ = try await queue.enqueue(
-                    BoardJobKind.endJob(activity.id, at: now.addingTimeInterval(TimeInterval(delay))),
+                    BoardJobKind.endJob(id, at: now.addingTimeInterval(TimeInterval(delay))),
                     on: tx
                 )
             }
         }
+        boards.withLock { boards in
+            guard var board = boards[id] else { return }
+            if board.posted[userID] == nil { board.posted[userID] = now }
+            if arrived { board.arrived.insert(userID) }
+            boards[id] = board
+        }
         if recorded.allArrived { queue.wake() }
         if recorded.firstArrival, let template = options?.arrivalAlert {
-            let name = activity.request.members?.first { $0.userID == userID }?.name ?? userID
+            let name = board.members.first { $0.userID == userID }?.name ?? userID
             let alert = LiveActivityAlert(
                 title: template.title.replacingOccurrences(of: "{name}", with: name),
                 body: template.body.replacingOccurrences(of: "{name}", with: name)
             )
-            boards.withLock { $0[activity.id]?.state.pendingAlert = alert }
+            schedule(id, at: try await ledger.queueAlert(alert, for: board, at: now, interval: interval))
         }
     }
 
-    /// The board of `id` in memory, loaded from the activity and its persisted members.
-    private func load(_ id: UUID) async throws -> Entry {
-        if let entry = boards.withLock({ $0[id] }) { return entry }
+    /// The board of `id`, loaded from the activity and its persisted members once.
+    private func load(_ id: UUID) async throws -> BoardInfo {
+        if let board = boards.withLock({ $0[id] }) { return board }
         guard let activity = try await jobs.store.activity(id), let members = activity.request.members,
             activity.request.board != nil
         else { throw LiveActivityError.notFound }
         guard activity.state == .started else { throw LiveActivityError.notStarted(activity.state) }
         let (posted, arrived) = try await store.members(of: id)
-        let loaded = Entry(state: BoardState(members: members, posted: posted, arrived: arrived), activity: activity)
+        let loaded = BoardInfo(activity: activity, members: members, posted: posted, arrived: arrived)
         return boards.withLock { boards in
             if let existing = boards[id] { return existing }
             boards[id] = loaded
@@ -135,73 +140,96 @@ public final class BoardHub: Sendable {
         }
     }
 
-    /// Starts the broadcast task of `id` if a change waits and none is scheduled.
-    private func scheduleBroadcast(_ id: UUID) {
-        let now = clock.now()
-        guard let due = boards.withLock({ $0[id]?.state.scheduleBroadcast(now: now, interval: interval) }) else {
-            return
+    /// Runs a broadcast attempt for `id` at `time`, unless one is waiting already (that one
+    /// finds the change, or schedules itself again).
+    private func schedule(_ id: UUID, at time: Date) {
+        attempts.withLock { attempts in
+            guard attempts.waiting[id] == nil else { return }
+            let task = Task { [self] in
+                if time > clock.now() { try? await clock.sleep(until: time) }
+                // Running: a change merged from now on schedules the next attempt.
+                self.attempts.withLock { attempts in
+                    if let waiting = attempts.waiting.removeValue(forKey: id) {
+                        attempts.running[id, default: []].append(waiting.task)
+                    }
+                }
+                await attempt(id)
+                self.attempts.withLock { attempts in
+                    attempts.running[id]?.removeFirst()
+                    if attempts.running[id]?.isEmpty == true { attempts.running[id] = nil }
+                }
+            }
+            attempts.waiting[id] = (time, task)
         }
-        let task = Task { [self] in
-            if due > now { try? await clock.sleep(until: due) }
-            await broadcast(id)
-        }
-        flushes.withLock { $0[id] = task }
     }
 
-    /// Broadcasts the latest board of `id`, with the arrival alert once.
-    private func broadcast(_ id: UUID) async {
+    /// Broadcasts the latest board of `id` if a change waits and the interval passed, with the
+    /// arrival alert once; otherwise waits for the slot's time.
+    private func attempt(_ id: UUID) async {
+        guard let board = boards.withLock({ $0[id] }) else { return }
         let now = clock.now()
-        guard
-            let (taken, activity) = boards.withLock({ boards -> ((APNSJSONValue, LiveActivityAlert?), LiveActivity)? in
-                guard var entry = boards[id] else { return nil }
-                defer { boards[id] = entry }
-                return (entry.state.takeBroadcast(at: now), entry.activity)
-            })
-        else { return }
-        let (board, alert) = taken
+        let claim: BoardClaim
         do {
-            let base = try await jobs.store.activity(id)?.contentState ?? activity.request.contentState
-            let update = LiveActivityUpdate(
-                event: .update,
-                contentState: Self.contentState(base, board: board, alert: alert),
-                alert: alert
-            )
-            _ = try await jobs.acceptor.accept(update, for: id)
-            metrics.broadcasts.increment()
-        } catch let error as LiveActivityError where error.code == "not_started" || error.code == "not_found" {
-            // Ended (all arrived, its end_at, the API): the board is done.
-            forget(id)
-            return
+            claim = try await ledger.claim(board, at: now, interval: interval)
         } catch {
             logger.warning(
-                "a board broadcast was not accepted; the next post retries it",
+                "a board's broadcast slot could not be read; the next post retries it",
                 metadata: ["live_activity_id": .string(LiveActivityID.text(id)), "error": .string("\(error)")]
             )
-            boards.withLock { $0[id]?.state.broadcastFailed(alert: alert) }
             return
         }
-        // Posts merged while this one was accepted go one interval after it.
-        scheduleBroadcast(id)
-    }
-
-    /// Drops the board of `id` from memory (its activity ended).
-    public func forget(_ id: UUID) {
-        _ = boards.withLock { $0.removeValue(forKey: id) }
-    }
-
-    /// Waits for the broadcasts scheduled now (tests, after moving the clock).
-    public func settle() async {
-        while true {
-            let tasks = flushes.withLock { flushes -> [Task<Void, Never>] in
-                defer { flushes = [:] }
-                return Array(flushes.values)
+        switch claim {
+        case .nothing:
+            return
+        case .later(let time):
+            schedule(id, at: time)
+        case .broadcast(let content, let alert):
+            do {
+                let base = try await jobs.store.activity(id)?.contentState ?? board.activity.request.contentState
+                let update = LiveActivityUpdate(
+                    event: .update,
+                    contentState: Self.contentState(base, board: content, alert: alert),
+                    alert: alert
+                )
+                _ = try await jobs.acceptor.accept(update, for: id)
+                metrics.broadcasts.increment()
+            } catch let error as LiveActivityError where error.code == "not_started" || error.code == "not_found" {
+                // Ended (all arrived, its end_at, the API): the board is done.
+                await forget(id)
+                return
+            } catch {
+                logger.warning(
+                    "a board broadcast was not accepted; the next post retries it",
+                    metadata: ["live_activity_id": .string(LiveActivityID.text(id)), "error": .string("\(error)")]
+                )
+                await ledger.failed(board, alert: alert)
+                return
             }
-            if tasks.isEmpty { return }
-            for task in tasks { await task.value }
+            // Posts merged meanwhile go one interval after this broadcast.
+            schedule(id, at: now.addingTimeInterval(interval))
         }
     }
 
-    /// The boards in memory.
+    /// Drops the board of `id` (its activity ended).
+    public func forget(_ id: UUID) async {
+        _ = boards.withLock { $0.removeValue(forKey: id) }
+        await ledger.forget(id)
+    }
+
+    /// Waits for the broadcast attempts due by now (tests, after moving the clock); the ones
+    /// they schedule for later are left waiting.
+    public func settle() async {
+        while true {
+            let now = clock.now()
+            let due = attempts.withLock { attempts in
+                attempts.waiting.values.filter { $0.time <= now }.map(\.task) + attempts.running.values.flatMap { $0 }
+            }
+            if due.isEmpty { return }
+            for task in due { await task.value }
+        }
+    }
+
+    /// The boards this instance serves.
     public var count: Int { boards.withLock { $0.count } }
 
     private var attachedQueue: JobQueue {

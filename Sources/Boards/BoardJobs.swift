@@ -128,7 +128,7 @@ public struct BoardJobs: Sendable {
         } catch let error as LiveActivityError where error.code == "not_started" || error.code == "not_found" {
             // Ended (or deleted) already: nothing to do.
         }
-        hub.forget(id)
+        await hub.forget(id)
         return .done
     }
 

@@ -24,22 +24,28 @@ public struct BoardState: Sendable {
     private let index: [String: Int]
     /// A change the last broadcast did not carry.
     private(set) var dirty = false
-    /// When the last broadcast was taken (``takeBroadcast(at:)``).
+    /// When the last broadcast was taken (``claim(at:interval:)``).
     private(set) var lastBroadcastAt: Date?
-    /// A broadcast is scheduled: no other is needed for a new change.
-    var flushScheduled = false
     /// The arrival alert the next broadcast carries, once.
     var pendingAlert: LiveActivityAlert?
 
-    /// A board of `members`, with the arrivals and first posts already persisted.
-    public init(members: [LiveActivityMember], posted: [String: Date] = [:], arrived: Set<String> = []) {
+    /// A board of `members`, with the arrivals and first posts already persisted and the ETAs
+    /// known (`etas`: minutes and when, by user).
+    public init(
+        members: [LiveActivityMember],
+        posted: [String: Date] = [:],
+        arrived: Set<String> = [],
+        etas: [String: (minutes: Int, at: Date)] = [:]
+    ) {
         self.members = members.map { member in
-            BoardMember(
+            let eta = etas[member.userID]
+            let hasArrived = arrived.contains(member.userID) || eta?.minutes == 0
+            return BoardMember(
                 userID: member.userID,
                 name: member.name,
-                etaMinutes: arrived.contains(member.userID) ? 0 : nil,
-                arrived: arrived.contains(member.userID),
-                updatedAt: posted[member.userID]
+                etaMinutes: hasArrived ? 0 : eta?.minutes,
+                arrived: hasArrived,
+                updatedAt: eta?.at ?? posted[member.userID]
             )
         }
         var index: [String: Int] = [:]
@@ -86,28 +92,28 @@ public struct BoardState: Sendable {
     public var arrivedCount: Int { members.reduce(0) { $0 + ($1.arrived ? 1 : 0) } }
     public var allArrived: Bool { arrivedCount == members.count }
 
-    /// When the next broadcast may go for a change not broadcast yet: at once, or one interval
-    /// after the last; `nil` when there is nothing to broadcast or one is scheduled already.
-    /// Marks it scheduled.
-    mutating func scheduleBroadcast(now: Date, interval: TimeInterval) -> Date? {
-        guard dirty || pendingAlert != nil, !flushScheduled else { return nil }
-        flushScheduled = true
-        guard let last = lastBroadcastAt else { return now }
-        return max(now, last.addingTimeInterval(interval))
+    /// When a broadcast attempt should run for what waits: at once, or one interval after the
+    /// last broadcast.
+    func attemptAt(now: Date, interval: TimeInterval) -> Date {
+        lastBroadcastAt.map { max(now, $0.addingTimeInterval(interval)) } ?? now
     }
 
-    /// The board and alert a broadcast taken at `now` carries; the board is clean after it.
-    mutating func takeBroadcast(at now: Date) -> (board: APNSJSONValue, alert: LiveActivityAlert?) {
+    /// Takes the broadcast of what waits, when the interval since the last one passed: the board
+    /// is clean after it.
+    mutating func claim(at now: Date, interval: TimeInterval) -> BoardClaim {
+        guard dirty || pendingAlert != nil else { return .nothing }
+        if let last = lastBroadcastAt, now < last.addingTimeInterval(interval) {
+            return .later(last.addingTimeInterval(interval))
+        }
         defer {
             dirty = false
             pendingAlert = nil
-            flushScheduled = false
             lastBroadcastAt = now
         }
-        return (json, pendingAlert)
+        return .broadcast(board: json, alert: pendingAlert)
     }
 
-    /// A broadcast that failed: its change is still to be carried.
+    /// A broadcast that was not accepted: its change is still to be carried.
     mutating func broadcastFailed(alert: LiveActivityAlert?) {
         dirty = true
         if pendingAlert == nil { pendingAlert = alert }

@@ -24,6 +24,8 @@ struct BoardTests {
     struct Stack {
         let live: LiveActivityHarness
         let hub: BoardHub
+        /// A second instance's hub on the same database (shares the board on PostgreSQL).
+        let other: BoardHub
         let nudger: RecordingNudger
         let service: LiveActivityService
 
@@ -42,6 +44,7 @@ struct BoardTests {
         /// Runs the broadcasts due now and their send jobs.
         func flush() async throws {
             await hub.settle()
+            await other.settle()
             _ = try await live.worker.runDueJobs()
         }
     }
@@ -49,29 +52,31 @@ struct BoardTests {
     func withStack(_ backend: Backend, clock: ManualClock, _ body: (Stack) async throws -> Void) async throws {
         let attached = AttachedJobQueue()
         let nudger = RecordingNudger()
-        let built = Mutex<BoardHub?>(nil)
+        let built = Mutex<[BoardHub]>([])
         try await LiveActivityHarness.inMemory(
             backend,
             clock: clock,
             retryPolicy: .never,
             handlers: { jobs, handlers in
-                let hub = BoardHub(
-                    store: BoardStore(database: jobs.store.database),
-                    jobs: jobs,
-                    queue: attached,
-                    clock: clock,
-                    interval: 1,
-                    metrics: MetricsRegistry()
-                )
-                built.withLock { $0 = hub }
-                BoardJobs(hub: hub, nudger: nudger).register(on: &handlers)
+                let hubs = (0..<2).map { _ in
+                    BoardHub(
+                        store: BoardStore(database: jobs.store.database),
+                        jobs: jobs,
+                        queue: attached,
+                        clock: clock,
+                        interval: 1,
+                        metrics: MetricsRegistry()
+                    )
+                }
+                built.withLock { $0 = hubs }
+                BoardJobs(hub: hubs[0], nudger: nudger).register(on: &handlers)
             }
         ) { live in
             attached.attach(live.queue)
             var service = live.service
             service.creationHook = BoardCreationHook(store: BoardStore(database: live.store.database), clock: clock)
-            let hub = try #require(built.withLock { $0 })
-            try await body(Stack(live: live, hub: hub, nudger: nudger, service: service))
+            let hubs = built.withLock { $0 }
+            try await body(Stack(live: live, hub: hubs[0], other: hubs[1], nudger: nudger, service: service))
         }
     }
 
@@ -174,6 +179,42 @@ struct BoardTests {
             await #expect(throws: LiveActivityError.self) {
                 _ = try await stack.hub.post(5, to: activity.id, by: "ann", app: nil)
             }
+        }
+    }
+
+    @Test("two instances on one PostgreSQL: posts to either are in the next broadcast, one per interval overall")
+    func twoInstances() async throws {
+        let clock = ManualClock(t)
+        try await withStack(.postgres, clock: clock) { stack in
+            let activity = try await stack.board(
+                LiveActivityBoardOptions(arrivalAlert: LiveActivityAlert(title: "Meetup", body: "{name} has arrived"))
+            )
+            _ = try await stack.hub.post(20, to: activity.id, by: "ann", app: nil)
+            let seen = try await stack.other.post(30, to: activity.id, by: "bob", app: nil)
+            #expect(Self.eta(seen, "ann") == .integer(20), "each instance answers the shared board")
+            try await stack.flush()
+            #expect(stack.broadcasts.count == 1)
+            for second in 1...3 {
+                _ = try await stack.hub.post(20 - second, to: activity.id, by: "ann", app: nil)
+                _ = try await stack.other.post(30 - second, to: activity.id, by: "bob", app: nil)
+                try await stack.flush()
+                #expect(stack.broadcasts.count == second, "nothing before the interval passed")
+                clock.advance(1)
+                try await stack.flush()
+                #expect(stack.broadcasts.count == second + 1, "one broadcast per interval, from either instance")
+                let board = Self.board(try #require(stack.broadcasts.last))
+                #expect(Self.eta(board, "ann") == .integer(Int64(20 - second)))
+                #expect(Self.eta(board, "bob") == .integer(Int64(30 - second)))
+            }
+            // Both arrive on different instances: one alert, for the first.
+            clock.advance(1)
+            _ = try await stack.other.post(0, to: activity.id, by: "bob", app: nil)
+            _ = try await stack.hub.post(0, to: activity.id, by: "ann", app: nil)
+            clock.advance(1)
+            try await stack.flush()
+            let alerts = stack.broadcasts.compactMap { $0.payload?["aps"]?["alert"]?["body"] }
+            #expect(alerts == ["Bob has arrived"])
+            #expect(Self.board(try #require(stack.broadcasts.last))?["arrived"] == .integer(2))
         }
     }
 
