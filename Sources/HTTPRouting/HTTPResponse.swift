@@ -1,5 +1,5 @@
 public import Foundation
-import HeraldCore
+public import HeraldCore
 
 /// One HTTP response, body buffered.
 ///
@@ -81,6 +81,19 @@ public struct HTTPResponse: Sendable {
                 status: status,
                 headers: ["Content-Type": "application/json"],
                 body: Array(body)
+            )
+        } catch {
+            return .error(status: 500, code: "internal_error", message: "The response could not be encoded.")
+        }
+    }
+
+    /// `value` written by the one JSON grammar (`JSONValue`, keys sorted): no `Encoder` between.
+    public static func json(_ value: JSONValue, status: Int = 200) -> HTTPResponse {
+        do {
+            return HTTPResponse(
+                status: status,
+                headers: ["Content-Type": "application/json"],
+                body: try value.jsonBytes()
             )
         } catch {
             return .error(status: 500, code: "internal_error", message: "The response could not be encoded.")
