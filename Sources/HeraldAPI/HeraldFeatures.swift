@@ -5,6 +5,7 @@ public import HeraldCore
 public import HeraldFeature
 import LiveActivities
 import Notifications
+import Polls
 import Relay
 import Wake
 import Webhooks
@@ -25,6 +26,7 @@ public enum HeraldFeatures {
         Notifications.feature,
         Wake.feature,
         LiveActivities.feature,
+        Polls.feature,
         Relay.feature,
     ]
 

@@ -55,6 +55,8 @@ public enum LiveActivityEndReason: String, Sendable, Hashable, CaseIterable {
     case endAt = "end_at"
     /// Eight hours after its start: iOS ended it.
     case expired
+    /// The poll it shows became final (the Polls module).
+    case pollFinal = "poll_final"
 }
 
 /// Hears about activities that started, ended or failed, inside the transaction that changed
