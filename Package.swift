@@ -441,7 +441,7 @@ let package = Package(
             dependencies: [
                 "Polls", "LiveActivities", "Storage", "APNs", "HeraldCore", "DatabaseTestSupport", "HeraldCrypto",
                 "Jobs",
-                "APNsTestSupport", "APNsTransport",
+                "APNsTestSupport", "APNsTransport", "HeraldAPI", "Webhooks", "HeraldFeature",
             ],
             swiftSettings: swiftSettings
         ),
