@@ -441,7 +441,8 @@ let package = Package(
             dependencies: [
                 "Polls", "LiveActivities", "Storage", "APNs", "HeraldCore", "DatabaseTestSupport", "HeraldCrypto",
                 "Jobs",
-                "APNsTestSupport", "APNsTransport", "HeraldAPI", "Webhooks", "HeraldFeature",
+                "APNsTestSupport", "APNsTransport", "HeraldAPI", "Webhooks", "HeraldFeature", "HTTPRouting",
+                "ClientTokens",
             ],
             swiftSettings: swiftSettings
         ),
