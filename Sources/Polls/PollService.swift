@@ -145,11 +145,17 @@ public final class PollService: Sendable {
             }
         }
         let created = poll
-        try await store.database.transaction { tx in
-            try await self.store.insert(created, on: tx)
-            if let closesAt = created.closesAt {
-                _ = try await queue.enqueue(Self.job(PollJobKind.close, created.id, at: closesAt), on: tx)
+        do {
+            try await store.database.transaction { tx in
+                try await self.store.insert(created, on: tx)
+                if let closesAt = created.closesAt {
+                    _ = try await queue.enqueue(Self.job(PollJobKind.close, created.id, at: closesAt), on: tx)
+                }
             }
+        } catch {
+            // No poll: its activity, not started yet, is cancelled rather than left to run.
+            if let activity = created.liveActivityID { _ = try? await service.cancel(activity) }
+            throw error
         }
         queue.wake()
         return poll
@@ -290,11 +296,35 @@ public final class PollService: Sendable {
 
     // MARK: Broadcasting
 
-    /// The activity's content state with `poll`: the tally now.
+    /// The most bytes a broadcast content state may take: APNs takes 4 KB a payload, `aps` and
+    /// its other fields included.
+    static let maximumContentStateBytes = 3_584
+
+    /// The activity's content state with `poll`: the tally now. When the names of a large group
+    /// do not fit in a push, each option lists only its first names (its `count` stays whole).
     static func contentState(of poll: Poll) -> JSONValue {
-        var state = poll.contentState?.objectValue ?? [:]
-        state["poll"] = poll.tally.json
-        return .object(state)
+        let base = poll.contentState?.objectValue ?? [:]
+        let whole = poll.tally
+        func state(keeping kept: Int) -> JSONValue {
+            var tally = whole
+            for index in tally.options.indices {
+                tally.options[index].names = Array(whole.options[index].names.prefix(kept))
+            }
+            var state = base
+            state["poll"] = tally.json
+            return .object(state)
+        }
+        func fits(_ value: JSONValue) -> Bool {
+            ((try? value.encodedPayload().count) ?? .max) <= maximumContentStateBytes
+        }
+        // The most names per option that fit: a binary search, each step one encoding.
+        var (low, high) = (0, whole.options.map(\.names.count).max() ?? 0)
+        if fits(state(keeping: high)) { return state(keeping: high) }
+        while low < high - 1 {
+            let middle = (low + high) / 2
+            if fits(state(keeping: middle)) { low = middle } else { high = middle }
+        }
+        return state(keeping: low)
     }
 
     /// Sends the tally to the poll's activity. Best effort: a vote is recorded whether or not

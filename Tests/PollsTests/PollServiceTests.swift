@@ -1,3 +1,4 @@
+import APNs
 import APNsTestSupport
 import DatabaseTestSupport
 import Foundation
@@ -268,5 +269,43 @@ extension PollServiceTests {
             )
             #expect(members.isEmpty)
         }
+    }
+}
+
+extension PollServiceTests {
+    @Test("a large group's names are cut to what fits in a push; the counts stay whole")
+    func largeGroupFits() throws {
+        let members = (1...500).map {
+            PollMember(userID: "u\($0)", name: String(repeating: "n", count: 90), option: "a")
+        }
+        let poll = Poll(
+            id: UUID(),
+            app: "com.example.app",
+            environment: .production,
+            question: "q",
+            options: ["a", "b"],
+            members: members,
+            hostUserID: nil,
+            closesAt: nil,
+            liveActivityID: nil,
+            contentState: .object(["emoji": "🍝"]),
+            createdAt: t,
+            finalizedAt: nil
+        )
+        let state = PollService.contentState(of: poll)
+        #expect(try state.encodedPayload().count <= PollService.maximumContentStateBytes)
+        let tally = try #require(state.objectValue?["poll"]?.objectValue)
+        guard case .array(let options)? = tally["options"], case .array(let names)? = options.first?["names"] else {
+            Issue.record("no options in \(state)")
+            return
+        }
+        #expect(options.first?["count"] == 500)
+        #expect(!names.isEmpty && names.count < 500)
+        #expect(state.objectValue?["emoji"] == "🍝")
+
+        var small = poll
+        small.members = Array(members.prefix(3))
+        let whole = PollService.contentState(of: small)
+        #expect(whole.objectValue?["poll"] == small.tally.json, "a small group's names all fit")
     }
 }
