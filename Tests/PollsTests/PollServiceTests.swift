@@ -51,6 +51,10 @@ struct PollServiceTests {
             let activity = try #require(try await stack.activities.store.activity(activityID))
             #expect(activity.channelID != nil, "a channel of its own")
             #expect(activity.request.audience == .users(["u1", "u2", "u3"]))
+            #expect(
+                try await stack.activities.upcoming(userID: "u2", app: PollInstance.topic).map(\.id) == [activityID],
+                "a member's upcoming list shows the poll's activity"
+            )
 
             var voted = try await stack.polls.vote(poll.id, userID: "u1", app: nil, option: "accept")
             voted = try await stack.polls.vote(poll.id, userID: "u2", app: PollInstance.topic, option: "accept")
