@@ -346,8 +346,9 @@ public final class PollService: Sendable {
         }
     }
 
-    /// Ends the final poll's activity with the final tally (the `poll.end` job): once ended (or
-    /// never started) there is nothing more to do.
+    /// Ends the final poll's activity with the final tally (the `poll.end` job), or cancels it
+    /// when it has not started; one that is no longer running needs nothing. What cannot be done
+    /// yet (its push-to-starts being sent) throws, and the job tries again.
     func endActivity(_ id: UUID) async throws {
         guard let poll = try await store.poll(id), poll.isFinal, let activity = poll.liveActivityID else { return }
         let service = try liveActivities
@@ -358,8 +359,16 @@ public final class PollService: Sendable {
                 reason: .pollFinal
             )
         } catch let error as LiveActivityError where error.kind == .conflict || error.kind == .notFound {
-            // Not started yet: cancel its start; ended already: done.
-            _ = try? await service.cancel(activity)
+            switch try await service.store.activity(activity)?.state {
+            case .scheduled?:
+                // Not started yet: its start is cancelled. While its push-to-starts are being
+                // sent, that is a conflict too, and the job tries again once it is started.
+                _ = try await service.cancel(activity)
+            case .started?:
+                throw error  // started meanwhile: the next attempt ends it
+            case nil, .ended?, .cancelled?, .failed?, .expired?:
+                return  // gone, or not running any more: nothing to end
+            }
         }
     }
 

@@ -313,3 +313,28 @@ extension PollServiceTests {
         #expect(whole.objectValue?["poll"] == small.tally.json, "a small group's names all fit")
     }
 }
+
+extension PollServiceTests {
+    @Test("a poll final before its activity started leaves no activity running", arguments: Backend.allCases)
+    func finalBeforeStart(backend: Backend) async throws {
+        let clock = ManualClock(t)
+        try await withPolls(backend, clock: clock) { instances, _, _ in
+            let stack = instances[0]
+            try await stack.registerPushToStart(["u1", "u2"])
+            let poll = try await stack.polls.create(try PollInput.parseCreate(createBody(members: 2), now: t))
+            let activityID = try #require(poll.liveActivityID)
+            #expect(try await stack.activities.store.activity(activityID)?.state == .scheduled)
+            _ = try await stack.polls.finalize(poll.id, reason: .api)
+            // The start and the end may meet (the end then tries again after its backoff).
+            for _ in 0..<3 {
+                _ = try await stack.worker.runDueJobs()
+                clock.advance(600)
+            }
+            let state = try await stack.activities.store.activity(activityID)?.state
+            #expect(state == .ended || state == .cancelled, "ended, or cancelled before its start")
+            let ends = try await stack.queue.list(kind: PollJobKind.end)
+            #expect(ends.count == 1)
+            #expect(ends.allSatisfy { $0.status == .done })
+        }
+    }
+}
