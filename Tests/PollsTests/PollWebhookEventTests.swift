@@ -1,7 +1,9 @@
 import APNs
+import DatabaseTestSupport
 import Foundation
 import HeraldCore
 import HeraldFeature
+import Jobs
 import Storage
 import Testing
 
@@ -67,5 +69,24 @@ struct PollFeatureTests {
         try HeraldFeatures.assembly.validate()
         #expect(Polls.feature.migrations.allSatisfy { $0.module == "Polls" })
         #expect(Set(Polls.feature.jobKinds) == [PollJobKind.close, PollJobKind.end, PollJobKind.prune])
+    }
+
+    @Test("its jobs handle the kinds it declares, with the Live Activities retention read", arguments: ["7", "zero"])
+    func jobs(days: String) async throws {
+        try await withDatabase(.sqliteMemory) { db, _ in
+            var context = FeatureContext(
+                environment: ["HERALD_LIVE_ACTIVITY_RETENTION_DAYS": days],
+                logger: Logger(label: "test", level: .error)
+            )
+            context.provide(db as any Database)
+            if days == "zero" {
+                #expect(throws: (any Error).self, "a retention that is not a number stops start-up") {
+                    try Polls.feature.jobs(context)
+                }
+            } else {
+                let jobs = try Polls.feature.jobs(context)
+                #expect(Set(jobs.handlers.kinds) == Set(Polls.feature.jobKinds))
+            }
+        }
     }
 }
