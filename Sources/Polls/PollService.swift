@@ -329,9 +329,14 @@ public final class PollService: Sendable {
 
     /// Sends the tally to the poll's activity. Best effort: a vote is recorded whether or not
     /// its broadcast is (the next vote's, or the final end, carries the whole tally).
-    private func broadcast(_ poll: Poll) async {
-        guard let activity = poll.liveActivityID, let service = try? liveActivities else { return }
+    ///
+    /// The tally is read again just before it is handed over, so that of votes committed at the
+    /// same moment the broadcast accepted last shows them all; a final poll is left to its end.
+    private func broadcast(_ voted: Poll) async {
+        guard voted.liveActivityID != nil, let service = try? liveActivities else { return }
         do {
+            guard let poll = try await store.poll(voted.id), !poll.isFinal, let activity = poll.liveActivityID
+            else { return }
             _ = try await service.update(
                 activity,
                 LiveActivityUpdate(event: .update, contentState: Self.contentState(of: poll))
@@ -340,7 +345,7 @@ public final class PollService: Sendable {
             logger.info(
                 "a poll's tally was not broadcast",
                 metadata: [
-                    "poll_id": .string(RequestIdentifier.lowercaseString(poll.id)), "error": .string("\(error)"),
+                    "poll_id": .string(RequestIdentifier.lowercaseString(voted.id)), "error": .string("\(error)"),
                 ]
             )
         }

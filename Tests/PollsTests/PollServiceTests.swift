@@ -89,6 +89,10 @@ struct PollServiceTests {
             #expect(finals.count == 1, "the end carries the final tally")
             #expect(finals.first?["voted"] == JSONValue.integer(3))
             #expect(Self.events(apns).filter { $0 == "end" }.count == 1)
+            #expect(
+                Self.broadcastPolls(apns).contains { $0["final"] == JSONValue.bool(false) && $0["voted"] == 2 },
+                "a vote's tally is broadcast"
+            )
         }
     }
 
