@@ -169,6 +169,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Polls: shared Live Activities on a group's Lock Screens, with votes and one final result.
+        .target(
+            name: "Polls",
+            dependencies: [
+                "LiveActivities", "Jobs", "HeraldFeature", "HeraldCore", "Storage", "APNs", "HTTPRouting",
+                "ClientTokens",
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Outbound events to the app's backend: the webhooks, their outbox and signed delivery.
         .target(
             name: "Webhooks",
@@ -220,7 +229,7 @@ let package = Package(
                 "APNsTransport", "Devices",
                 "ClientTokens",
                 "Webhooks",
-                "Wake", "LiveActivities", "Boards", "CloudKit", "Relay",
+                "Wake", "LiveActivities", "Boards", "CloudKit", "Relay", "Polls",
             ],
             swiftSettings: swiftSettings
         ),
@@ -432,6 +441,16 @@ let package = Package(
                 "LiveActivities", "Boards", "Storage", "APNs", "APNsTransport", "HeraldCore", "DatabaseTestSupport",
                 "APNsSimulator", "Devices",
                 "HeraldCrypto", "Jobs", "Notifications", "APNsTestSupport",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PollsTests",
+            dependencies: [
+                "Polls", "LiveActivities", "Storage", "APNs", "HeraldCore", "DatabaseTestSupport", "HeraldCrypto",
+                "Jobs",
+                "APNsTestSupport", "APNsTransport", "HeraldAPI", "Webhooks", "HeraldFeature", "HTTPRouting",
+                "ClientTokens",
             ],
             swiftSettings: swiftSettings
         ),

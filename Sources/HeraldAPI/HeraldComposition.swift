@@ -9,6 +9,7 @@ import HeraldFeature
 public import Jobs
 import LiveActivities
 import Notifications
+import Polls
 public import Storage
 public import Webhooks
 
@@ -134,6 +135,7 @@ public struct HeraldComposition: Sendable {
         features.provide(webhookEvents as any NotificationFinishObserver)
         // Live Activities that start, end or fail are live_activity.* webhook events.
         features.provide(WebhookLiveActivityEvents(webhooks: webhookEvents) as any LiveActivityEvents)
+        features.provide(WebhookPollEvents(webhooks: webhookEvents) as any PollEvents)
         features.provide(DeviceService(store: devices, apps: inputs.clients.apps))
         features.provide(webhookStore)
         features.provide(inputs.webhooks)

@@ -6,6 +6,7 @@ public import HeraldCore
 public import HeraldFeature
 import LiveActivities
 import Notifications
+import Polls
 import Relay
 import Wake
 import Webhooks
@@ -27,6 +28,7 @@ public enum HeraldFeatures {
         Wake.feature,
         LiveActivities.feature,
         Boards.feature,
+        Polls.feature,
         Relay.feature,
     ]
 

@@ -58,6 +58,8 @@ public enum LiveActivityEndReason: String, Sendable, Hashable, CaseIterable {
     case expired
     /// A board's members all arrived, and its `end_when_all_arrived` passed.
     case allArrived = "all_arrived"
+    /// The poll it shows became final (the Polls module).
+    case pollFinal = "poll_final"
 }
 
 /// Hears about each activity created, inside the creating transaction: what it writes (a board's

@@ -9,6 +9,7 @@ public enum WebhookJSONValue: Sendable {
     case date(Date)
     case null
     case object([(String, WebhookJSONValue)])
+    case array([WebhookJSONValue])
 
     func write(to out: inout String) {
         switch self {
@@ -24,6 +25,13 @@ public enum WebhookJSONValue: Sendable {
                 value.write(to: &out)
             }
             out += "}"
+        case .array(let items):
+            out += "["
+            for (index, item) in items.enumerated() {
+                if index > 0 { out += "," }
+                item.write(to: &out)
+            }
+            out += "]"
         }
     }
 }

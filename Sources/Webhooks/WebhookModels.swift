@@ -10,10 +10,12 @@ public enum WebhookEventType: String, Sendable, Hashable, CaseIterable, Codable 
     case notificationFinished = "notification.finished"
     /// A Live Activity started: APNs took its push-to-start, or the app starts it (at its creation).
     case liveActivityStarted = "live_activity.started"
-    /// A Live Activity ended, with the reason (`api`, `end_at`, `expired`).
+    /// A Live Activity ended, with the reason (`api`, `end_at`, `expired`, `poll_final`).
     case liveActivityEnded = "live_activity.ended"
     /// A Live Activity failed to start, with the reason.
     case liveActivityFailed = "live_activity.failed"
+    /// A poll became final, with its result and the names per option.
+    case pollFinalized = "poll.finalized"
 
     /// The accepted names, for messages: `device.invalidated, device.reassigned, notification.finished, …`.
     public static var names: String { allCases.map(\.rawValue).joined(separator: ", ") }

@@ -1,0 +1,97 @@
+import ClientTokens
+import Foundation
+import HTTPRouting
+import HeraldCore
+public import HeraldFeature
+
+/// The Polls routes:
+///
+/// - `POST /v1/polls` (API key) → 201 with the poll; `live_activity` starts its activity.
+/// - `GET /v1/polls?limit=&cursor=` (API key) → newest first, `{"polls", "next_cursor"}`.
+/// - `GET /v1/polls/{id}` (API key) → the poll with its tally and names.
+/// - `POST /v1/polls/{id}/finalize` (API key) → 200 with the final poll; 409 `poll_final`.
+/// - `POST /v1/client/polls/{id}/votes` (a member's client token) `{"option"}` → 200 with the
+///   tally; 409 `poll_final`; 404 for a non-member or another app's poll, as for an unknown id.
+/// - `GET /v1/client/polls/{id}` (a member's client token) → the tally, `ETag`, 304.
+/// - `POST /v1/client/polls/{id}/finalize` (the host's client token) → 200 with the tally. A
+///   route takes one kind of credential, so the host's finalize has its own path.
+public struct PollRoutes: Sendable {
+    public let service: PollService
+
+    public init(service: PollService) {
+        self.service = service
+    }
+
+    public var routes: [FeatureRoute] {
+        let service = service
+        var polls = RouteGroup("/v1/polls", authentication: .apiKey, maxBodySize: PollLimits.maximumBodyBytes)
+        polls.post("", maxBodySize: PollLimits.maximumCreateBodyBytes) { request in
+            let poll = try await service.create(try PollInput.parseCreate(request.body, now: service.now()))
+            return .json(PollBody(poll: poll), status: 201)
+        }
+        polls.get("", query: ["limit", "cursor"]) { request in
+            var limit = 50
+            if let text = request.queryValue("limit") {
+                guard let value = Int(text), PollLimits.listLimit.contains(value) else {
+                    throw PollError.invalid("invalid_limit", "limit must be an integer from 1 to 100", field: "limit")
+                }
+                limit = value
+            }
+            let cursor = request.queryValue("cursor")
+            if let cursor {
+                let parts = cursor.split(separator: ":", maxSplits: 1)
+                guard cursor.utf8.count <= 128, parts.count == 2, Int64(parts[0]) != nil else {
+                    throw PollError.invalid(
+                        "invalid_cursor",
+                        "cursor must be the next_cursor of a previous page",
+                        field: "cursor"
+                    )
+                }
+            }
+            let page = try await service.list(limit: limit, cursor: cursor)
+            return .json(PollListBody(polls: page.items.map { PollBody(poll: $0) }, nextCursor: page.next))
+        }
+        polls.get("/{id}") { request in
+            .json(PollBody(poll: try await service.read(try Self.id(request))))
+        }
+        polls.post("/{id}/finalize") { request in
+            try PollInput.parseFinalize(request.body)
+            return .json(PollBody(poll: try await service.finalize(try Self.id(request), reason: .api)))
+        }
+        var client = RouteGroup(
+            "/v1/client/polls",
+            authentication: .clientToken,
+            maxBodySize: PollLimits.maximumBodyBytes
+        )
+        client.post("/{id}/votes") { request in
+            let claims = try request.clientClaims()
+            let id = try Self.id(request)
+            let option = try PollInput.parseVote(request.body)
+            let poll = try await service.vote(id, userID: claims.subject, app: claims.app, option: option)
+            return .json(PollTallyBody(poll: poll, userID: claims.subject))
+        }
+        client.get("/{id}") { request in
+            let claims = try request.clientClaims()
+            let poll = try await service.read(try Self.id(request), userID: claims.subject, app: claims.app)
+            return HTTPResponse.json(PollTallyBody(poll: poll, userID: claims.subject)).conditional(on: request)
+        }
+        client.post("/{id}/finalize") { request in
+            let claims = try request.clientClaims()
+            try PollInput.parseFinalize(request.body)
+            let poll = try await service.finalize(
+                try Self.id(request),
+                reason: .host,
+                hostUserID: claims.subject,
+                app: claims.app
+            )
+            return .json(PollTallyBody(poll: poll, userID: claims.subject))
+        }
+        return polls.routes + client.routes
+    }
+
+    /// The path's poll id (404 when it is not a UUID: no poll can have it).
+    static func id(_ request: HTTPRequest) throws(PollError) -> UUID {
+        guard let id = RequestIdentifier.uuid(request.parameters["id"] ?? "") else { throw .notFound }
+        return id
+    }
+}
