@@ -25,7 +25,7 @@ start_throwaway_postgres() {
       2>/dev/null || echo $((20000 + RANDOM % 30000)))
     if "${throwaway_as_pg[@]}" "$throwaway_pg_bin/pg_ctl" -D "$throwaway_pg_dir/data" \
         -l "$throwaway_pg_dir/server.log" -w -t 30 \
-        -o "-p $port -k $throwaway_pg_dir -c listen_addresses=127.0.0.1 -c fsync=${PG_FSYNC:-off} -c max_connections=200" \
+        -o "-p $port -k $throwaway_pg_dir -c listen_addresses=127.0.0.1 -c fsync=${PG_FSYNC:-off} -c max_connections=500" \
         start >/dev/null; then
       started=1
       break

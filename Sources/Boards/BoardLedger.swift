@@ -67,11 +67,11 @@ final class MemoryBoardLedger: BoardLedger {
 
     private func withState<T>(_ board: BoardInfo, _ body: (inout BoardState) -> T) -> T {
         boards.withLock { boards in
-            var state =
-                boards[board.id]
-                ?? BoardState(members: board.members, posted: board.posted, arrived: board.arrived)
-            defer { boards[board.id] = state }
-            return body(&state)
+            if boards[board.id] == nil {
+                boards[board.id] = BoardState(members: board.members, posted: board.posted, arrived: board.arrived)
+            }
+            // In place: a copy out and back would copy the members on every post.
+            return body(&boards[board.id]!)
         }
     }
 

@@ -282,8 +282,9 @@ struct NotificationSendInMemoryTests {
             await #expect(throws: NotificationSender.ClaimLost.self) {
                 try await sender.send(created.id, isLastAttempt: false, owner: "first")
             }
+            // The first write may start before every slot was used: at most the slots' pushes.
             #expect(
-                harness.apns.requests.count == maximumInFlight,
+                (1...maximumInFlight).contains(harness.apns.requests.count),
                 "nothing is sent after the pushes in flight when the claim was lost"
             )
             let owner = try await harness.database.queryFirst(
