@@ -92,7 +92,9 @@ echo "board: posting for $duration" >&2
 broadcasts_before=$(metric herald_board_broadcasts_total); broadcasts_before=${broadcasts_before:-0}
 bytes_before=$(write_bytes)
 start=$(date +%s.%N)
+[ -n "${PERF_OUT:-}" ] && { perf record -g -F 999 -p "$serve_pid" -o "$PERF_OUT" >/dev/null 2>&1 & perf_pid=$!; }
 wrk -t2 -c"$connections" -d"$duration" --latency -s "$work/posts.lua" "http://127.0.0.1:$api_port" >"$work/posts.out"
+[ -n "${perf_pid:-}" ] && { kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true; }
 elapsed=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN {print e - s}')
 bytes_after=$(write_bytes)
 broadcasts_after=$(metric herald_board_broadcasts_total)

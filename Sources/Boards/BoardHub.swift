@@ -60,8 +60,8 @@ public final class BoardHub: Sendable {
         self.logger = logger
     }
 
-    /// Merges `userID`'s ETA into the board of activity `id` and returns the merged board. A
-    /// change is broadcast at once, or one interval after the previous broadcast.
+    /// Merges `userID`'s ETA into the board of activity `id` and returns the merged board, as
+    /// JSON text (``BoardState/jsonBytes()``). A change is broadcast at once, or one interval after the previous broadcast.
     ///
     /// - Parameter permitted: the client token's `app` claim, if any.
     /// - Throws: ``LiveActivityError`` not found for an unknown activity, one without a board, of
@@ -72,9 +72,7 @@ public final class BoardHub: Sendable {
         to id: UUID,
         by userID: String,
         app permitted: String?
-    ) async throws
-        -> APNSJSONValue
-    {
+    ) async throws -> [UInt8] {
         let board = try await load(id)
         guard permitted == nil || permitted == board.activity.app,
             board.members.contains(where: { $0.userID == userID })

@@ -18,8 +18,8 @@ enum BoardClaim: Sendable {
 /// What a post did to the ledger.
 struct BoardLedgerPost: Sendable {
     var outcome: BoardState.PostOutcome
-    /// The merged board.
-    var board: APNSJSONValue
+    /// The merged board, as JSON text (``BoardState/jsonBytes()``).
+    var board: [UInt8]
     /// When to attempt the broadcast of the change; `nil` when nothing changed.
     var attemptAt: Date?
 }
@@ -88,7 +88,7 @@ final class MemoryBoardLedger: BoardLedger {
             let outcome = state.post(etaMinutes, by: userID, at: now)
             var attempt: Date?
             if case .changed = outcome { attempt = state.attemptAt(now: now, interval: interval) }
-            return BoardLedgerPost(outcome: outcome, board: state.json, attemptAt: attempt)
+            return BoardLedgerPost(outcome: outcome, board: state.jsonBytes(), attemptAt: attempt)
         }
     }
 
@@ -159,7 +159,7 @@ struct SharedBoardLedger: BoardLedger {
         } else {
             outcome = .unchanged(firstPost: false)
         }
-        return BoardLedgerPost(outcome: outcome, board: try await view(board).json, attemptAt: attempt)
+        return BoardLedgerPost(outcome: outcome, board: try await view(board).jsonBytes(), attemptAt: attempt)
     }
 
     func queueAlert(

@@ -32,7 +32,7 @@ public struct BoardRoutes: Sendable {
             }
             let eta = try Self.parse(request.body)
             let board = try await hub.post(eta, to: id, by: claims.subject, app: claims.app)
-            return .json(board)
+            return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: board)
         }
         return client.routes
     }

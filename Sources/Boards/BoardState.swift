@@ -122,20 +122,39 @@ public struct BoardState: Sendable {
     /// The board as the content state's `"board"` and the client's answer show it: `{"members":
     /// [{"user_id", "name", "eta_minutes", "arrived", "updated_at"}], "arrived": n, "total": m}`.
     public var json: APNSJSONValue {
-        .object([
-            "members": .array(
-                members.map { member in
-                    .object([
-                        "user_id": .string(member.userID),
-                        "name": .string(member.name),
-                        "eta_minutes": member.etaMinutes.map { .integer(Int64($0)) } ?? .null,
-                        "arrived": .bool(member.arrived),
-                        "updated_at": member.updatedAt.map { .integer(Int64($0.timeIntervalSince1970)) } ?? .null,
-                    ])
-                }
-            ),
-            "arrived": .integer(Int64(arrivedCount)),
-            "total": .integer(Int64(members.count)),
-        ])
+        // Read back from the one writer below (a broadcast at most once a second needs the tree).
+        (try? JSONValue.parse(jsonBytes(), maximumDepth: 4)) ?? .null
+    }
+
+    /// The board as JSON text, keys in the order `JSONValue` writes them (sorted), written
+    /// directly: the answer to every post, so no tree of values is built for it.
+    public func jsonBytes() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + members.count * 96)
+        func append(_ text: StaticString) {
+            text.withUTF8Buffer { out.append(contentsOf: $0) }
+        }
+        func append(_ number: Int64) { out.append(contentsOf: String(number).utf8) }
+        append(#"{"arrived":"#)
+        append(Int64(arrivedCount))
+        append(#","members":["#)
+        for (position, member) in members.enumerated() {
+            if position > 0 { append(",") }
+            append(#"{"arrived":"#)
+            append(member.arrived ? "true" : "false")
+            append(#","eta_minutes":"#)
+            if let eta = member.etaMinutes { append(Int64(eta)) } else { append("null") }
+            append(#","name":"#)
+            JSONText.append(quoted: member.name, to: &out)
+            append(#","updated_at":"#)
+            if let updated = member.updatedAt { append(Int64(updated.timeIntervalSince1970)) } else { append("null") }
+            append(#","user_id":"#)
+            JSONText.append(quoted: member.userID, to: &out)
+            append("}")
+        }
+        append(#"],"total":"#)
+        append(Int64(members.count))
+        append("}")
+        return out
     }
 }

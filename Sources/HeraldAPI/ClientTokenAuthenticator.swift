@@ -83,8 +83,13 @@ public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
         guard let header = request.headers["Authorization"] else { return nil }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : token
+        // Spaces and tabs around it, trimmed on the UTF-8 view (Foundation's trimming bridges
+        // through NSString on every request).
+        let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+        let utf8 = parts[1].utf8
+        guard let first = utf8.firstIndex(where: { !isBlank($0) }), let last = utf8.lastIndex(where: { !isBlank($0) })
+        else { return nil }
+        return String(parts[1][first...last])
     }
 
     public var description: String { "ClientTokenAuthenticator(\(verifier.configuration))" }

@@ -31,6 +31,12 @@ struct BoardTests {
 
         var broadcasts: [RecordedAPNSRequest] { live.apns.requests.filter { $0.path.hasPrefix("/4/broadcasts/") } }
 
+        /// The broadcast with the latest timestamp: send jobs run concurrently, so the last sent
+        /// need not be the last accepted.
+        var latest: RecordedAPNSRequest? {
+            broadcasts.max { BoardTests.timestamp($0) < BoardTests.timestamp($1) }
+        }
+
         /// Creates a started board (the app starts it) for the three members.
         func board(_ options: LiveActivityBoardOptions) async throws -> LiveActivity {
             var request = LiveActivityHarness.request(channel: .create(storagePolicy: 0))
@@ -80,6 +86,11 @@ struct BoardTests {
         }
     }
 
+    static func timestamp(_ request: RecordedAPNSRequest) -> Int64 {
+        guard case .integer(let value)? = request.payload?["aps"]?["timestamp"] else { return 0 }
+        return value
+    }
+
     static func board(_ request: RecordedAPNSRequest) -> JSONValue? {
         request.payload?["aps"]?["content-state"]?["board"]
     }
@@ -97,7 +108,7 @@ struct BoardTests {
         let clock = ManualClock(t)
         try await withStack(backend, clock: clock) { stack in
             let activity = try await stack.board(LiveActivityBoardOptions())
-            let first = try await stack.hub.post(20, to: activity.id, by: "ann", app: nil)
+            let first = try JSONValue.parse(try await stack.hub.post(20, to: activity.id, by: "ann", app: nil))
             #expect(first["arrived"] == .integer(0))
             #expect(first["total"] == .integer(3))
             #expect(Self.eta(first, "ann") == .integer(20))
@@ -113,12 +124,12 @@ struct BoardTests {
             clock.advance(1)
             try await stack.flush()
             #expect(stack.broadcasts.count == 2, "one broadcast for four posts")
-            let latest = Self.board(try #require(stack.broadcasts.last))
+            let latest = Self.board(try #require(stack.latest))
             #expect(Self.eta(latest, "ann") == .integer(15))
             #expect(Self.eta(latest, "bob") == .integer(25))
             #expect(Self.eta(latest, "cat") == .null)
             #expect(
-                stack.broadcasts.last?.payload?["aps"]?["content-state"]?["step"] == .integer(1),
+                stack.latest?.payload?["aps"]?["content-state"]?["step"] == .integer(1),
                 "the activity's own content state stays"
             )
 
@@ -151,7 +162,7 @@ struct BoardTests {
             )
             _ = try await stack.hub.post(0, to: activity.id, by: "bob", app: nil)
             try await stack.flush()
-            let alerted = try #require(stack.broadcasts.last)
+            let alerted = try #require(stack.latest)
             #expect(alerted.payload?["aps"]?["alert"]?["body"] == "Bob has arrived")
             #expect(Self.board(alerted)?["arrived"] == .integer(1))
 
@@ -162,7 +173,7 @@ struct BoardTests {
             }
             #expect(stack.broadcasts.count == 3)
             #expect(stack.broadcasts.dropFirst().allSatisfy { $0.payload?["aps"]?["alert"] == nil }, "one alert")
-            #expect(Self.board(try #require(stack.broadcasts.last))?["arrived"] == .integer(3))
+            #expect(Self.board(try #require(stack.latest))?["arrived"] == .integer(3))
             // An arrival is final: an ETA after it changes nothing.
             _ = try await stack.hub.post(10, to: activity.id, by: "ann", app: nil)
             #expect(try await stack.live.store.activity(activity.id)?.state == .started)
@@ -175,7 +186,7 @@ struct BoardTests {
             #expect(try await stack.live.store.activity(activity.id)?.state == .ended)
             let ends = stack.live.events.all.filter { $0.kind == .ended(.allArrived) }
             #expect(ends.count == 1)
-            #expect(stack.broadcasts.last?.payload?["aps"]?["event"] == "end")
+            #expect(stack.latest?.payload?["aps"]?["event"] == "end")
             await #expect(throws: LiveActivityError.self) {
                 _ = try await stack.hub.post(5, to: activity.id, by: "ann", app: nil)
             }
@@ -190,7 +201,7 @@ struct BoardTests {
                 LiveActivityBoardOptions(arrivalAlert: LiveActivityAlert(title: "Meetup", body: "{name} has arrived"))
             )
             _ = try await stack.hub.post(20, to: activity.id, by: "ann", app: nil)
-            let seen = try await stack.other.post(30, to: activity.id, by: "bob", app: nil)
+            let seen = try JSONValue.parse(try await stack.other.post(30, to: activity.id, by: "bob", app: nil))
             #expect(Self.eta(seen, "ann") == .integer(20), "each instance answers the shared board")
             try await stack.flush()
             #expect(stack.broadcasts.count == 1)
@@ -202,7 +213,7 @@ struct BoardTests {
                 clock.advance(1)
                 try await stack.flush()
                 #expect(stack.broadcasts.count == second + 1, "one broadcast per interval, from either instance")
-                let board = Self.board(try #require(stack.broadcasts.last))
+                let board = Self.board(try #require(stack.latest))
                 #expect(Self.eta(board, "ann") == .integer(Int64(20 - second)))
                 #expect(Self.eta(board, "bob") == .integer(Int64(30 - second)))
             }
@@ -214,7 +225,7 @@ struct BoardTests {
             try await stack.flush()
             let alerts = stack.broadcasts.compactMap { $0.payload?["aps"]?["alert"]?["body"] }
             #expect(alerts == ["Bob has arrived"])
-            #expect(Self.board(try #require(stack.broadcasts.last))?["arrived"] == .integer(2))
+            #expect(Self.board(try #require(stack.latest))?["arrived"] == .integer(2))
         }
     }
 
@@ -263,6 +274,24 @@ struct BoardTests {
             }
             #expect(stack.broadcasts.isEmpty)
         }
+    }
+
+    @Test("the answer's JSON text is the board as JSONValue reads it, names escaped")
+    func written() throws {
+        var state = BoardState(members: [
+            LiveActivityMember(userID: "u\"1", name: "Ann \"A\" Ünal\n"), LiveActivityMember(userID: "u2", name: "Bo"),
+        ])
+        _ = state.post(0, by: "u\"1", at: t)
+        let read = try JSONValue.parse(state.jsonBytes())
+        guard case .array(let members)? = read["members"], members.count == 2 else {
+            Issue.record("no members in \(read)")
+            return
+        }
+        #expect(members[0]["name"] == .string("Ann \"A\" Ünal\n"))
+        #expect(members[0]["updated_at"] == .integer(Int64(t.timeIntervalSince1970)))
+        #expect(members[1]["eta_minutes"] == .null)
+        #expect(read["arrived"] == .integer(1))
+        #expect(try read.jsonBytes() == state.jsonBytes(), "the same text JSONValue writes")
     }
 
     @Test("a large board is cut to fit a push: arrived first, then the nearest, with shown")
