@@ -3,6 +3,7 @@ import Foundation
 public import HTTPRouting
 public import HeraldCore
 import HeraldFeature
+import Synchronization
 
 /// Checks the client token of requests under `/v1/client` (and only there: API keys are not
 /// accepted there, and client tokens nowhere else).
@@ -17,6 +18,8 @@ public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
     public let limiter: ClientRateLimiter?
     private let clock: any HeraldClock
     private let rejections: Counter
+    /// Tokens verified lately: an app sends the same token with every request.
+    private let verified = VerifiedTokens()
 
     /// The path prefix the authenticator guards.
     public static let prefix = "/v1/client"
@@ -54,7 +57,11 @@ public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
                 }
                 throw ClientTokenError(.missing, "send the client token as Authorization: Bearer <client token>")
             }
-            return try verifier.verify(token, now: clock.now())
+            let now = clock.now()
+            if let claims = verified.claims(of: token, at: now) { return claims }
+            let claims = try verifier.verify(token, now: now)
+            verified.remember(token, claims, at: now)
+            return claims
         } catch {
             rejections.increment(labels: [("reason", error.reason.rawValue)])
             throw error.httpError
@@ -93,4 +100,36 @@ public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
     }
 
     public var description: String { "ClientTokenAuthenticator(\(verifier.configuration))" }
+}
+
+/// The claims of tokens verified in the last minute, by the token's exact text: the same bytes
+/// carry the same signature, so a token seen again is not checked again until a minute passed or
+/// its `exp` came, whichever is first (then the verifier decides again, with its clock skew). At
+/// most ``capacity`` tokens; when full, it starts over. A refused token is never remembered.
+final class VerifiedTokens: Sendable {
+    static let capacity = 4_096
+    static let lifetime: TimeInterval = 60
+
+    private let entries = Mutex<[String: (claims: ClientTokenClaims, until: Date)]>([:])
+
+    func claims(of token: String, at now: Date) -> ClientTokenClaims? {
+        entries.withLock { entries in
+            guard let entry = entries[token] else { return nil }
+            guard now < entry.until else {
+                entries[token] = nil
+                return nil
+            }
+            return entry.claims
+        }
+    }
+
+    func remember(_ token: String, _ claims: ClientTokenClaims, at now: Date) {
+        // Not valid yet at some later time it would be read: only tokens valid from now on.
+        if let notBefore = claims.notBefore, notBefore > now { return }
+        let until = min(claims.expiresAt, now.addingTimeInterval(Self.lifetime))
+        entries.withLock { entries in
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries[token] = (claims, until)
+        }
+    }
 }

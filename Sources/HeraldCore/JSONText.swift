@@ -14,6 +14,13 @@ public enum JSONText {
 
     /// Appends `value` as a JSON string literal, quotes included, to `out`.
     public static func append(quoted value: String, to out: inout [UInt8]) {
+        // Most strings need no escape: their bytes go as they are, with no buffer between.
+        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: value.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         let size = quotedCount(value)
         out.append(
             contentsOf: [UInt8](unsafeUninitializedCapacity: size) { buffer, written in

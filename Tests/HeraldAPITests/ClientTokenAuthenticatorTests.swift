@@ -29,6 +29,25 @@ import Testing
         return HTTPRequest(method: "GET", path: "/v1/client/devices", headers: headers)
     }
 
+    @Test func aTokenSeenAgainStillExpiresAndAnotherTokenIsCheckedAfresh() throws {
+        let clock = ManualClock(Self.issued)
+        let authenticator = ClientTokenAuthenticator(
+            ClientTokenConfiguration(secret: Self.secret),
+            clock: clock,
+            metrics: MetricsRegistry()
+        )
+        let token = try Self.token(lifetime: 90)
+        for _ in 0..<3 { #expect(try authenticator.verify(Self.request("Bearer \(token)")).subject == "u1") }
+        // One byte changed: not the token remembered, and its signature no longer holds.
+        let forged = String(token.dropLast(2)) + (token.hasSuffix("AA") ? "BB" : "AA")
+        #expect(refusal(authenticator, Self.request("Bearer \(forged)")).errorCode == "bad_signature")
+        clock.advance(61)
+        #expect(try authenticator.verify(Self.request("Bearer \(token)")).subject == "u1", "checked again")
+        // Past exp and the clock skew allowed after it (60 s), remembered a moment ago or not.
+        clock.advance(90)
+        #expect(refusal(authenticator, Self.request("Bearer \(token)")).errorCode == "expired")
+    }
+
     @Test func acceptsAValidTokenAndRefusesEachProblemWithItsReason() throws {
         let metrics = MetricsRegistry()
         let clock = ManualClock(Self.issued)
