@@ -9,7 +9,9 @@
 # broadcasts per board per second (on average, and of the busiest board), and what
 # herald wrote to files during the timed posts (/proc/PID/io write_bytes: the bytes the process
 # caused to be written to storage, counted when it dirties a page; no sockets, and the log is at
-# `warning`) next to the broadcasts made meanwhile. Loopback only; every wrk run is bounded by -d.
+# `warning`) next to the broadcasts made meanwhile; then, as a control, CONTROL (default 10s) of
+# posts that change nothing: no broadcast, and what herald wrote. Loopback only; every wrk run is
+# bounded by -d.
 #   BOARDS=100 MEMBERS=20 DURATION=60s HERALD=.build/release/herald Benchmarks/board.sh
 # Target: posts per second at least 0.5 of /healthz's; never more than one broadcast per board per
 # second; no storage writes that grow with the posts.
@@ -101,6 +103,21 @@ broadcasts_after=$(metric herald_board_broadcasts_total)
 end=$(date +%s.%N)
 grep -E 'posts:|Requests/sec|Non-2xx' "$work/posts.out" >&2 || true
 
+# The control: the same posts for CONTROL (default 10s), each member sending the ETA it already
+# has (61): nothing changes, so nothing is broadcast, and herald writes nothing.
+sed 's/math.random(1, 60)/61/' "$work/posts.lua" >"$work/same.lua"
+# First every member back to 61 (a change, broadcast), then the broadcasts and their send jobs
+# finish, then the measured control.
+wrk -t2 -c"$connections" -d2s -s "$work/same.lua" "http://127.0.0.1:$api_port" >/dev/null
+sleep 3
+control_bytes_before=$(write_bytes)
+control_broadcasts_before=$(metric herald_board_broadcasts_total)
+wrk -t2 -c"$connections" -d"${CONTROL:-10s}" -s "$work/same.lua" "http://127.0.0.1:$api_port" >"$work/same.out"
+control_bytes=$(($(write_bytes) - control_bytes_before))
+control_broadcasts=$(awk -v a="$(metric herald_board_broadcasts_total)" -v b="$control_broadcasts_before" \
+  'BEGIN {printf "%d", a - b}')
+control_posts=$(awk '/requests in/ {print $1}' "$work/same.out")
+
 echo "board: /healthz for $duration, the same wrk" >&2
 wrk -t2 -c"$connections" -d"$duration" --latency "http://127.0.0.1:$api_port/healthz" >"$work/healthz.out"
 
@@ -131,3 +148,4 @@ awk -v pr="$posts_rate" -v hr="$healthz_rate" -v p50="$(latency "$work/posts.out
     printf "bench-board: storage_write_bytes=%d (%.0f per broadcast, %.2f per post of %.0f)\n", wb,
       (bc ? wb / bc : 0), wb / (pr * t), pr * t
   }'
+echo "bench-board: control (unchanged ETAs): posts=$control_posts broadcasts=$control_broadcasts storage_write_bytes=$control_bytes"
