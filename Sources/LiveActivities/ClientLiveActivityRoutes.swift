@@ -20,12 +20,16 @@ public import HeraldFeature
 ///   instance or delivery), `ETag`, 304 on `If-None-Match`; 404 for an unknown id and, alike,
 ///   for an activity the user is not a user of.
 /// - `GET /v1/client/upcoming` → 200 `{"live_activities": [...]}`: the user's scheduled and
-///   started activities, running ones first, then by start time, at most 50; `ETag`, 304.
+///   started activities, running ones first, then by start time, at most 50; with polls composed,
+///   `"polls"`: the user's open polls, soonest closing first; `ETag`, 304.
 public struct ClientLiveActivityRoutes: Sendable {
     public let service: LiveActivityService
+    /// What `GET /v1/client/upcoming` lists beside the activities (open polls), if anything.
+    public let upcomingSource: (any ClientUpcomingSource)?
 
-    public init(service: LiveActivityService) {
+    public init(service: LiveActivityService, upcoming: (any ClientUpcomingSource)? = nil) {
         self.service = service
+        self.upcomingSource = upcoming
     }
 
     /// The routes, behind a client token checked on the headers, before any body is read.
@@ -53,7 +57,11 @@ public struct ClientLiveActivityRoutes: Sendable {
         client.get("/upcoming") { request in
             let claims = try request.clientClaims()
             let activities = try await routes.service.upcoming(userID: claims.subject, app: claims.app)
-            return HTTPResponse.json(LiveActivityUpcomingBody(activities: activities)).conditional(on: request)
+            var body = LiveActivityUpcomingBody(activities: activities)
+            if let source = routes.upcomingSource {
+                body.other = (source.key, try await source.upcoming(userID: claims.subject, app: claims.app))
+            }
+            return HTTPResponse.json(body).conditional(on: request)
         }
         client.post("/live-activities/{id}/instances") { request in
             let claims = try request.clientClaims()

@@ -40,7 +40,10 @@ public enum LiveActivities {
         )
         // Boards, when composed, hear of each activity created.
         service.creationHook = try? context.service((any LiveActivityCreationHook).self)
-        return LiveActivityRoutes(service: service).routes + ClientLiveActivityRoutes(service: service).routes
+        // Polls, when composed, list the user's open polls in /v1/client/upcoming.
+        let upcoming = try? context.service((any ClientUpcomingSource).self)
+        return LiveActivityRoutes(service: service).routes
+            + ClientLiveActivityRoutes(service: service, upcoming: upcoming).routes
     } jobs: { context in
         let clients = try context.service(APNSClientProvider.self)
         let store = LiveActivityStore(database: try context.service((any Database).self))

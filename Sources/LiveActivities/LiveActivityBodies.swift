@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import HTTPRouting
+import HeraldCore
 
 /// An activity as the API shows it.
 struct LiveActivityBody: Encodable, Sendable {
@@ -105,14 +106,20 @@ struct LiveActivityMemberBody: Encodable, Sendable {
 /// `GET /v1/client/upcoming`.
 struct LiveActivityUpcomingBody: Encodable, Sendable {
     var activities: [LiveActivity]
+    /// Another feature's list (``ClientUpcomingSource``), under its key.
+    var other: (key: String, items: [JSONValue])?
 
-    enum CodingKeys: String, CodingKey {
-        case liveActivities = "live_activities"
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 
     func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(activities.map(LiveActivityMemberBody.init), forKey: .liveActivities)
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(activities.map(LiveActivityMemberBody.init), forKey: Key(stringValue: "live_activities"))
+        if let other { try container.encode(other.items, forKey: Key(stringValue: other.key)) }
     }
 }
 

@@ -1,5 +1,6 @@
 public import APNs
 public import Foundation
+public import HeraldCore
 public import Jobs
 public import Storage
 
@@ -79,4 +80,13 @@ public protocol LiveActivityEvents: Sendable {
 
     /// Called after such a transaction committed (to wake what delivers the events).
     func liveActivityEventsCommitted()
+}
+
+/// Adds what another feature has for a user to `GET /v1/client/upcoming` (the polls' open polls),
+/// beside the user's activities. `herald serve` gives the polls' one.
+public protocol ClientUpcomingSource: Sendable {
+    /// The answer's member that holds the items (`"polls"`).
+    var key: String { get }
+    /// The user's items (of `app` when the token names one), soonest first.
+    func upcoming(userID: String, app: String?) async throws -> [JSONValue]
 }

@@ -37,6 +37,7 @@ public enum PollMigrations {
                     voted_at BIGINT,
                     PRIMARY KEY (poll_id, user_id)
                 );
+                CREATE INDEX poll_members_user ON poll_members (user_id, poll_id);
                 """
         )
     ]

@@ -46,6 +46,32 @@ public struct PollStore: Sendable {
         }
     }
 
+    /// The open polls `userID` is a member of (of `app` when given), soonest closing first, then
+    /// oldest; at most `limit`.
+    func open(userID: String, app: String?, limit: Int) async throws -> [Poll] {
+        var binds: [SQLValue] = [.text(userID)]
+        var appFilter = ""
+        if let app {
+            binds.append(.text(app))
+            appFilter = " AND p.app = $2"
+        }
+        binds.append(.integer(Int64(limit)))
+        let rows = try await database.query(
+            """
+            SELECT p.id FROM polls p JOIN poll_members m ON m.poll_id = p.id
+            WHERE m.user_id = $1 AND p.finalized_at IS NULL\(appFilter)
+            ORDER BY CASE WHEN p.closes_at IS NULL THEN 1 ELSE 0 END, p.closes_at, p.created_at, p.id
+            LIMIT $\(binds.count)
+            """,
+            binds
+        )
+        var polls: [Poll] = []
+        for row in rows {
+            if let id = UUID(uuidString: try row.string("id")), let poll = try await poll(id) { polls.append(poll) }
+        }
+        return polls
+    }
+
     /// The poll with its members, or `nil`.
     public func poll(_ id: UUID, on executor: (any DatabaseExecutor)? = nil) async throws -> Poll? {
         let executor = executor ?? database

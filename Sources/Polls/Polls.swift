@@ -46,6 +46,8 @@ public enum Polls {
         )
         jobs.whenQueued { queue in service.attach(queue) }
         jobs.provide(service)
+        // The user's open polls in GET /v1/client/upcoming, beside the activities.
+        jobs.provide(PollUpcoming(store: service.store) as any ClientUpcomingSource)
         return jobs
     }
 }

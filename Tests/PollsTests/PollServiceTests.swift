@@ -342,3 +342,46 @@ extension PollServiceTests {
         }
     }
 }
+
+/// The open polls `GET /v1/client/upcoming` lists beside a member's activities.
+@Suite("Polls: open polls in a member's upcoming list")
+struct PollUpcomingTests {
+    let t = Date(timeIntervalSince1970: 1_790_000_000)
+
+    @Test(
+        "a member's open polls, soonest closing first, with the member's vote; not final ones, not others'",
+        arguments: [Backend.sqliteMemory, .postgres]
+    )
+    func upcoming(backend: Backend) async throws {
+        try await withPolls(backend, clock: ManualClock(t)) { instances, _, _ in
+            let stack = instances[0]
+            let later = try await stack.polls.create(
+                try PollInput.parseCreate(
+                    createBody(closesAt: Int64(t.timeIntervalSince1970) + 7_200, liveActivity: false),
+                    now: t
+                )
+            )
+            let sooner = try await stack.polls.create(
+                try PollInput.parseCreate(
+                    createBody(closesAt: Int64(t.timeIntervalSince1970) + 600, liveActivity: false),
+                    now: t
+                )
+            )
+            let final = try await stack.polls.create(try PollInput.parseCreate(createBody(liveActivity: false), now: t))
+            _ = try await stack.polls.vote(sooner.id, userID: "u2", app: nil, option: "decline")
+            _ = try await stack.polls.finalize(final.id, reason: .api)
+
+            let source = PollUpcoming(store: stack.polls.store)
+            #expect(source.key == "polls")
+            let items = try await source.upcoming(userID: "u2", app: nil)
+            #expect(
+                items.map { $0["id"] } == [sooner.id, later.id].map { .string(RequestIdentifier.lowercaseString($0)) }
+            )
+            #expect(items.first?["my_option"] == "decline")
+            #expect(items.first?["voted"] == .integer(1))
+            #expect(items.last?["my_option"] == .null)
+            #expect(try await source.upcoming(userID: "u9", app: nil).isEmpty, "not a member")
+            #expect(try await source.upcoming(userID: "u2", app: "com.example.other").isEmpty, "another app")
+        }
+    }
+}
