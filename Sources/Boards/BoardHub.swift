@@ -208,6 +208,15 @@ public final class BoardHub: Sendable {
         }
     }
 
+    /// The activity's content state with its board as it stands, for the end: posts merged since
+    /// the last broadcast are in it. `nil` when the board cannot be read (the activity ended).
+    func finalContent(_ id: UUID) async throws -> APNSJSONValue? {
+        guard let board = try? await load(id) else { return nil }
+        let latest = try await ledger.current(board)
+        let base = try await jobs.store.activity(id)?.contentState ?? board.activity.request.contentState
+        return Self.contentState(base, board: latest, alert: nil)
+    }
+
     /// Drops the board of `id` (its activity ended).
     public func forget(_ id: UUID) async {
         _ = boards.withLock { $0.removeValue(forKey: id) }

@@ -122,9 +122,10 @@ public struct BoardJobs: Sendable {
     func end(_ job: Job) async throws -> JobOutcome {
         guard let id = id(job) else { return .failed(reason: "the payload is not an activity id") }
         do {
-            var end = LiveActivityUpdate(event: .end, contentState: .object([:]))
-            end.dismissalDate = nil
-            _ = try await hub.jobs.acceptor.accept(end, for: id, keepContent: true, reason: .allArrived)
+            // The last arrivals may not have been broadcast yet: the end carries the board as it stands.
+            let content = try await hub.finalContent(id)
+            let end = LiveActivityUpdate(event: .end, contentState: content ?? .object([:]))
+            _ = try await hub.jobs.acceptor.accept(end, for: id, keepContent: content == nil, reason: .allArrived)
         } catch let error as LiveActivityError where error.code == "not_started" || error.code == "not_found" {
             // Ended (or deleted) already: nothing to do.
         }

@@ -57,6 +57,8 @@ protocol BoardLedger: Sendable {
     func claim(_ board: BoardInfo, at now: Date, interval: TimeInterval) async throws -> BoardClaim
     /// A claimed broadcast that was not accepted: its change (and alert) waits again.
     func failed(_ board: BoardInfo, alert: LiveActivityAlert?) async
+    /// The board as it stands, broadcast or not (the end carries it).
+    func current(_ board: BoardInfo) async throws -> APNSJSONValue
     /// The board's activity ended: its ETAs go.
     func forget(_ id: UUID) async
 }
@@ -105,6 +107,10 @@ final class MemoryBoardLedger: BoardLedger {
 
     func failed(_ board: BoardInfo, alert: LiveActivityAlert?) {
         withState(board) { $0.broadcastFailed(alert: alert) }
+    }
+
+    func current(_ board: BoardInfo) -> APNSJSONValue {
+        withState(board) { $0.json }
     }
 
     func forget(_ id: UUID) {
@@ -226,6 +232,10 @@ struct SharedBoardLedger: BoardLedger {
                 alert.map { .text($0.body) } ?? .null,
             ]
         )
+    }
+
+    func current(_ board: BoardInfo) async throws -> APNSJSONValue {
+        try await view(board, arrivals: true).json
     }
 
     func forget(_ id: UUID) async {

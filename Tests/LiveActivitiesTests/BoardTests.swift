@@ -187,9 +187,26 @@ struct BoardTests {
             let ends = stack.live.events.all.filter { $0.kind == .ended(.allArrived) }
             #expect(ends.count == 1)
             #expect(stack.latest?.payload?["aps"]?["event"] == "end")
+            #expect(Self.board(try #require(stack.latest))?["arrived"] == .integer(3), "the end carries the board")
             await #expect(throws: LiveActivityError.self) {
                 _ = try await stack.hub.post(5, to: activity.id, by: "ann", app: nil)
             }
+        }
+    }
+
+    @Test("an end due before the last arrivals were broadcast carries them", arguments: Backend.allCases)
+    func endCarriesTheLatest(backend: Backend) async throws {
+        let clock = ManualClock(t)
+        try await withStack(backend, clock: clock) { stack in
+            let activity = try await stack.board(LiveActivityBoardOptions(endWhenAllArrived: 0))
+            for user in ["ann", "bob", "cat"] { _ = try await stack.hub.post(0, to: activity.id, by: user, app: nil) }
+            // Only the first arrival's broadcast went; the end job is due at once.
+            await stack.hub.settle()
+            _ = try await stack.live.worker.runDueJobs()
+            _ = try await stack.live.worker.runDueJobs()
+            #expect(try await stack.live.store.activity(activity.id)?.state == .ended)
+            let end = try #require(stack.broadcasts.first { $0.payload?["aps"]?["event"] == "end" })
+            #expect(Self.board(end)?["arrived"] == .integer(3))
         }
     }
 
