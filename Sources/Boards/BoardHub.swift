@@ -30,10 +30,13 @@ public final class BoardHub: Sendable {
     /// The broadcast attempt waiting for its time, one per board.
     private let attempts = Mutex(Attempts())
 
-    /// The broadcast attempts: waiting for their time (one per board), and running.
+    /// The broadcast attempts: waiting for their time (one per board), and running, each under
+    /// its own serial number (several of one board may run at once: a later one while an earlier
+    /// one's broadcast is accepted).
     private struct Attempts {
-        var waiting: [UUID: (time: Date, task: Task<Void, Never>)] = [:]
-        var running: [UUID: [Task<Void, Never>]] = [:]
+        var waiting: [UUID: (serial: Int, time: Date, task: Task<Void, Never>)] = [:]
+        var running: [Int: Task<Void, Never>] = [:]
+        var serial = 0
     }
 
     /// - Parameter shared: keep the boards in the database's unlogged tables, for several
@@ -143,21 +146,21 @@ public final class BoardHub: Sendable {
     private func schedule(_ id: UUID, at time: Date) {
         attempts.withLock { attempts in
             guard attempts.waiting[id] == nil else { return }
+            attempts.serial += 1
+            let serial = attempts.serial
             let task = Task { [self] in
                 if time > clock.now() { try? await clock.sleep(until: time) }
                 // Running: a change merged from now on schedules the next attempt.
                 self.attempts.withLock { attempts in
-                    if let waiting = attempts.waiting.removeValue(forKey: id) {
-                        attempts.running[id, default: []].append(waiting.task)
+                    if let waiting = attempts.waiting[id], waiting.serial == serial {
+                        attempts.waiting[id] = nil
+                        attempts.running[serial] = waiting.task
                     }
                 }
                 await attempt(id)
-                self.attempts.withLock { attempts in
-                    attempts.running[id]?.removeFirst()
-                    if attempts.running[id]?.isEmpty == true { attempts.running[id] = nil }
-                }
+                _ = self.attempts.withLock { $0.running.removeValue(forKey: serial) }
             }
-            attempts.waiting[id] = (time, task)
+            attempts.waiting[id] = (serial, time, task)
         }
     }
 
@@ -228,8 +231,9 @@ public final class BoardHub: Sendable {
     public func settle() async {
         while true {
             let now = clock.now()
+            // Each attempt leaves both lists when it ends: a finished one is never awaited again.
             let due = attempts.withLock { attempts in
-                attempts.waiting.values.filter { $0.time <= now }.map(\.task) + attempts.running.values.flatMap { $0 }
+                attempts.waiting.values.filter { $0.time <= now }.map(\.task) + Array(attempts.running.values)
             }
             if due.isEmpty { return }
             for task in due { await task.value }
