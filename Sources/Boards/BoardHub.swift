@@ -148,6 +148,8 @@ public final class BoardHub: Sendable {
             guard attempts.waiting[id] == nil else { return }
             attempts.serial += 1
             let serial = attempts.serial
+            // A task of its own: the attempt waits on the clock until the slot's time (one interval
+            // after the last broadcast) while posts go on being answered; one waits per board.
             let task = Task { [self] in
                 if time > clock.now() { try? await clock.sleep(until: time) }
                 // Running: a change merged from now on schedules the next attempt.
