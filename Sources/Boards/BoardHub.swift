@@ -149,9 +149,13 @@ public final class BoardHub: Sendable {
             attempts.serial += 1
             let serial = attempts.serial
             // A task of its own: the attempt waits on the clock until the slot's time (one interval
-            // after the last broadcast) while posts go on being answered; one waits per board.
-            let task = Task { [self] in
+            // after the last broadcast) while posts go on being answered; one waits per board. It
+            // holds the hub weakly: the hub holds the task, and a hub let go (shutdown, a test's
+            // end) must not be kept alive by an attempt still waiting for its time.
+            let clock = self.clock
+            let task = Task { [weak self] in
                 if time > clock.now() { try? await clock.sleep(until: time) }
+                guard let self else { return }
                 // Running: a change merged from now on schedules the next attempt.
                 self.attempts.withLock { attempts in
                     if let waiting = attempts.waiting[id], waiting.serial == serial {
