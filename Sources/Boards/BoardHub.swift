@@ -63,6 +63,12 @@ public final class BoardHub: Sendable {
         self.logger = logger
     }
 
+    /// Attempts still waiting for their time have no hub to broadcast for: they end now rather
+    /// than at their time (on a manual clock, never).
+    deinit {
+        for waiting in attempts.withLock({ $0.waiting.values }) { waiting.task.cancel() }
+    }
+
     /// Merges `userID`'s ETA into the board of activity `id` and returns the merged board, as
     /// JSON text (``BoardState/jsonBytes()``). A change is broadcast at once, or one interval after the previous broadcast.
     ///
