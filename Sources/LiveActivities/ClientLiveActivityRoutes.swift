@@ -19,9 +19,10 @@ public import HeraldFeature
 /// - `GET /v1/client/live-activities/{id}` → 200 with what its Lock Screen shows (no other user,
 ///   instance or delivery), `ETag`, 304 on `If-None-Match`; 404 for an unknown id and, alike,
 ///   for an activity the user is not a user of.
-/// - `GET /v1/client/upcoming` → 200 `{"live_activities": [...]}`: the user's scheduled and
-///   started activities, running ones first, then by start time, at most 50; with polls composed,
-///   `"polls"`: the user's open polls, soonest closing first; `ETag`, 304.
+/// - `GET /v1/client/upcoming` → 200 `{"items": [{"type", "at", …}]}`: the user's scheduled and
+///   started activities (`"type": "live_activity"`, `at` when it started or starts) and, with polls
+///   composed, open polls (`"poll"`, `at` its `closes_at`), in one list soonest first, at most
+///   50; `ETag`, 304.
 public struct ClientLiveActivityRoutes: Sendable {
     public let service: LiveActivityService
     /// What `GET /v1/client/upcoming` lists beside the activities (open polls), if anything.
@@ -57,11 +58,18 @@ public struct ClientLiveActivityRoutes: Sendable {
         client.get("/upcoming") { request in
             let claims = try request.clientClaims()
             let activities = try await routes.service.upcoming(userID: claims.subject, app: claims.app)
-            var body = LiveActivityUpcomingBody(activities: activities)
+            let limit = LiveActivityStore.upcomingLimit
+            var others: [ClientUpcomingItem] = []
             if let source = routes.upcomingSource {
-                body.other = (source.key, try await source.upcoming(userID: claims.subject, app: claims.app))
+                others = try await source.upcoming(userID: claims.subject, app: claims.app, limit: limit)
             }
-            return HTTPResponse.json(body).conditional(on: request)
+            let items = LiveActivityUpcomingBody.merged(
+                activities: activities,
+                kind: routes.upcomingSource?.kind ?? "",
+                others: others,
+                limit: limit
+            )
+            return HTTPResponse.json(LiveActivityUpcomingBody(items: items)).conditional(on: request)
         }
         client.post("/live-activities/{id}/instances") { request in
             let claims = try request.clientClaims()

@@ -103,11 +103,52 @@ struct LiveActivityMemberBody: Encodable, Sendable {
     }
 }
 
-/// `GET /v1/client/upcoming`.
+/// `GET /v1/client/upcoming`: `{"items": [{"type", "at", "<type>": {…}}]}`, the user's activities
+/// and another feature's items (``ClientUpcomingSource``) in one list, soonest first.
 struct LiveActivityUpcomingBody: Encodable, Sendable {
-    var activities: [LiveActivity]
-    /// Another feature's list (``ClientUpcomingSource``), under its key.
-    var other: (key: String, items: [JSONValue])?
+    enum Item: Sendable, Hashable {
+        case activity(LiveActivity)
+        case other(kind: String, ClientUpcomingItem)
+
+        /// When it next needs the user: an activity when it started or is to start, another
+        /// item its own time.
+        var at: Date? {
+            switch self {
+            case .activity(let activity): activity.startedAt ?? activity.startAt ?? activity.createdAt
+            case .other(_, let item): item.at
+            }
+        }
+    }
+
+    var items: [Item]
+
+    /// The two lists, each soonest first, merged into one of at most `limit` (an activity before
+    /// another item at the same time, an undated item after every dated one), each list's own
+    /// order kept.
+    static func merged(
+        activities: [LiveActivity],
+        kind: String,
+        others: [ClientUpcomingItem],
+        limit: Int
+    ) -> [Item] {
+        func isBefore(_ activity: LiveActivity, _ other: ClientUpcomingItem) -> Bool {
+            guard let at = other.at else { return true }
+            return Item.activity(activity).at.map { $0 <= at } ?? false
+        }
+        var merged: [Item] = []
+        merged.reserveCapacity(min(limit, activities.count + others.count))
+        var (a, o) = (activities[...], others[...])
+        while merged.count < limit, !(a.isEmpty && o.isEmpty) {
+            if let activity = a.first, o.first.map({ isBefore(activity, $0) }) ?? true {
+                merged.append(.activity(activity))
+                a = a.dropFirst()
+            } else if let other = o.first {
+                merged.append(.other(kind: kind, other))
+                o = o.dropFirst()
+            }
+        }
+        return merged
+    }
 
     struct Key: CodingKey {
         var stringValue: String
@@ -118,8 +159,19 @@ struct LiveActivityUpcomingBody: Encodable, Sendable {
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Key.self)
-        try container.encode(activities.map(LiveActivityMemberBody.init), forKey: Key(stringValue: "live_activities"))
-        if let other { try container.encode(other.items, forKey: Key(stringValue: other.key)) }
+        var list = container.nestedUnkeyedContainer(forKey: Key(stringValue: "items"))
+        for item in items {
+            var entry = list.nestedContainer(keyedBy: Key.self)
+            try entry.encode(item.at, forKey: Key(stringValue: "at"))
+            switch item {
+            case .activity(let activity):
+                try entry.encode("live_activity", forKey: Key(stringValue: "type"))
+                try entry.encode(LiveActivityMemberBody(activity: activity), forKey: Key(stringValue: "live_activity"))
+            case .other(let kind, let other):
+                try entry.encode(kind, forKey: Key(stringValue: "type"))
+                try entry.encode(other.body, forKey: Key(stringValue: kind))
+            }
+        }
     }
 }
 

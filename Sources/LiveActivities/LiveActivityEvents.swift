@@ -83,10 +83,23 @@ public protocol LiveActivityEvents: Sendable {
 }
 
 /// Adds what another feature has for a user to `GET /v1/client/upcoming` (the polls' open polls),
-/// beside the user's activities. `herald serve` gives the polls' one.
+/// in one list with the user's activities. `herald serve` gives the polls' one.
 public protocol ClientUpcomingSource: Sendable {
-    /// The answer's member that holds the items (`"polls"`).
-    var key: String { get }
-    /// The user's items (of `app` when the token names one), soonest first.
-    func upcoming(userID: String, app: String?) async throws -> [JSONValue]
+    /// The items' `type` in the list, and the member that holds each item's body (`"poll"`).
+    var kind: String { get }
+    /// The user's items (of `app` when the token names one), at most `limit`, soonest first.
+    func upcoming(userID: String, app: String?, limit: Int) async throws -> [ClientUpcomingItem]
+}
+
+/// One item of another feature in `GET /v1/client/upcoming`.
+public struct ClientUpcomingItem: Sendable, Hashable {
+    /// When it next needs the user (a poll's `closes_at`); `nil`: no time, after every dated item.
+    public var at: Date?
+    /// What the item shows, under the source's ``ClientUpcomingSource/kind``.
+    public var body: JSONValue
+
+    public init(at: Date?, body: JSONValue) {
+        self.at = at
+        self.body = body
+    }
 }

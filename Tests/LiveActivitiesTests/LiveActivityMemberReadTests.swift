@@ -2,6 +2,7 @@ import APNs
 import APNsTestSupport
 import DatabaseTestSupport
 import Foundation
+import HTTPRouting
 import HeraldCore
 import Jobs
 import Testing
@@ -64,8 +65,39 @@ struct LiveActivityMemberReadTests {
             others.audience = .users(["u2"])
             _ = try await stack.service.create(others)
 
-            let listed = try await stack.service.upcoming(userID: "u1", app: nil).map(\.id)
+            let activities = try await stack.service.upcoming(userID: "u1", app: nil)
+            let listed = activities.map(\.id)
             #expect(listed == [running, pending, sooner, later], "running first, then by start time")
+
+            // With another feature's items (polls): one list by time, an activity before an item
+            // of the same time, an undated item last, cut at the limit.
+            let polls = [
+                ClientUpcomingItem(at: t, body: ["id": "p-now"]),
+                ClientUpcomingItem(at: t.addingTimeInterval(5_400), body: ["id": "p-90m"]),
+                ClientUpcomingItem(at: nil, body: ["id": "p-open"]),
+            ]
+            let merged = LiveActivityUpcomingBody.merged(activities: activities, kind: "poll", others: polls, limit: 50)
+            func name(_ item: LiveActivityUpcomingBody.Item) -> String {
+                switch item {
+                case .activity(let activity):
+                    [running: "running", pending: "pending", sooner: "sooner", later: "later"][activity.id] ?? "?"
+                case .other(_, let other): other.body["id"]?.stringValue ?? "?"
+                }
+            }
+            #expect(merged.map(name) == ["running", "pending", "p-now", "sooner", "p-90m", "later", "p-open"])
+            let cut = LiveActivityUpcomingBody.merged(activities: activities, kind: "poll", others: polls, limit: 4)
+            #expect(cut.map(name) == ["running", "pending", "p-now", "sooner"])
+            let json = try JSONValue.parse(
+                HTTPResponse.json(LiveActivityUpcomingBody(items: Array(merged[2...3]))).body
+            )
+            guard case .array(let items) = json["items"] else {
+                Issue.record("no items list: \(json)")
+                return
+            }
+            #expect(items.map { $0["type"] } == ["poll", "live_activity"])
+            #expect(items.first?["poll"]?["id"] == "p-now")
+            #expect(items.last?["live_activity"]?["id"] == .string(LiveActivityID.text(sooner)))
+            #expect(items.last?["at"] == .string(RFC3339.string(from: t.addingTimeInterval(3_600))))
             #expect(try await stack.service.upcoming(userID: "u1", app: "com.example.other").isEmpty)
             #expect(try await stack.service.upcoming(userID: "u2", app: nil).count == 1)
         }

@@ -343,7 +343,7 @@ extension PollServiceTests {
     }
 }
 
-/// The open polls `GET /v1/client/upcoming` lists beside a member's activities.
+/// The open polls `GET /v1/client/upcoming` lists with a member's activities.
 @Suite("Polls: open polls in a member's upcoming list")
 struct PollUpcomingTests {
     let t = Date(timeIntervalSince1970: 1_790_000_000)
@@ -372,16 +372,22 @@ struct PollUpcomingTests {
             _ = try await stack.polls.finalize(final.id, reason: .api)
 
             let source = PollUpcoming(store: stack.polls.store)
-            #expect(source.key == "polls")
-            let items = try await source.upcoming(userID: "u2", app: nil)
+            #expect(source.kind == "poll")
+            let listed = try await source.upcoming(userID: "u2", app: nil, limit: 50)
+            let items = listed.map(\.body)
             #expect(
                 items.map { $0["id"] } == [sooner.id, later.id].map { .string(RequestIdentifier.lowercaseString($0)) }
             )
+            #expect(listed.map(\.at) == [t.addingTimeInterval(600), t.addingTimeInterval(7_200)], "at is closes_at")
             #expect(items.first?["my_option"] == "decline")
             #expect(items.first?["voted"] == .integer(1))
             #expect(items.last?["my_option"] == .null)
-            #expect(try await source.upcoming(userID: "u9", app: nil).isEmpty, "not a member")
-            #expect(try await source.upcoming(userID: "u2", app: "com.example.other").isEmpty, "another app")
+            #expect(try await source.upcoming(userID: "u2", app: nil, limit: 1).count == 1)
+            #expect(try await source.upcoming(userID: "u9", app: nil, limit: 50).isEmpty, "not a member")
+            #expect(
+                try await source.upcoming(userID: "u2", app: "com.example.other", limit: 50).isEmpty,
+                "another app"
+            )
         }
     }
 }
