@@ -101,8 +101,9 @@ public struct Router: HTTPResponder {
 
     /// How the access log shows paths of a pattern (``logPaths(of:as:)``), by pattern.
     private var loggedPaths: [String: LoggedPathRule] = [:]
-    /// Admission checks by path prefix (``admit(under:_:)``), in the order they were added.
-    private var admissionRules: [(prefix: String, check: AdmissionCheck)] = []
+    /// Admission checks by path prefix (``admit(under:_:)``) or for one route
+    /// (``admit(_:_:_:)``), in the order they were added.
+    private var admissionRules: [(scope: AdmissionScope, check: AdmissionCheck)] = []
     private var routes: [Route] = []
     /// The routes with their own body limit (``on(_:_:maxBodySize:_:)``), usually few.
     private var limitedRoutes: [Route] = []
@@ -179,7 +180,7 @@ public struct Router: HTTPResponder {
             handler: handler,
             maxBodySize: maxBodySize,
             loggedPath: loggedPaths[pattern],
-            admission: admissionRules.filter { Self.pattern(pattern, isUnder: $0.prefix) }.map(\.check)
+            admission: admissionRules.filter { $0.scope.covers(method: method, pattern: pattern) }.map(\.check)
         )
         if let existing = routes.firstIndex(where: { $0.method == method && $0.segments == segments }) {
             routes[existing] = route
@@ -222,12 +223,39 @@ public struct Router: HTTPResponder {
         var prefix = prefix
         while prefix.count > 1, prefix.hasSuffix("/") { prefix.removeLast() }
         precondition(prefix.hasPrefix("/"), "an admission prefix must start with '/': \(prefix)")
-        admissionRules.append((prefix, check))
+        addAdmission(.prefix(prefix), check)
+    }
+
+    /// Has the one route of `method` and `pattern` (exactly as it was added, before or after this
+    /// call) run `check` as ``admit(under:_:)`` describes, and no other route: for a credential
+    /// that one route takes and the routes beside or under it do not. A `HEAD` answered by the
+    /// `GET` route runs the `GET` route's checks.
+    public mutating func admit(_ method: String, _ pattern: String, _ check: @escaping AdmissionCheck) {
+        addAdmission(.route(method: method.uppercased(), pattern: pattern), check)
+    }
+
+    private mutating func addAdmission(_ scope: AdmissionScope, _ check: @escaping AdmissionCheck) {
+        admissionRules.append((scope, check))
         routes = routes.map { route in
-            guard Self.pattern(route.pattern, isUnder: prefix) else { return route }
+            guard scope.covers(method: route.method, pattern: route.pattern) else { return route }
             return route.with(admission: route.admission + [check])
         }
         limitedRoutes = routes.filter { $0.maxBodySize != nil }
+    }
+
+    /// The routes an admission check runs on.
+    private enum AdmissionScope {
+        /// Every route whose pattern is this one or lies under it.
+        case prefix(String)
+        /// The one route of this method and pattern.
+        case route(method: String, pattern: String)
+
+        func covers(method: String, pattern: String) -> Bool {
+            switch self {
+            case .prefix(let prefix): Router.pattern(pattern, isUnder: prefix)
+            case .route(let routeMethod, let routePattern): method == routeMethod && pattern == routePattern
+            }
+        }
     }
 
     /// Whether `pattern` is `prefix` or lies under it, segment-wise.

@@ -5,8 +5,8 @@ public import HeraldCore
 import HeraldFeature
 import Synchronization
 
-/// Checks the client token of requests under `/v1/client` (and only there: API keys are not
-/// accepted there, and client tokens nowhere else).
+/// Checks the client token of requests under `/v1/client` (API keys are not accepted there) and,
+/// through ``APIKeyOrClientToken``, of the few routes outside it that a user may call too.
 ///
 /// The token comes as `Authorization: Bearer <jwt>`. A refusal is 401 with the reason as the error
 /// code (`expired`, `bad_signature`, `wrong_audience`, …) and `WWW-Authenticate: Bearer
@@ -20,9 +20,6 @@ public struct ClientTokenAuthenticator: Sendable, CustomStringConvertible {
     private let rejections: Counter
     /// Tokens verified lately: an app sends the same token with every request.
     private let verified = VerifiedTokens()
-
-    /// The path prefix the authenticator guards.
-    public static let prefix = "/v1/client"
 
     /// - Parameters:
     ///   - clock: `exp`, `nbf` and `iat` are compared with its time of day; tests inject one.

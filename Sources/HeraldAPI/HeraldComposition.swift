@@ -148,7 +148,8 @@ public struct HeraldComposition: Sendable {
         try await idempotency.schedule(on: queue)
 
         // The features' routes, each behind the authentication it declares: /v1 takes API keys,
-        // the app-facing /v1/client client tokens.
+        // the app-facing /v1/client client tokens, and a route the backend and a user's app may
+        // both call (a poll's early finalize) either.
         var router = Router()
         let clientAuthenticator = ClientTokenAuthenticator(
             inputs.clientTokens,
@@ -159,7 +160,14 @@ public struct HeraldComposition: Sendable {
             on: &router,
             context: featureJobs.routeContext(queue: queue),
             machinery: RequestMachinery(
-                authenticators: [.apiKey: inputs.apiKeys, .clientToken: clientAuthenticator],
+                authenticators: [
+                    .apiKey: inputs.apiKeys,
+                    .clientToken: clientAuthenticator,
+                    .apiKeyOrClientToken: APIKeyOrClientToken(
+                        apiKeys: inputs.apiKeys,
+                        clientTokens: clientAuthenticator
+                    ),
+                ],
                 idempotency: idempotency
             )
         )

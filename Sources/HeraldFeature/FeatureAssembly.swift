@@ -4,7 +4,8 @@ public import Storage
 
 /// Checks a request's credential for the routes that declare one kind of
 /// ``FeatureRoute/Authentication``: HeraldAPI's `APIKeys` for `.apiKey`, its
-/// `ClientTokenAuthenticator` for `.clientToken`.
+/// `ClientTokenAuthenticator` for `.clientToken`, its `APIKeyOrClientToken` for
+/// `.apiKeyOrClientToken`.
 public protocol RequestAuthenticator: Sendable {
     /// Run once per request, on the request line and headers before the body is read
     /// (``HTTPRouting/Router/admit(under:_:)``): a refusal is sent without reading the body; an
@@ -122,7 +123,6 @@ public struct FeatureAssembly: Sendable {
         machinery: RequestMachinery
     ) throws(FeatureError) {
         var declared: [String: String] = [:]
-        var admitted: [(pattern: String, authentication: FeatureRoute.Authentication)] = []
         // Routes' own checks (``FeatureRoute/admission``), after the credentials'.
         var ownChecks: [(pattern: String, check: Router.AdmissionCheck)] = []
         for feature in features {
@@ -138,13 +138,15 @@ public struct FeatureAssembly: Sendable {
                 }
                 declared[route.name] = feature.name
                 if route.authentication != .none {
-                    guard machinery.authenticators[route.authentication] != nil else {
+                    guard let authenticator = machinery.authenticators[route.authentication] else {
                         throw FeatureError(
                             "\(feature.name)'s \(route.name) needs a \(route.authentication) authenticator, "
                                 + "and none was given"
                         )
                     }
-                    admitted.append((route.pattern, route.authentication))
+                    // On this route only: a route under another's path may take another credential,
+                    // and each request's credential is checked once (a rate limit counts it once).
+                    router.admit(route.method, route.pattern, authenticator.admission)
                 }
                 switch route.handling {
                 case .api(let handler):
@@ -162,41 +164,7 @@ public struct FeatureAssembly: Sendable {
                 if let admission = route.admission { ownChecks.append((route.pattern, admission)) }
             }
         }
-        for (pattern, authentication) in try Self.admissionPrefixes(admitted) {
-            if let authenticator = machinery.authenticators[authentication] {
-                router.admit(under: pattern, authenticator.admission)
-            }
-        }
         for (pattern, check) in ownChecks { router.admit(under: pattern, check) }
-    }
-
-    /// The fewest prefixes whose admission checks cover every authenticated route exactly once: a
-    /// check admitted under `/v1/x` covers `/v1/x/{id}` too, so a route under another's pattern
-    /// adds none (a client-token check run twice would count a rate limit twice).
-    ///
-    /// - Throws: ``FeatureError`` when a route lies under another's pattern that needs a
-    ///   different credential: both checks would run on it.
-    static func admissionPrefixes(
-        _ routes: [(pattern: String, authentication: FeatureRoute.Authentication)]
-    ) throws(FeatureError) -> [(pattern: String, authentication: FeatureRoute.Authentication)] {
-        func isUnder(_ pattern: String, _ prefix: String) -> Bool {
-            pattern == prefix || pattern.hasPrefix(prefix + "/")
-        }
-        var prefixes: [(pattern: String, authentication: FeatureRoute.Authentication)] = []
-        // Shortest first: a prefix is kept before the routes under it are looked at.
-        for route in routes.sorted(by: { $0.pattern.count < $1.pattern.count }) {
-            guard let cover = prefixes.first(where: { isUnder(route.pattern, $0.pattern) }) else {
-                prefixes.append(route)
-                continue
-            }
-            if cover.authentication != route.authentication {
-                throw FeatureError(
-                    "\(route.pattern) needs a \(route.authentication) but lies under \(cover.pattern), which "
-                        + "needs a \(cover.authentication): give one of them another path"
-                )
-            }
-        }
-        return prefixes
     }
 
     /// The route's handler behind the shared machinery: the query, the media type,

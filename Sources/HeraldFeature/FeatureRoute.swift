@@ -16,6 +16,10 @@ public struct FeatureRoute: Sendable {
         case apiKey
         /// A client token the app's backend minted for a user (the app itself, `/v1/client`).
         case clientToken
+        /// Either: the backend's API key, or a user's client token for what that user may do
+        /// there too (the host of a poll finalizing it). The handler tells them apart by
+        /// ``HTTPRouting/HTTPRequest/principal``: a client token's claims, or `nil` for the key.
+        case apiKeyOrClientToken
         /// None: public (health, metrics with their own token, the relay).
         case none
 
@@ -23,6 +27,7 @@ public struct FeatureRoute: Sendable {
             switch self {
             case .apiKey: "API key"
             case .clientToken: "client token"
+            case .apiKeyOrClientToken: "API key or client token"
             case .none: "none"
             }
         }

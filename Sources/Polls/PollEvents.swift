@@ -10,7 +10,7 @@ public struct PollEvent: Sendable, Hashable {
         case allVoted = "all_voted"
         /// `POST /v1/polls/{id}/finalize` with the API key.
         case api
-        /// The host's `POST /v1/client/polls/{id}/finalize`.
+        /// `POST /v1/polls/{id}/finalize` with the host's client token.
         case host
         /// Its `closes_at` came.
         case closesAt = "closes_at"

@@ -9,12 +9,12 @@ public import HeraldFeature
 /// - `POST /v1/polls` (API key) → 201 with the poll; `live_activity` starts its activity.
 /// - `GET /v1/polls?limit=&cursor=` (API key) → newest first, `{"polls", "next_cursor"}`.
 /// - `GET /v1/polls/{id}` (API key) → the poll with its tally and names.
-/// - `POST /v1/polls/{id}/finalize` (API key) → 200 with the final poll; 409 `poll_final`.
+/// - `POST /v1/polls/{id}/finalize` (API key, or the host's client token) → 200 with the final
+///   poll as each caller reads it elsewhere: the whole poll for the key, the member's tally for the
+///   host; 409 `poll_final`; 403 `not_host` for another member; 404 for anyone else.
 /// - `POST /v1/client/polls/{id}/votes` (a member's client token) `{"option"}` → 200 with the
 ///   tally; 409 `poll_final`; 404 for a non-member or another app's poll, as for an unknown id.
 /// - `GET /v1/client/polls/{id}` (a member's client token) → the tally, `ETag`, 304.
-/// - `POST /v1/client/polls/{id}/finalize` (the host's client token) → 200 with the tally. A
-///   route takes one kind of credential, so the host's finalize has its own path.
 public struct PollRoutes: Sendable {
     public let service: PollService
 
@@ -54,9 +54,19 @@ public struct PollRoutes: Sendable {
         polls.get("/{id}") { request in
             .json(PollBody(poll: try await service.read(try Self.id(request))))
         }
-        polls.post("/{id}/finalize") { request in
+        let finalize = FeatureRoute(
+            "POST",
+            "/v1/polls/{id}/finalize",
+            authentication: .apiKeyOrClientToken,
+            maxBodySize: PollLimits.maximumBodyBytes
+        ) { request in
             try PollInput.parseFinalize(request.body)
-            return .json(PollBody(poll: try await service.finalize(try Self.id(request), reason: .api)))
+            let id = try Self.id(request)
+            guard let claims = request.principal as? ClientTokenClaims else {
+                return .json(PollBody(poll: try await service.finalize(id, reason: .api)))
+            }
+            let poll = try await service.finalize(id, reason: .host, hostUserID: claims.subject, app: claims.app)
+            return .json(PollTallyBody(poll: poll, userID: claims.subject))
         }
         var client = RouteGroup(
             "/v1/client/polls",
@@ -75,18 +85,7 @@ public struct PollRoutes: Sendable {
             let poll = try await service.read(try Self.id(request), userID: claims.subject, app: claims.app)
             return HTTPResponse.json(PollTallyBody(poll: poll, userID: claims.subject)).conditional(on: request)
         }
-        client.post("/{id}/finalize") { request in
-            let claims = try request.clientClaims()
-            try PollInput.parseFinalize(request.body)
-            let poll = try await service.finalize(
-                try Self.id(request),
-                reason: .host,
-                hostUserID: claims.subject,
-                app: claims.app
-            )
-            return .json(PollTallyBody(poll: poll, userID: claims.subject))
-        }
-        return polls.routes + client.routes
+        return polls.routes + [finalize] + client.routes
     }
 
     /// The path's poll id (404 when it is not a UUID: no poll can have it).

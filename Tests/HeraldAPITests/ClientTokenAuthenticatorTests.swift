@@ -1,11 +1,12 @@
 import ClientTokens
 import Foundation
 import HTTPRouting
-import HeraldAPI
 import HeraldCore
 import HeraldCrypto
 import HeraldFeature
 import Testing
+
+@testable import HeraldAPI
 
 /// `/v1/client`'s authentication: the 401 (or 403) a refused client token gets, and its count.
 @Suite struct ClientTokenAuthenticatorTests {
@@ -104,6 +105,42 @@ import Testing
         let error = ClientTokenError(.wrongApp, "limited to com.example.a").httpError
         #expect(error.status == 403)
         #expect(error.code == "wrong_app")
+    }
+
+    /// A route either credential may call: the key is admitted without claims, a user's token with
+    /// them; a wrong key is refused as a key and a forged token as a token, each with its reason.
+    @Test func eitherAnAPIKeyOrAClientTokenIsAdmittedAndEachRefusedInItsOwnTerms() throws {
+        let metrics = MetricsRegistry()
+        let key = "either-test-key-0123456789abcdef"
+        let either = APIKeyOrClientToken(
+            apiKeys: APIKeys([key]),
+            clientTokens: ClientTokenAuthenticator(
+                ClientTokenConfiguration(secret: Self.secret),
+                clock: ManualClock(Self.issued),
+                metrics: metrics
+            )
+        )
+        func admit(_ authorization: String?) -> (HTTPResponse?, HTTPRequest) {
+            var request = Self.request(authorization)
+            return (either.admission(&request), request)
+        }
+        let byKey = admit("Bearer \(key)")
+        #expect(byKey.0 == nil)
+        #expect(byKey.1.principal == nil, "the key names no user")
+        let token = try Self.token()
+        let byToken = admit("Bearer \(token)")
+        #expect(byToken.0 == nil)
+        #expect((byToken.1.principal as? ClientTokenClaims)?.subject == "u1")
+
+        #expect(admit("Bearer not-the-key-0123456789").0?.errorCode == "invalid_api_key")
+        #expect(admit(nil).0?.errorCode == "missing_api_key")
+        let forged = String(token.dropLast(2)) + (token.hasSuffix("AA") ? "BB" : "AA")
+        #expect(admit("Bearer \(forged)").0?.errorCode == "bad_signature")
+        #expect(metrics.value("herald_client_token_rejections_total", labels: [("reason", "bad_signature")]) == 1)
+        #expect(APIKeyOrClientToken.isJWTShaped("a.b.c"))
+        for text in ["a.b", "a..c", ".b.c", "a.b.", "a.b.c.d", "abc"] {
+            #expect(!APIKeyOrClientToken.isJWTShaped(text), "\(text)")
+        }
     }
 
     /// The admission check's answer, which must be a refusal.

@@ -237,22 +237,32 @@ import Testing
         #expect(try await Self.respond(router, HTTPRequest(path: "/v1/client/badges/7")).status == 401)
     }
 
-    /// A route under another's pattern that needs another credential would run both checks.
-    @Test func aRouteUnderAnotherCredentialsPatternStopsStartUp() {
+    /// A route under another's pattern may take another credential: each route runs its own
+    /// check and no other, once per request.
+    @Test func aRouteUnderAnotherCredentialsPatternTakesItsOwn() async throws {
         let mixed = HeraldFeature(name: "Mixed") { _ in
             [
                 FeatureRoute("GET", "/v1/mixed", authentication: .apiKey) { _ in HTTPResponse(status: 204) },
-                FeatureRoute("GET", "/v1/mixed/{id}", authentication: .clientToken) { _ in HTTPResponse(status: 204) },
+                FeatureRoute("GET", "/v1/mixed/{id}", authentication: .clientToken) { request in
+                    .json(["holder": request.principal as? String ?? "nobody"])
+                },
             ]
         }
+        let badges = Badges()
         var router = Router()
-        #expect(throws: FeatureError.self) {
-            try FeatureAssembly(coreSettings: [], coreMigrations: [], features: [mixed]).register(
-                on: &router,
-                context: FeatureContext(environment: [:], logger: Logger(label: "test", level: .error)),
-                machinery: RequestMachinery(authenticators: [.apiKey: APIKeys([Self.key]), .clientToken: Badges()])
-            )
-        }
+        try FeatureAssembly(coreSettings: [], coreMigrations: [], features: [mixed]).register(
+            on: &router,
+            context: FeatureContext(environment: [:], logger: Logger(label: "test", level: .error)),
+            machinery: RequestMachinery(authenticators: [.apiKey: APIKeys([Self.key]), .clientToken: badges])
+        )
+        let bearer: HTTPHeaders = ["Authorization": "Bearer \(Self.key)"]
+        #expect(try await Self.respond(router, HTTPRequest(path: "/v1/mixed", headers: bearer)).status == 204)
+        #expect(try await Self.respond(router, HTTPRequest(path: "/v1/mixed", headers: ["Badge": "ann"])).status == 401)
+        #expect(badges.admissions.count.withLock { $0 } == 0, "the key's route never asks for a badge")
+        #expect(try await Self.respond(router, HTTPRequest(path: "/v1/mixed/7", headers: bearer)).status == 401)
+        let read = try await Self.respond(router, HTTPRequest(path: "/v1/mixed/7", headers: ["Badge": "ann"]))
+        #expect(String(decoding: read.body, as: UTF8.self) == #"{"holder":"ann"}"#)
+        #expect(badges.admissions.count.withLock { $0 } == 2, "once per request to the badge's route")
     }
 
     /// A counter the widget jobs' feature builds with its jobs and its routes read.

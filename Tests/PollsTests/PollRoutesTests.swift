@@ -27,6 +27,17 @@ struct HeaderClients: RequestAuthenticator {
     }
 }
 
+/// Stands in for the key-or-token check: a `User` header as ``HeaderClients``, else the API key.
+struct KeyOrHeaderClients: RequestAuthenticator {
+    let keys: APIKeys
+
+    var admission: Router.AdmissionCheck {
+        { request in
+            request.headers["User"] == nil ? keys.admission(&request) : HeaderClients().admission(&request)
+        }
+    }
+}
+
 /// The Polls routes behind the shared request machinery: statuses, fields, `ETag` and 304, and
 /// which credential each takes.
 @Suite("Polls: the routes")
@@ -38,7 +49,10 @@ struct PollRoutesTests {
         var router = Router()
         try router.register(
             PollRoutes(service: service).routes,
-            machinery: RequestMachinery(authenticators: [.apiKey: APIKeys([key]), .clientToken: HeaderClients()])
+            machinery: RequestMachinery(authenticators: [
+                .apiKey: APIKeys([key]), .clientToken: HeaderClients(),
+                .apiKeyOrClientToken: KeyOrHeaderClients(keys: APIKeys([key])),
+            ])
         )
         return router
     }
@@ -152,14 +166,18 @@ struct PollRoutesTests {
             )
             #expect(unchanged.status == 304)
 
-            let notHost = try await Self.send(router, "POST", "/v1/client/polls/\(id)/finalize", user: "u1")
+            let notHost = try await Self.send(router, "POST", "/v1/polls/\(id)/finalize", user: "u1")
             #expect(notHost.status == 403)
+            #expect(notHost.json["error"]?.objectValue?["code"] == "not_host")
+            let strangerFinalizing = try await Self.send(router, "POST", "/v1/polls/\(id)/finalize", user: "zed")
+            #expect(strangerFinalizing.status == 404, "a non-member's token reaches no poll")
             let extra = try await Self.send(router, "POST", "/v1/polls/\(id)/finalize", body: #"{"now": true}"#)
             #expect(extra.status == 400)
             #expect(extra.json["error"]?.objectValue?["code"] == "unknown_field")
-            let byHost = try await Self.send(router, "POST", "/v1/client/polls/\(id)/finalize", user: "u2")
+            let byHost = try await Self.send(router, "POST", "/v1/polls/\(id)/finalize", user: "u2")
             #expect(byHost.status == 200)
             #expect(byHost.json["final"] == true)
+            #expect(byHost.json["my_option"] == .null, "the host's own tally: the host has not voted")
             let changed = try await Self.send(
                 router,
                 "GET",
