@@ -52,7 +52,7 @@ public struct ClientDeviceRoutes: Sendable {
     }
 
     /// The query parameters of `GET /v1/client/devices`.
-    static let listParameters = ["app", "environment", "limit", "cursor"]
+    static let listParameters = ["app", "environment"] + Paging.parameters
 
     // MARK: Handlers
 
@@ -81,7 +81,7 @@ public struct ClientDeviceRoutes: Sendable {
             limit: query.limit,
             cursor: query.cursor
         )
-        return .json(DeviceListBody(devices: page.items.map(DeviceBody.init), nextCursor: page.nextCursor))
+        return .json(PageBody("devices", page.items.map(DeviceBody.init), nextCursor: page.nextCursor))
     }
 
     func remove(_ request: HTTPRequest, _ claims: ClientTokenClaims) async throws -> HTTPResponse {

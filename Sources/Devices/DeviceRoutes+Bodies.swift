@@ -43,22 +43,6 @@ public struct DeviceBody: Encodable, Sendable {
     }
 }
 
-/// A page of devices, and the cursor of the next.
-public struct DeviceListBody: Encodable, Sendable {
-    var devices: [DeviceBody]
-    var nextCursor: String?
-
-    public init(devices: [DeviceBody], nextCursor: String?) {
-        self.devices = devices
-        self.nextCursor = nextCursor
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case devices
-        case nextCursor = "next_cursor"
-    }
-}
-
 /// `POST /v1/devices/batch`'s answer: per device, in the order sent, `{"index", "status": 201 |
 /// 200 | 4xx, "device"}` or `{"index", "status", "token"?, "error"}`, and the counts.
 struct BatchBody: Encodable, Sendable {

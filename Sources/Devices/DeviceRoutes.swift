@@ -26,10 +26,7 @@ public struct DeviceRoutes: Sendable {
     }
 
     /// The query parameters of `GET /v1/devices`.
-    static let listParameters = ["app", "environment", "user_id", "tag", "status", "limit", "cursor"]
-    /// `limit` when the query has none, and its largest value (as in `/v1/notifications`).
-    public static let defaultPageSize = 100
-    public static let maximumPageSize = 1_000
+    static let listParameters = ["app", "environment", "user_id", "tag", "status"] + Paging.parameters
 
     /// The five routes, behind an API key.
     public var routes: [FeatureRoute] {
@@ -77,7 +74,7 @@ public struct DeviceRoutes: Sendable {
             limit: query.limit,
             cursor: query.cursor
         )
-        return .json(DeviceListBody(devices: page.items.map(DeviceBody.init), nextCursor: page.nextCursor))
+        return .json(PageBody("devices", page.items.map(DeviceBody.init), nextCursor: page.nextCursor))
     }
 
     func batch(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -143,21 +140,14 @@ public struct DeviceRoutes: Sendable {
             status = parsed
         }
         let cursor = request.queryValue("cursor")
-        if let cursor, (try? APNSDeviceToken.normalized(cursor)) != cursor {
-            throw HTTPError(
-                status: 400,
-                code: "invalid_cursor",
-                message: "cursor is not one this API returned: pass next_cursor from the previous page",
-                field: "cursor"
-            )
-        }
+        if let cursor, (try? APNSDeviceToken.normalized(cursor)) != cursor { throw Paging.invalidCursor() }
         return ListQuery(
             app: app,
             environment: environment,
             userID: userID,
             tag: tag,
             status: status,
-            limit: try limit(request),
+            limit: try request.pageLimit(),
             cursor: cursor
         )
     }
@@ -166,11 +156,6 @@ public struct DeviceRoutes: Sendable {
     /// too long.
     static func app(_ request: HTTPRequest) throws(HTTPError) -> String? {
         try request.appFilter(maximumBytes: DeviceLimits.maximumNameBytes)
-    }
-
-    /// `limit`: 1 to ``maximumPageSize``, ``defaultPageSize`` when absent.
-    static func limit(_ request: HTTPRequest) throws(HTTPError) -> Int {
-        try request.pageLimit(default: defaultPageSize, maximum: maximumPageSize)
     }
 }
 

@@ -126,7 +126,7 @@ public struct DeviceService: Sendable {
         status: DeviceStatus? = nil,
         limit: Int,
         cursor: String?
-    ) async throws -> KeysetPage<Device> {
+    ) async throws -> Page<Device> {
         let (app, environment) = try resolve(app: app, environment: environment)
         return try await store.list(
             DeviceListQuery(

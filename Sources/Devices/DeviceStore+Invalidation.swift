@@ -1,6 +1,6 @@
 public import APNs
 public import Foundation
-import HeraldCore
+public import HeraldCore
 public import Storage
 
 extension DeviceStore {
@@ -123,7 +123,7 @@ extension DeviceStore {
         since: Date?,
         limit: Int,
         cursor: DeadTokenCursor?
-    ) async throws -> KeysetPage<DeadToken> {
+    ) async throws -> Page<DeadToken> {
         var conditions = ["status = 'invalid'", "invalid_recorded_at IS NOT NULL"]
         var binds = SQLBinds()
         if let app { conditions.append("app = \(binds.add(.text(app)))") }
@@ -163,7 +163,7 @@ extension DeviceStore {
             items.removeLast()
             next = items.last.map { DeadTokenCursor($0).text }
         }
-        return KeysetPage(items: items, nextCursor: next)
+        return Page(items: items, nextCursor: next)
     }
 
     // MARK: Retention
@@ -248,16 +248,4 @@ public struct DeadTokenCursor: Sendable, Hashable {
     }
 
     public var text: String { "\(recordedAt):\(app):\(environment):\(token)" }
-}
-
-/// One page of a keyset-paged list and where the next starts.
-public struct KeysetPage<Element: Sendable>: Sendable {
-    public var items: [Element]
-    /// Pass as `cursor` to read on; `nil` on the last page.
-    public var nextCursor: String?
-
-    public init(items: [Element], nextCursor: String?) {
-        self.items = items
-        self.nextCursor = nextCursor
-    }
 }

@@ -1,5 +1,6 @@
 public import APNs
 import Foundation
+public import HeraldCore
 import Storage
 
 /// What `GET /v1/devices` asks for: one app and environment, optional filters, a page.
@@ -37,7 +38,7 @@ extension DeviceStore {
     /// cursor: an index in token order (`devices_user` with a user, `devices_status` with a status,
     /// the key otherwise), each row checked for the tag by key lookup (`OFFSET 0` keeps
     /// PostgreSQL from reading the whole tag instead).
-    public func list(_ query: DeviceListQuery) async throws -> KeysetPage<Device> {
+    public func list(_ query: DeviceListQuery) async throws -> Page<Device> {
         var binds = SQLBinds()
         var conditions = [
             "d.app = \(binds.add(.text(query.app)))",
@@ -67,6 +68,6 @@ extension DeviceStore {
             items.removeLast()
             next = items.last?.token
         }
-        return KeysetPage(items: items, nextCursor: next)
+        return Page(items: items, nextCursor: next)
     }
 }

@@ -38,23 +38,6 @@ extension HTTPRequest {
         )
     }
 
-    /// The `limit` query parameter of a listing: a whole number from 1 to `maximum`,
-    /// `defaultLimit` when absent.
-    ///
-    /// - Throws: ``HTTPError`` 400 `invalid_limit` giving the range.
-    public func pageLimit(default defaultLimit: Int, maximum: Int) throws(HTTPError) -> Int {
-        guard let text = queryValue("limit") else { return defaultLimit }
-        guard let limit = Int(text), (1...maximum).contains(limit) else {
-            throw HTTPError(
-                status: 400,
-                code: "invalid_limit",
-                message: "limit must be a whole number from 1 to \(maximum)",
-                field: "limit"
-            )
-        }
-        return limit
-    }
-
     /// The `app` query parameter of a listing filtered by app: `nil` when absent.
     ///
     /// - Throws: ``HTTPError`` 400 `invalid_app` when it is empty or longer than `maximumBytes`.

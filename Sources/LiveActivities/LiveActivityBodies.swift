@@ -244,20 +244,6 @@ struct LiveActivityDeliveryBody: Encodable, Sendable {
     }
 }
 
-struct LiveActivityListBody: Encodable, Sendable {
-    var liveActivities: [LiveActivityBody]
-    var nextCursor: String?
-    enum CodingKeys: String, CodingKey {
-        case liveActivities = "live_activities"
-        case nextCursor = "next_cursor"
-    }
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(liveActivities, forKey: .liveActivities)
-        try container.encode(nextCursor, forKey: .nextCursor)
-    }
-}
-
 extension LiveActivityRouteCounts {
     /// The answer to an update or end, `{"routes":{"broadcast":…,"pending":…,"silent":…,"update_token":…}}`
     /// (sorted keys, as ``HTTPResponse/json(_:status:)`` writes them): four counts, written

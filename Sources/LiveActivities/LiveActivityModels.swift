@@ -386,8 +386,6 @@ public enum LiveActivityLimits {
     public static let maximumActivityDuration: TimeInterval = 8 * 3_600
     /// How far ahead `start_at` may be.
     public static let maximumScheduleAhead: TimeInterval = 366 * 86_400
-    /// Activities per page of `GET /v1/live-activities`.
-    public static let listLimit = 1...100
     /// Members of a shared activity.
     public static let memberCount = 2...500
     /// A member's name, in characters.

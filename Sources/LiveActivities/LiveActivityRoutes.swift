@@ -36,7 +36,7 @@ public struct LiveActivityRoutes: Sendable {
         )
         activities.post("", maxBodySize: LiveActivityLimits.maximumCreateBodyBytes) { try await routes.create($0) }
         activities.get("/{id}") { try await routes.read($0) }
-        activities.get("", query: ["user_id", "state", "attributes_type", "limit", "cursor"]) {
+        activities.get("", query: ["user_id", "state", "attributes_type"] + Paging.parameters) {
             try await routes.list($0)
         }
         activities.delete("/{id}") { try await routes.cancel($0) }
@@ -86,34 +86,17 @@ public struct LiveActivityRoutes: Sendable {
                 field: "attributes_type"
             )
         }
-        var limit = 50
-        if let text = request.queryValue("limit") {
-            guard let value = Int(text), LiveActivityLimits.listLimit.contains(value) else {
-                throw LiveActivityError.invalid(
-                    "invalid_limit",
-                    "limit must be an integer from 1 to 100",
-                    field: "limit"
-                )
-            }
-            limit = value
-        }
+        let limit = try request.pageLimit()
         let cursor = request.queryValue("cursor")
         if let cursor {
             let parts = cursor.split(separator: ":", maxSplits: 1)
             guard cursor.utf8.count <= 128, parts.count == 2, Int64(parts[0]) != nil else {
-                throw LiveActivityError.invalid(
-                    "invalid_cursor",
-                    "cursor must be the next_cursor of a previous page",
-                    field: "cursor"
-                )
+                throw Paging.invalidCursor()
             }
         }
         let page = try await service.list(filter, limit: limit, cursor: cursor)
         return .json(
-            LiveActivityListBody(
-                liveActivities: page.items.map { LiveActivityBody(activity: $0) },
-                nextCursor: page.next
-            )
+            PageBody("live_activities", page.items.map { LiveActivityBody(activity: $0) }, nextCursor: page.next)
         )
     }
 

@@ -128,15 +128,3 @@ public struct DeliveryCounts: Sendable, Hashable {
 
     public var total: Int { counts.values.reduce(0, +) }
 }
-
-/// One page of a list and where the next starts.
-public struct Page<Element: Sendable>: Sendable {
-    public var items: [Element]
-    /// Pass as `cursor` to read on; `nil` on the last page.
-    public var nextCursor: String?
-
-    public init(items: [Element], nextCursor: String?) {
-        self.items = items
-        self.nextCursor = nextCursor
-    }
-}

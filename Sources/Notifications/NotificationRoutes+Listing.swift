@@ -7,15 +7,12 @@ import HeraldCore
 
 extension NotificationRoutes {
     /// The query parameters of `GET /v1/notifications`.
-    static let listParameters = ["status", "app", "created_after", "created_before", "limit", "cursor"]
+    static let listParameters = ["status", "app", "created_after", "created_before"] + Paging.parameters
 
     func list(_ request: HTTPRequest) async throws -> HTTPResponse {
         let page = try await service.list(try Self.parseList(request))
         return .json(
-            NotificationListBody(
-                notifications: page.items.map(NotificationSummaryBody.init),
-                nextCursor: page.nextCursor
-            )
+            PageBody("notifications", page.items.map(NotificationSummaryBody.init), nextCursor: page.nextCursor)
         )
     }
 
@@ -36,14 +33,7 @@ extension NotificationRoutes {
         }
         var cursor: NotificationCursor?
         if let text = request.queryValue("cursor") {
-            guard let parsed = NotificationCursor(text) else {
-                throw HTTPError(
-                    status: 400,
-                    code: "invalid_cursor",
-                    message: "cursor is not one this API returned: pass next_cursor from the previous page",
-                    field: "cursor"
-                )
-            }
+            guard let parsed = NotificationCursor(text) else { throw Paging.invalidCursor() }
             cursor = parsed
         }
         let after = try time(request, "created_after")
@@ -61,19 +51,9 @@ extension NotificationRoutes {
             app: try app(request),
             createdAfter: after,
             createdBefore: before,
-            limit: try limit(request),
+            limit: try request.pageLimit(),
             cursor: cursor
         )
-    }
-}
-
-struct NotificationListBody: Encodable, Sendable {
-    var notifications: [NotificationSummaryBody]
-    var nextCursor: String?
-
-    enum CodingKeys: String, CodingKey {
-        case notifications
-        case nextCursor = "next_cursor"
     }
 }
 

@@ -24,9 +24,6 @@ import Jobs
 /// line and column (unlike the relay's routes, which keep feditext-apns' lenient contract).
 public struct NotificationRoutes: Sendable {
     public let service: NotificationService
-    /// Results or dead tokens per page when `limit` is not given, and the most allowed.
-    public static let defaultPageSize = 100
-    public static let maximumPageSize = 1_000
 
     public init(service: NotificationService) {
         self.service = service
@@ -45,7 +42,7 @@ public struct NotificationRoutes: Sendable {
             idempotent: true
         ) { try await routes.create($0) }
         notifications.get("", query: Self.listParameters) { try await routes.list($0) }
-        notifications.get("/{id}", query: ["limit", "cursor"]) { try await routes.read($0) }
+        notifications.get("/{id}", query: Paging.parameters) { try await routes.read($0) }
         notifications.delete("/{id}") { try await routes.cancel($0) }
         var deadTokens = RouteGroup("/v1/dead-tokens", authentication: .apiKey)
         deadTokens.get("", query: Self.deadTokenParameters) { try await routes.deadTokens($0) }
@@ -53,7 +50,7 @@ public struct NotificationRoutes: Sendable {
     }
 
     /// The query parameters of `GET /v1/dead-tokens`.
-    static let deadTokenParameters = ["app", "environment", "since", "limit", "cursor"]
+    static let deadTokenParameters = ["app", "environment", "since"] + Paging.parameters
 
     // MARK: Handlers
 
@@ -111,7 +108,7 @@ public struct NotificationRoutes: Sendable {
             limit: query.limit,
             cursor: query.cursor
         )
-        return .json(DeadTokensBody(deadTokens: page.items.map(DeadTokenBody.init), nextCursor: page.nextCursor))
+        return .json(PageBody("dead_tokens", page.items.map(DeadTokenBody.init), nextCursor: page.nextCursor))
     }
 
     // MARK: Parsing
@@ -128,16 +125,9 @@ public struct NotificationRoutes: Sendable {
     /// `GET /v1/notifications/{id}`: the id, the page size and the cursor.
     public static func parseRead(_ request: HTTPRequest) throws(HTTPError) -> (id: UUID, limit: Int, cursor: String?) {
         let id = try id(request)
-        let limit = try limit(request)
+        let limit = try request.pageLimit()
         let cursor = request.queryValue("cursor")
-        if let cursor, Int(cursor) == nil {
-            throw HTTPError(
-                status: 400,
-                code: "invalid_cursor",
-                message: "cursor is not one this API returned: pass next_cursor from the previous page",
-                field: "cursor"
-            )
-        }
+        if let cursor, Int(cursor) == nil { throw Paging.invalidCursor() }
         return (id, limit, cursor)
     }
 
@@ -156,21 +146,14 @@ public struct NotificationRoutes: Sendable {
         let since = try time(request, "since")
         var cursor: DeadTokenCursor?
         if let text = request.queryValue("cursor") {
-            guard let parsed = DeadTokenCursor(text) else {
-                throw HTTPError(
-                    status: 400,
-                    code: "invalid_cursor",
-                    message: "cursor is not one this API returned: pass next_cursor from the previous page",
-                    field: "cursor"
-                )
-            }
+            guard let parsed = DeadTokenCursor(text) else { throw Paging.invalidCursor() }
             cursor = parsed
         }
         return DeadTokensQuery(
             app: try app(request),
             environment: environment,
             since: since,
-            limit: try limit(request),
+            limit: try request.pageLimit(),
             cursor: cursor
         )
     }
@@ -187,10 +170,6 @@ public struct NotificationRoutes: Sendable {
             )
         }
         return id
-    }
-
-    static func limit(_ request: HTTPRequest) throws(HTTPError) -> Int {
-        try request.pageLimit(default: defaultPageSize, maximum: maximumPageSize)
     }
 
     /// A time query parameter: RFC 3339 or Unix seconds (400 `invalid_<name>` otherwise, with a
@@ -300,8 +279,11 @@ struct NotificationBody: Encodable, Sendable {
         try container.encodeIfPresent(audience, forKey: .audience)
         try container.encode(progress, forKey: .progress)
         try container.encode(counts, forKey: .counts)
-        try container.encodeIfPresent(results, forKey: .results)
-        try container.encodeIfPresent(nextCursor, forKey: .nextCursor)
+        // A page of results, as every list pages (`next_cursor` `null` on the last).
+        if let results {
+            try container.encode(results, forKey: .results)
+            try container.encode(nextCursor, forKey: .nextCursor)
+        }
     }
 }
 
@@ -329,16 +311,6 @@ struct ResultBody: Encodable, Sendable {
         case apnsID = "apns_id"
         case invalidAt = "invalid_at"
         case updatedAt = "updated_at"
-    }
-}
-
-struct DeadTokensBody: Encodable, Sendable {
-    var deadTokens: [DeadTokenBody]
-    var nextCursor: String?
-
-    enum CodingKeys: String, CodingKey {
-        case deadTokens = "dead_tokens"
-        case nextCursor = "next_cursor"
     }
 }
 

@@ -1,5 +1,5 @@
 public import Foundation
-import HeraldCore
+public import HeraldCore
 package import Storage
 
 /// Which notifications `GET /v1/notifications` lists: every filter is optional.

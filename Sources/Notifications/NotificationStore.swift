@@ -2,7 +2,7 @@ package import APNs
 import Audiences
 public import Devices
 public import Foundation
-import HeraldCore
+public import HeraldCore
 public import Storage
 
 /// The `notifications` and `notification_deliveries` tables (migration 3), with the same SQL on

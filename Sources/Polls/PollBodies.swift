@@ -54,23 +54,6 @@ struct PollBody: Encodable, Sendable {
     }
 }
 
-/// `{"polls": [...], "next_cursor"}`.
-struct PollListBody: Encodable, Sendable {
-    var polls: [PollBody]
-    var nextCursor: String?
-
-    enum CodingKeys: String, CodingKey {
-        case polls
-        case nextCursor = "next_cursor"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(polls, forKey: .polls)
-        try container.encode(nextCursor, forKey: .nextCursor)
-    }
-}
-
 /// What a member reads and a vote answers: `{"id", "question", "options": [{"option", "count",
 /// "names"}], "voted", "total", "final"}`, and the member's own `my_option`.
 struct PollTallyBody: Encodable, Sendable {

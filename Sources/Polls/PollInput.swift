@@ -14,8 +14,6 @@ public enum PollLimits {
     public static let maximumOptionBytes = 64
     public static let maximumUserIDBytes = 255
     public static let maximumNameBytes = 100
-    /// `GET /v1/polls?limit=`.
-    public static let listLimit = 1...100
 }
 
 /// A parsed `POST /v1/polls` body.

@@ -29,27 +29,17 @@ public struct PollRoutes: Sendable {
             let poll = try await service.create(try PollInput.parseCreate(request.body, now: service.now()))
             return .json(PollBody(poll: poll), status: 201)
         }
-        polls.get("", query: ["limit", "cursor"]) { request in
-            var limit = 50
-            if let text = request.queryValue("limit") {
-                guard let value = Int(text), PollLimits.listLimit.contains(value) else {
-                    throw PollError.invalid("invalid_limit", "limit must be an integer from 1 to 100", field: "limit")
-                }
-                limit = value
-            }
+        polls.get("", query: Paging.parameters) { request in
+            let limit = try request.pageLimit()
             let cursor = request.queryValue("cursor")
             if let cursor {
                 let parts = cursor.split(separator: ":", maxSplits: 1)
                 guard cursor.utf8.count <= 128, parts.count == 2, Int64(parts[0]) != nil else {
-                    throw PollError.invalid(
-                        "invalid_cursor",
-                        "cursor must be the next_cursor of a previous page",
-                        field: "cursor"
-                    )
+                    throw Paging.invalidCursor()
                 }
             }
             let page = try await service.list(limit: limit, cursor: cursor)
-            return .json(PollListBody(polls: page.items.map { PollBody(poll: $0) }, nextCursor: page.next))
+            return .json(PageBody("polls", page.items.map { PollBody(poll: $0) }, nextCursor: page.next))
         }
         polls.get("/{id}") { request in
             .json(PollBody(poll: try await service.read(try Self.id(request))))

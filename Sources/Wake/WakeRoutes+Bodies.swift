@@ -5,17 +5,6 @@ import Foundation
 import HeraldCore
 import Jobs
 
-/// `GET /v1/wake-schedules`.
-struct WakeScheduleListBody: Encodable, Sendable {
-    var wakeSchedules: [WakeScheduleBody]
-    var nextCursor: String?
-
-    enum CodingKeys: String, CodingKey {
-        case wakeSchedules = "wake_schedules"
-        case nextCursor = "next_cursor"
-    }
-}
-
 /// A wake schedule as the API shows it; `runs` only in `GET /v1/wake-schedules/{id}`.
 struct WakeScheduleBody: Encodable, Sendable {
     var schedule: WakeSchedule

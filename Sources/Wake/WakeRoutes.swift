@@ -23,7 +23,7 @@ public struct WakeRoutes: Sendable {
         let routes = self
         var group = RouteGroup("/v1/wake-schedules", authentication: .apiKey, maxBodySize: WakeLimits.maximumBodyBytes)
         group.post("", idempotent: true) { try await routes.create($0) }
-        group.get("", query: ["limit", "cursor"]) { try await routes.list($0) }
+        group.get("", query: Paging.parameters) { try await routes.list($0) }
         group.get("/{id}") { try await routes.read($0) }
         group.on("PATCH", "/{id}") { try await routes.update($0) }
         group.delete("/{id}") { request in
@@ -45,13 +45,15 @@ public struct WakeRoutes: Sendable {
     }
 
     func list(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let limit = try request.pageLimit(default: 50, maximum: WakeLimits.pageSizeRange.upperBound)
-        let page = try await service.list(limit: limit, cursor: request.queryValue("cursor"))
+        let limit = try request.pageLimit()
+        var cursor: WakeListCursor?
+        if let text = request.queryValue("cursor") {
+            guard let parsed = WakeListCursor(text: text) else { throw Paging.invalidCursor() }
+            cursor = parsed
+        }
+        let page = try await service.list(limit: limit, after: cursor)
         return .json(
-            WakeScheduleListBody(
-                wakeSchedules: page.items.map { WakeScheduleBody($0, runs: nil) },
-                nextCursor: page.next
-            )
+            PageBody("wake_schedules", page.items.map { WakeScheduleBody($0, runs: nil) }, nextCursor: page.next)
         )
     }
 

@@ -127,8 +127,6 @@ public enum WakeLimits {
     public static let maximumCloudKitNameBytes = 255
     /// Records a CloudKit-mode schedule keeps.
     public static let keepRange = 1...200
-    /// Schedules per page of `GET /v1/wake-schedules`.
-    public static let pageSizeRange = 1...200
     /// Runs kept and shown per schedule.
     public static let keptRuns = 50
 }

@@ -163,19 +163,9 @@ public struct WakeService: Sendable {
         return (schedule, try await store.runs(scheduleID: id))
     }
 
-    public func list(limit: Int, cursor: String?) async throws -> (items: [WakeSchedule], next: String?) {
-        var after: WakeListCursor?
-        if let cursor {
-            guard let parsed = WakeListCursor(text: cursor) else {
-                throw WakeError.invalid(
-                    "invalid_cursor",
-                    "cursor must be the next_cursor of the previous page, unchanged",
-                    field: "cursor"
-                )
-            }
-            after = parsed
-        }
-        let page = try await store.list(limit: limit, after: after)
+    /// A page of schedules after `cursor` (the previous page's last), and the next page's cursor.
+    public func list(limit: Int, after cursor: WakeListCursor?) async throws -> (items: [WakeSchedule], next: String?) {
+        let page = try await store.list(limit: limit, after: cursor)
         return (page.items, page.next?.text)
     }
 

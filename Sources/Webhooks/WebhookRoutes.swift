@@ -7,7 +7,8 @@ public import HeraldFeature
 ///
 /// - `POST /v1/webhooks` `{"url", "events": [...], "secret"?}` → 201 with the webhook and its
 ///   secret (generated when not given); the secret is never shown again.
-/// - `GET /v1/webhooks` → `{"webhooks": [...]}` without secrets, oldest first.
+/// - `GET /v1/webhooks?limit=&cursor=` → `{"webhooks": [...], "next_cursor"}` without secrets,
+///   oldest first.
 /// - `GET /v1/webhooks/{id}` → the webhook and its delivery state (pending and dead events,
 ///   deliveries, the last error).
 /// - `DELETE /v1/webhooks/{id}` → 204; its undelivered events go with it.
@@ -33,7 +34,7 @@ public struct WebhookRoutes: Sendable {
         let routes = self
         var group = RouteGroup("/v1/webhooks", authentication: .apiKey, maxBodySize: WebhookLimits.maximumBodyBytes)
         group.post("", idempotent: true) { try await routes.create($0) }
-        group.get("") { _ in try await routes.list() }
+        group.get("", query: Paging.parameters) { try await routes.list($0) }
         group.get("/{id}") { try await routes.read($0) }
         group.delete("/{id}") { try await routes.delete($0) }
         return group.routes
@@ -51,9 +52,16 @@ public struct WebhookRoutes: Sendable {
         return response
     }
 
-    func list() async throws -> HTTPResponse {
-        let webhooks = try await store.list()
-        return .json(WebhookListBody(webhooks: webhooks.map { WebhookBody($0, secret: nil, delivery: nil) }))
+    func list(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let limit = try request.pageLimit()
+        var cursor: WebhookCursor?
+        if let text = request.queryValue("cursor") {
+            guard let parsed = WebhookCursor(text) else { throw Paging.invalidCursor() }
+            cursor = parsed
+        }
+        let page = try await store.list(limit: limit, after: cursor)
+        let webhooks = page.items.map { WebhookBody($0, secret: nil, delivery: nil) }
+        return .json(PageBody("webhooks", webhooks, nextCursor: page.next?.text))
     }
 
     func read(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -146,8 +154,4 @@ struct DeliveryBody: Encodable, Sendable {
         try container.encode(state.lastError, forKey: .lastError)
         try container.encode(state.lastErrorAt, forKey: .lastErrorAt)
     }
-}
-
-struct WebhookListBody: Encodable, Sendable {
-    var webhooks: [WebhookBody]
 }

@@ -49,10 +49,24 @@ public struct WebhookStore: Sendable {
         return webhook
     }
 
-    /// Every webhook, oldest first (there are at most ``WebhookLimits/maximumWebhooks``).
-    public func list() async throws -> [Webhook] {
-        try await database.query("SELECT \(Self.columns) FROM webhooks ORDER BY created_at, id")
-            .map(Self.webhook(from:))
+    /// A page of webhooks, oldest first, after `cursor` (a ``WebhookCursor`` of the previous
+    /// page's last), and the cursor of the next page when there is one.
+    public func list(limit: Int, after cursor: WebhookCursor?) async throws -> (items: [Webhook], next: WebhookCursor?)
+    {
+        var binds: [SQLValue] = []
+        var condition = ""
+        if let cursor {
+            binds = [.integer(cursor.createdAtMilliseconds), .text(cursor.id)]
+            condition = "WHERE created_at > $1 OR (created_at = $1 AND id > $2) "
+        }
+        binds.append(.integer(Int64(limit + 1)))
+        let rows = try await database.query(
+            "SELECT \(Self.columns) FROM webhooks \(condition)ORDER BY created_at, id LIMIT $\(binds.count)",
+            binds
+        )
+        let items = try rows.prefix(limit).map(Self.webhook(from:))
+        let next = rows.count > limit ? items.last.map(WebhookCursor.init(after:)) : nil
+        return (items, next)
     }
 
     public func webhook(id: UUID) async throws -> Webhook? {
@@ -113,4 +127,28 @@ public struct WebhookStore: Sendable {
     static func generateSecret() -> String {
         "whsec_" + Base64URL.encode(SecureRandom.bytes(WebhookLimits.generatedSecretBytes))
     }
+}
+
+/// Where a page of `GET /v1/webhooks` starts: after the webhook created at this millisecond with
+/// this id. Its text is `<milliseconds>:<id>`.
+public struct WebhookCursor: Sendable, Hashable {
+    public var createdAtMilliseconds: Int64
+    public var id: String
+
+    init(after webhook: Webhook) {
+        createdAtMilliseconds = EpochTime.milliseconds(webhook.createdAt)
+        id = RequestIdentifier.lowercaseString(webhook.id)
+    }
+
+    /// The cursor `text` is, or `nil` when it is not one ``text`` wrote.
+    public init?(_ text: String) {
+        let parts = text.split(separator: ":", maxSplits: 1)
+        guard text.utf8.count <= 64, parts.count == 2, let at = Int64(parts[0]),
+            let id = RequestIdentifier.uuid(String(parts[1]))
+        else { return nil }
+        createdAtMilliseconds = at
+        self.id = RequestIdentifier.lowercaseString(id)
+    }
+
+    public var text: String { "\(createdAtMilliseconds):\(id)" }
 }

@@ -113,16 +113,16 @@ struct StrictInputTests {
         }
     }
 
-    @Test("a listing's limit: the default when absent, 1 to the maximum, else a 400 giving the range")
+    @Test("every list's limit: 100 when absent, 1 to 1,000, else a 400 giving the range")
     func pageLimit() throws {
         func limit(_ query: String) throws(HTTPError) -> Int {
-            try HTTPRequest(method: "GET", path: "/v1/x\(query)").pageLimit(default: 50, maximum: 200)
+            try HTTPRequest(method: "GET", path: "/v1/x\(query)").pageLimit()
         }
-        #expect(try limit("") == 50)
-        #expect(try limit("?cursor=abc") == 50)
+        #expect(try limit("") == 100)
+        #expect(try limit("?cursor=abc") == 100)
         #expect(try limit("?limit=1") == 1)
-        #expect(try limit("?limit=200") == 200)
-        for bad in ["?limit=0", "?limit=201", "?limit=-1", "?limit=ten", "?limit=", "?limit=1.5"] {
+        #expect(try limit("?limit=1000") == 1_000)
+        for bad in ["?limit=0", "?limit=1001", "?limit=-1", "?limit=ten", "?limit=", "?limit=1.5"] {
             do {
                 _ = try limit(bad)
                 Issue.record("accepted \(bad)")
@@ -130,9 +130,18 @@ struct StrictInputTests {
                 #expect(error.status == 400)
                 #expect(error.code == "invalid_limit")
                 #expect(error.field == "limit")
-                #expect(error.message == "limit must be a whole number from 1 to 200")
+                #expect(error.message == "limit must be a whole number from 1 to 1000 (100 when left out)")
             }
         }
+    }
+
+    @Test("a page always carries next_cursor, null on the last")
+    func pageBody() throws {
+        let last = HTTPResponse.json(PageBody("items", [1, 2], nextCursor: nil))
+        #expect(String(decoding: last.body, as: UTF8.self) == #"{"items":[1,2],"next_cursor":null}"#)
+        let more = HTTPResponse.json(PageBody("items", [3], nextCursor: "7"))
+        #expect(String(decoding: more.body, as: UTF8.self) == #"{"items":[3],"next_cursor":"7"}"#)
+        #expect(Paging.invalidCursor().field == "cursor")
     }
 
     @Test("a listing's app filter: nil when absent, else 1 to the maximum bytes or a 400")

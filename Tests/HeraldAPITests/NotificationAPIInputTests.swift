@@ -227,7 +227,7 @@ struct NotificationAPIInputTests {
             #expect(all.status == 200)
             let listed = try #require(all.json["notifications"] as? [[String: Any]])
             #expect(Set(listed.compactMap { $0["id"] as? String }) == Set(ids))
-            #expect(all.json["next_cursor"] == nil)
+            #expect(all.json["next_cursor"] is NSNull, "present, null: the last page")
             let created = listed.compactMap { ($0["created_at"] as? String).flatMap(RFC3339.date(from:)) }
             #expect(created.count == 5)
             #expect(zip(created, created.dropFirst()).allSatisfy { $0 >= $1 }, "newest first")

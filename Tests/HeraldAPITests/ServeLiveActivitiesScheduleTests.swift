@@ -222,7 +222,7 @@ struct ServeLiveActivitiesScheduleTests {
                 token: token
             ).status == 413
         )
-        #expect(try await server.call("GET", "/v1/live-activities?limit=101").status == 400)
+        #expect(try await server.call("GET", "/v1/live-activities?limit=1001").status == 400)
         #expect(try await server.call("GET", "/v1/live-activities?state=gone").status == 400)
         #expect(try await server.call("GET", "/v1/live-activities?cursor=nope").status == 400)
         #expect(try await server.call("GET", "/v1/live-activities?colour=red").status == 400)

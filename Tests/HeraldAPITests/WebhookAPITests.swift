@@ -170,6 +170,20 @@ struct WebhookAPITests {
             let webhooks = try #require(list.json["webhooks"] as? [[String: Any]])
             #expect(webhooks.count == 2)
             #expect(webhooks.allSatisfy { $0["secret"] == nil })
+            #expect(list.json["next_cursor"] is NSNull, "present, null: the last page")
+
+            // Paged as every list: oldest first, a cursor to the next page, 400 for one it never gave.
+            let first = try await harness.request("GET", "/v1/webhooks?limit=1")
+            let cursor = try #require(first.json["next_cursor"] as? String)
+            let second = try await harness.request("GET", "/v1/webhooks?limit=1&cursor=\(cursor)")
+            #expect(second.json["next_cursor"] is NSNull)
+            let paged = [first, second].flatMap { ($0.json["webhooks"] as? [[String: Any]]) ?? [] }
+            #expect(paged.compactMap { $0["id"] as? String } == webhooks.compactMap { $0["id"] as? String })
+            let forged = try await harness.request("GET", "/v1/webhooks?cursor=12:not-an-id")
+            #expect(forged.status == 400)
+            #expect(Self.error(forged.json)?["field"] as? String == "cursor")
+            #expect(try await harness.request("GET", "/v1/webhooks?limit=5").status == 200)
+            #expect(try await harness.request("GET", "/v1/webhooks?limit=1001").status == 400)
 
             let read = try await harness.request("GET", "/v1/webhooks/\(id)")
             #expect(read.status == 200)

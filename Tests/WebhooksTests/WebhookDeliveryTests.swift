@@ -334,7 +334,7 @@ struct WebhookDeliveryTests {
             #expect(try await harness.store.state(id: devices.id) == nil)
             let left = try await harness.database.queryFirst("SELECT COUNT(*) AS n FROM webhook_outbox")?.int("n")
             #expect(left == 0)
-            #expect(try await harness.store.list().map(\.id) == [finished.id])
+            #expect(try await harness.store.list(limit: 10, after: nil).items.map(\.id) == [finished.id])
         }
     }
 }
