@@ -185,14 +185,17 @@ struct LiveActivityAlertBody: Encodable, Sendable {
     }
 }
 
-/// The audience as given; push-to-start tokens shortened to 8 characters.
+/// The audience as given; push-to-start tokens as their first 8 characters (`token_prefixes`).
 struct LiveActivityAudienceBody: Encodable, Sendable {
     var audience: LiveActivityAudience
-    enum CodingKeys: String, CodingKey { case tokens, users, tags, all }
+    enum CodingKeys: String, CodingKey {
+        case users, tags, all
+        case tokenPrefixes = "token_prefixes"
+    }
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         switch audience {
-        case .tokens(let tokens): try container.encode(tokens.map { String($0.prefix(8)) }, forKey: .tokens)
+        case .tokens(let tokens): try container.encode(tokens.map(TokenPrefix.of), forKey: .tokenPrefixes)
         case .users(let users): try container.encode(users, forKey: .users)
         case .anyTag(let tags): try container.encode(["any": tags], forKey: .tags)
         case .allTags(let tags): try container.encode(["all": tags], forKey: .tags)
@@ -201,15 +204,16 @@ struct LiveActivityAudienceBody: Encodable, Sendable {
     }
 }
 
-/// An instance; its tokens shortened to 8 characters.
+/// An instance; its tokens as their first 8 characters (`device_token_prefix`,
+/// `update_token_prefix`).
 struct LiveActivityInstanceBody: Encodable, Sendable {
     var instance: LiveActivityInstance
     enum CodingKeys: String, CodingKey {
         case state, unreachable
         case activityID = "activity_id"
         case userID = "user_id"
-        case deviceToken = "device_token"
-        case updateToken = "update_token"
+        case deviceTokenPrefix = "device_token_prefix"
+        case updateTokenPrefix = "update_token_prefix"
         case createdAt = "created_at"
         case updatedAt = "updated_at"
     }
@@ -217,8 +221,8 @@ struct LiveActivityInstanceBody: Encodable, Sendable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(instance.activityID, forKey: .activityID)
         try container.encode(instance.userID, forKey: .userID)
-        try container.encode(instance.deviceToken.map { String($0.prefix(8)) }, forKey: .deviceToken)
-        try container.encode(instance.updateToken.map { String($0.prefix(8)) }, forKey: .updateToken)
+        try container.encode(instance.deviceToken.map(TokenPrefix.of), forKey: .deviceTokenPrefix)
+        try container.encode(instance.updateToken.map(TokenPrefix.of), forKey: .updateTokenPrefix)
         try container.encode(instance.state.rawValue, forKey: .state)
         try container.encode(instance.unreachable, forKey: .unreachable)
         try container.encode(instance.createdAt, forKey: .createdAt)
@@ -229,7 +233,8 @@ struct LiveActivityInstanceBody: Encodable, Sendable {
 struct LiveActivityDeliveryBody: Encodable, Sendable {
     var delivery: LiveActivityDelivery
     enum CodingKeys: String, CodingKey {
-        case at, event, route, token, status, reason
+        case at, event, route, status, reason
+        case tokenPrefix = "token_prefix"
         case apnsID = "apns_id"
     }
     func encode(to encoder: any Encoder) throws {
@@ -237,7 +242,7 @@ struct LiveActivityDeliveryBody: Encodable, Sendable {
         try container.encode(delivery.at, forKey: .at)
         try container.encode(delivery.event, forKey: .event)
         try container.encode(delivery.route.rawValue, forKey: .route)
-        try container.encode(delivery.token, forKey: .token)
+        try container.encode(delivery.token, forKey: .tokenPrefix)
         try container.encode(delivery.status, forKey: .status)
         try container.encode(delivery.reason, forKey: .reason)
         try container.encode(delivery.apnsID, forKey: .apnsID)
@@ -256,21 +261,22 @@ extension LiveActivityRouteCounts {
     }
 }
 
-/// A push-to-start token as the API shows it (shortened).
+/// A push-to-start token as the API shows it: its first 8 characters (`token_prefix`).
 struct PushToStartBody: Encodable, Sendable {
     var token: PushToStartToken
     var app: String
     var environment: String
     var attributesType: String
     enum CodingKeys: String, CodingKey {
-        case token, app, environment, status
+        case app, environment, status
+        case tokenPrefix = "token_prefix"
         case userID = "user_id"
         case attributesType = "attributes_type"
         case invalidReason = "invalid_reason"
     }
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(String(token.token.prefix(8)), forKey: .token)
+        try container.encode(TokenPrefix.of(token.token), forKey: .tokenPrefix)
         try container.encode(app, forKey: .app)
         try container.encode(environment, forKey: .environment)
         try container.encode(attributesType, forKey: .attributesType)
@@ -278,4 +284,13 @@ struct PushToStartBody: Encodable, Sendable {
         try container.encode(token.status, forKey: .status)
         try container.encode(token.invalidReason, forKey: .invalidReason)
     }
+}
+
+/// How the API shows a token it does not give back whole: its first ``length`` characters, under a
+/// name that ends in `_prefix` (`token_prefix`, `device_token_prefix`, `token_prefixes`), so that
+/// nobody takes it for the token.
+enum TokenPrefix {
+    static let length = 8
+
+    static func of(_ token: String) -> String { String(token.prefix(length)) }
 }

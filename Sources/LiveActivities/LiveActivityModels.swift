@@ -319,7 +319,7 @@ public struct LiveActivityDelivery: Sendable, Hashable {
     /// `start`, `update` or `end`.
     public var event: String
     public var route: LiveActivityRoute
-    /// The token, shortened to 8 characters (the channel id for a broadcast, shortened too).
+    /// The token's first 8 characters (the channel id's for a broadcast), shown as `token_prefix`.
     public var token: String?
     /// APNs' status; `nil` when no answer came (connection trouble).
     public var status: Int?
@@ -338,7 +338,7 @@ public struct LiveActivityDelivery: Sendable, Hashable {
         self.at = at
         self.event = event
         self.route = route
-        self.token = token.map { String($0.prefix(8)) }
+        self.token = token.map(TokenPrefix.of)
         self.status = status
         self.reason = reason
         self.apnsID = apnsID

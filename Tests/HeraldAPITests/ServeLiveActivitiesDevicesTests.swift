@@ -122,7 +122,7 @@ struct ServeLiveActivitiesDevicesTests {
         }
         #expect(delivery["status"] as? Int == 200)
         #expect(delivery["event"] as? String == "update")
-        #expect(delivery["token"] as? String == String(updateToken.prefix(8)))
+        #expect(delivery["token_prefix"] as? String == String(updateToken.prefix(8)))
 
         // The end reaches it by its update token too, with its final content.
         let end = try await server.call("POST", "/v1/live-activities/\(id)/end", ["content_state": ["step": 4]])

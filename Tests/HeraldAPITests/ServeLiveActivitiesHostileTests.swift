@@ -152,8 +152,8 @@ struct ServeLiveActivitiesHostileTests {
         let instances = try await server.call("GET", "/v1/live-activities/\(id)").body["instances"] as? [[String: Any]]
         #expect(instances?.count == 1)
         #expect(instances?.first?["user_id"] as? String == "u1")
-        #expect(instances?.first?["device_token"] as? String == String(Self.token(1).prefix(8)))
-        #expect(instances?.first?["update_token"] as? String == String(Self.token(11).prefix(8)))
+        #expect(instances?.first?["device_token_prefix"] as? String == String(Self.token(1).prefix(8)))
+        #expect(instances?.first?["update_token_prefix"] as? String == String(Self.token(11).prefix(8)))
         // Updates go to the owner's update token; u2's tokens get nothing.
         #expect(
             try await server.call("POST", "/v1/live-activities/\(id)/update", ["content_state": ["eta": 3]]).status

@@ -148,12 +148,13 @@ struct ServeLiveActivitiesTests {
         }
         let instances = try #require(details["instances"] as? [[String: Any]])
         #expect(instances.count == 1)
-        #expect(instances.first?["update_token"] is NSNull)
+        #expect(instances.first?["update_token_prefix"] is NSNull)
         let routes = (details["deliveries"] as? [[String: Any]] ?? []).compactMap { $0["route"] as? String }
         #expect(routes.first == "silent")
         #expect(Set(routes) == ["push_to_start", "silent", "update_token"])
         #expect(
-            (details["deliveries"] as? [[String: Any]])?.allSatisfy { ($0["token"] as? String)?.count == 8 } == true
+            (details["deliveries"] as? [[String: Any]])?.allSatisfy { ($0["token_prefix"] as? String)?.count == 8 }
+                == true
         )
 
         // The end: by silent push, the state ended, later updates refused.

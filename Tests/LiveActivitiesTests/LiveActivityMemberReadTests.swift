@@ -102,4 +102,13 @@ struct LiveActivityMemberReadTests {
             #expect(try await stack.service.upcoming(userID: "u2", app: nil).count == 1)
         }
     }
+
+    @Test("a token the API does not give back whole is named a prefix")
+    func tokenPrefixes() {
+        let audience = HTTPResponse.json(
+            LiveActivityAudienceBody(audience: .tokens([String(repeating: "ab", count: 32)]))
+        )
+        #expect(String(decoding: audience.body, as: UTF8.self) == #"{"token_prefixes":["abababab"]}"#)
+    }
+
 }
