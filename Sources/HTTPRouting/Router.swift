@@ -110,6 +110,10 @@ public struct Router: HTTPResponder {
     /// What matching paths without escapes needs of `routes`, in plain values.
     private var table = MatchTable([])
 
+    /// Where to look for what is served, said in every 404 of a path no route takes
+    /// (`GET /v1 lists every operation`); `nil`: nothing said.
+    public var notFoundHint: String?
+
     public init() {}
 
     /// Adds a route written as an async function (run in a task). A later route with the same
@@ -412,7 +416,9 @@ public struct Router: HTTPResponder {
                 .error(
                     status: 404,
                     code: "not_found",
-                    message: "No route matches \(request.method) \(request.path)."
+                    message: "nothing is served at \(request.path): check the path"
+                        + (notFoundHint.map { " (\($0))" } ?? ""),
+                    field: "path"
                 )
             )
         }
@@ -423,7 +429,8 @@ public struct Router: HTTPResponder {
             var response = HTTPResponse.error(
                 status: 405,
                 code: "method_not_allowed",
-                message: "\(method) is not allowed here; use \(allow)."
+                message: "\(request.path) does not take \(method): use \(allow)",
+                field: "method"
             )
             response.headers.replaceOrAdd(name: "Allow", value: allow)
             return .answer(response)

@@ -36,6 +36,10 @@ public final class HTTPServer: Service {
         public var port: Int = 3000
         /// Largest request body in bytes; larger ones get 413 and are never buffered.
         public var maxBodySize: Int = 1 << 20
+        /// The setting that sets ``maxBodySize`` (`HERALD_MAX_BODY_BYTES`), named in the 413 of a
+        /// body over it so that its reader knows what to raise; `nil`: none named. A route's own
+        /// limit is not the setting's, and its 413 says so.
+        public var maxBodySizeSetting: String?
         /// Largest request line plus headers, in bytes; larger ones get 431.
         public var maxHeaderSize: Int = 16 * 1024
         /// Open connections at most; libmicrohttpd closes further ones at once.
@@ -149,6 +153,7 @@ public final class HTTPServer: Service {
         let core = HTTPServerCore(
             limits: .init(
                 maxBodySize: configuration.maxBodySize,
+                maxBodySizeSetting: configuration.maxBodySizeSetting,
                 maxHeaderSize: configuration.maxHeaderSize,
                 discardAllowance: max(configuration.maxBodySize, 64 * 1024)
             ),

@@ -71,15 +71,27 @@ extension HTTPServerCore {
         }
     }
 
-    static func bodyTooLarge(limit: Int) -> HTTPResponse {
-        .error(status: 413, code: "body_too_large", message: "The request body exceeds \(limit) bytes.")
+    /// 413 for a body over `limit`: the route's own (`isRoutes`), or the server's, whose setting
+    /// it names when it has one.
+    func bodyTooLarge(limit: Int, isRoutes: Bool) -> HTTPResponse {
+        let what =
+            isRoutes
+            ? "the most this route takes"
+            : limits.maxBodySizeSetting.map { "the most \($0) allows" } ?? "the most this server takes"
+        let remedy = isRoutes ? "" : limits.maxBodySizeSetting.map { " (or raise \($0))" } ?? ""
+        return .error(
+            status: 413,
+            code: "body_too_large",
+            message: "the request body is larger than \(limit) bytes, \(what): send a smaller one\(remedy)",
+            field: "body"
+        )
     }
 
     static var shuttingDown: HTTPResponse {
         var response = HTTPResponse.error(
             status: 503,
             code: "shutting_down",
-            message: "The server is shutting down; retry the request."
+            message: "the server is shutting down: retry the request, as Retry-After says"
         )
         response.headers.replaceOrAdd(name: "Retry-After", value: "1")
         return response

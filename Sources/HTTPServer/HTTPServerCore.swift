@@ -16,6 +16,7 @@ import Synchronization
 final class HTTPServerCore: Sendable {
     struct Limits: Sendable {
         var maxBodySize: Int
+        var maxBodySizeSetting: String?
         var maxHeaderSize: Int
         /// How many bytes past `maxBodySize` a chunked upload may send before the connection is
         /// closed without an answer (below it, the client gets its 413).
@@ -172,11 +173,11 @@ final class HTTPServerCore: Sendable {
         case .receiving:
             return dispatch(context, connection: connection)
         case .tooLarge:
-            let (limit, head) = context.state.withLock { state in
+            let (limit, isRoutes, head) = context.state.withLock { state in
                 state.phase = .answered
-                return (state.bodyLimit, state.head)
+                return (state.bodyLimit, state.bodyLimitIsRoutes, state.head)
             }
-            var response = Self.bodyTooLarge(limit: limit)
+            var response = bodyTooLarge(limit: limit, isRoutes: isRoutes)
             if let head { response = responder.refused(head.request(body: []), with: response) }
             return queue(response, for: context, forceClose: true)
         case .resumed(let response):
@@ -255,14 +256,21 @@ final class HTTPServerCore: Sendable {
                 .error(
                     status: 431,
                     code: "headers_too_large",
-                    message: "The request headers exceed \(limits.maxHeaderSize) bytes."
+                    message: "the request line and headers are larger than \(limits.maxHeaderSize) bytes, the most "
+                        + "this server reads: send fewer or shorter headers",
+                    field: "headers"
                 ),
                 decodedPath: RequestTarget.percentDecode(target.rawPath)
             )
         }
         guard target.rawPath.hasPrefix("/") else {
             return refusal(
-                .error(status: 400, code: "invalid_request_target", message: "The request target must start with '/'.")
+                .error(
+                    status: 400,
+                    code: "invalid_request_target",
+                    message: "the request target must be a path starting with '/' (not a full URL or '*')",
+                    field: "path"
+                )
             )
         }
         guard let path = RequestTarget.percentDecode(target.rawPath) else {
@@ -270,7 +278,9 @@ final class HTTPServerCore: Sendable {
                 .error(
                     status: 400,
                     code: "invalid_path",
-                    message: "The request path is not valid percent-encoded UTF-8."
+                    message: "the request path is not valid percent-encoded UTF-8: encode each byte outside "
+                        + "ASCII letters, digits and -._~ as %XX",
+                    field: "path"
                 )
             )
         }
@@ -306,7 +316,7 @@ final class HTTPServerCore: Sendable {
             let length = UInt64(declared.trimmingSpaces()) ?? UInt64.max
             guard length <= UInt64(bodyLimit) else {
                 // libmicrohttpd refuses the upload and closes once this is sent.
-                return refusal(Self.bodyTooLarge(limit: bodyLimit), decodedPath: path)
+                return refusal(bodyTooLarge(limit: bodyLimit, isRoutes: routeLimit != nil), decodedPath: path)
             }
             expectedLength = Int(length)
         }
@@ -324,6 +334,7 @@ final class HTTPServerCore: Sendable {
         context.state.withLock { state in
             swap(&state.head, &head)
             state.bodyLimit = bodyLimit
+            state.bodyLimitIsRoutes = routeLimit != nil
             state.body.reserveCapacity(expectedLength)
             state.phase = .receiving
         }

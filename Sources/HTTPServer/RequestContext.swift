@@ -74,6 +74,8 @@ final class RequestContext: Sendable {
         var body: [UInt8] = []
         /// This request's body limit: its route's, else the server's.
         var bodyLimit = 0
+        /// Whether ``bodyLimit`` is its route's own.
+        var bodyLimitIsRoutes = false
         var discardedBytes = 0
         /// Whether ``HTTPServerCore`` counts this request as in flight.
         var counted = false

@@ -156,7 +156,7 @@ public struct HeraldComposition: Sendable {
             clock: inputs.clock,
             limiter: ClientRateLimiter(inputs.clientLimits, clock: inputs.clock)
         )
-        try HeraldFeatures.assembly.register(
+        let registered = try HeraldFeatures.assembly.register(
             on: &router,
             context: featureJobs.routeContext(queue: queue),
             machinery: RequestMachinery(
@@ -171,6 +171,7 @@ public struct HeraldComposition: Sendable {
                 idempotency: idempotency
             )
         )
+        APIIndex(registered).register(on: &router)
         return HeraldComposition(
             router: router,
             services: featureJobs.services,

@@ -32,8 +32,14 @@ public struct SystemRoutes: Sendable {
     }
 
     public func register(on router: inout Router) {
-        router.get("/") { _ in HTTPResponse(status: 200) }
-        router.head("/") { _ in HTTPResponse(status: 200) }
+        // Where to go from the root; a load balancer's check of `/` gets its 200.
+        let root = HTTPResponse.json([
+            "service": "herald",
+            "api": "/v1",
+            "health": "/healthz",
+            "ready": "/readyz",
+        ])
+        router.get("/") { _ in root }
         router.get("/healthz") { _ in .json(["status": "ok"]) }
         router.get("/readyz") { _ in await readiness() }
         router.get("/metrics") { [metrics, metricsRefreshers, metricsRefreshTimeout, metricsToken] request in

@@ -115,13 +115,17 @@ public struct FeatureAssembly: Sendable {
     /// authentication it declares; a raw route (``FeatureRoute/Handling/raw(_:)``) as it is, with
     /// only its own ``FeatureRoute/admission``.
     ///
+    /// - Returns: every route registered, in the list's order, as ``RouteSummary`` values (the
+    ///   index of `GET /v1`).
     /// - Throws: ``FeatureError`` when a feature cannot build its routes, a route needs an
     ///   authenticator `machinery` lacks, or two routes share a method and pattern.
+    @discardableResult
     public func register(
         on router: inout Router,
         context: FeatureContext,
         machinery: RequestMachinery
-    ) throws(FeatureError) {
+    ) throws(FeatureError) -> [RouteSummary] {
+        var summaries: [RouteSummary] = []
         var declared: [String: String] = [:]
         // Routes' own checks (``FeatureRoute/admission``), after the credentials'.
         var ownChecks: [(pattern: String, check: Router.AdmissionCheck)] = []
@@ -137,6 +141,14 @@ public struct FeatureAssembly: Sendable {
                     throw FeatureError("\(route.name) is declared by both \(other) and \(feature.name)")
                 }
                 declared[route.name] = feature.name
+                summaries.append(
+                    RouteSummary(
+                        method: route.method,
+                        pattern: route.pattern,
+                        authentication: route.authentication,
+                        feature: feature.name
+                    )
+                )
                 if route.authentication != .none {
                     guard let authenticator = machinery.authenticators[route.authentication] else {
                         throw FeatureError(
@@ -165,6 +177,7 @@ public struct FeatureAssembly: Sendable {
             }
         }
         for (pattern, check) in ownChecks { router.admit(under: pattern, check) }
+        return summaries
     }
 
     /// The route's handler behind the shared machinery: the query, the media type,
@@ -204,5 +217,21 @@ extension Router {
             context: FeatureContext(environment: [:], logger: Logger(label: "herald")),
             machinery: machinery
         )
+    }
+}
+
+/// A registered route as an index shows it: method, path pattern, the credential it takes and
+/// the feature that declared it.
+public struct RouteSummary: Sendable, Hashable {
+    public var method: String
+    public var pattern: String
+    public var authentication: FeatureRoute.Authentication
+    public var feature: String
+
+    public init(method: String, pattern: String, authentication: FeatureRoute.Authentication, feature: String) {
+        self.method = method
+        self.pattern = pattern
+        self.authentication = authentication
+        self.feature = feature
     }
 }

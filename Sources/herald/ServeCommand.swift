@@ -328,6 +328,7 @@ enum ServeCommand {
             http.port = configuration.port
             // POST /v1/notifications sets its own, larger limit (10,000 tokens).
             http.maxBodySize = configuration.maxBodySize
+            http.maxBodySizeSetting = Setting.maxBodyBytes.name
             http.shutdownTimeout = configuration.shutdownTimeout
             http.requestTimeout = configuration.requestTimeout
             http.maxConnectionsPerIP = configuration.maxConnectionsPerIP

@@ -55,6 +55,11 @@ struct EarlyAnswerTests {
             )
             #expect(small.response.status == 404)
             #expect(small.response.errorCode == "not_found")
+            #expect(
+                small.response.text
+                    == #"{"error":{"code":"not_found","message":"nothing is served at /nowhere: check the path","#
+                    + #""field":"path"}}"#
+            )
             #expect(small.response.headers["Connection"]?.lowercased() == "close")
             #expect(small.closed)
 
@@ -145,6 +150,9 @@ struct EarlyAnswerTests {
             )
             #expect(over.response.status == 413)
             #expect(over.response.errorCode == "body_too_large")
+            let error = (try over.response.json())["error"] as? [String: Any]
+            #expect(error?["field"] as? String == "body")
+            #expect((error?["message"] as? String)?.contains("the most this route takes: send a smaller one") == true)
             #expect(over.closed)
         }
     }

@@ -36,9 +36,13 @@ extension HTTPServerLiveTests {
         }
     }
 
-    @Test("body over maxBodySize with Content-Length: 413 before the body is read")
+    @Test("body over maxBodySize with Content-Length: 413 before the body is read, naming the setting")
     func bodyTooLargeContentLength() async throws {
-        try await withServer(configure: { $0.maxBodySize = 1024 }, responder: makeTestRouter()) { _, port in
+        let configure = { (configuration: inout HTTPServer.Configuration) in
+            configuration.maxBodySize = 1024
+            configuration.maxBodySizeSetting = "HERALD_MAX_BODY_BYTES"
+        }
+        try await withServer(configure: configure, responder: makeTestRouter()) { _, port in
             let connection = try await RawConnection.open(port: port)
             defer { connection.close() }
             // Only the headers are sent: the answer must not wait for the 10 MB body.
@@ -46,6 +50,13 @@ extension HTTPServerLiveTests {
             let response = try await connection.readResponse()
             #expect(response.status == 413)
             #expect(response.errorCode == "body_too_large")
+            // The one error format: what to fix, the part of the request at fault, the setting.
+            #expect(
+                response.text
+                    == #"{"error":{"code":"body_too_large","message":"the request body is larger than 1024 bytes, "#
+                    + #"the most HERALD_MAX_BODY_BYTES allows: send a smaller one (or raise HERALD_MAX_BODY_BYTES)","#
+                    + #""field":"body"}}"#
+            )
 
             let atLimit = try await RawConnection.request(
                 port: port,

@@ -38,8 +38,19 @@ import Testing
 
         let root = try await fetch(base + "/")
         #expect(root.status == 200)
-        #expect(root.body.isEmpty)
+        #expect(root.body == #"{"api":"/v1","health":"/healthz","ready":"/readyz","service":"herald"}"#)
         #expect(try await fetch(base + "/", method: "HEAD").status == 200)
+        // The API's root lists its operations without a key, each with the credential it takes.
+        let index = try await fetch(base + "/v1")
+        #expect(index.status == 200)
+        #expect(
+            index.body.contains(
+                #"{"authentication":"api_key_or_client_token","feature":"Polls","method":"POST","#
+                    + #""path":"/v1/polls/{id}/finalize"}"#
+            )
+        )
+        #expect(index.body.contains(#""authentication":"client_token","feature":"Boards""#))
+        #expect(!index.body.contains("/push/"), "the relay is not under /v1")
         let health = try await fetch(base + "/healthz")
         #expect(health.status == 200)
         #expect(health.body == #"{"status":"ok"}"#)
@@ -48,6 +59,7 @@ import Testing
         let missing = try await fetch(base + "/nope")
         #expect(missing.status == 404)
         #expect(missing.body.contains(#""code":"not_found""#))
+        #expect(missing.body.contains("(GET /v1 lists every operation)"))
         let metrics = try await fetch(base + "/metrics")
         #expect(metrics.body.contains(#"herald_http_requests_total{method="GET",route="/healthz",status="200"} 1"#))
         #expect(metrics.body.contains("herald_http_request_duration_seconds_bucket"))
