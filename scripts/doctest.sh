@@ -23,8 +23,9 @@
 # The blocks of one file run in order in one bash, so variables carry over. The examples'
 # addresses, in commands and expectations, become those of the servers it started:
 # localhost:3000 (herald serve), 127.0.0.1:8443 and 127.0.0.1:8444 (herald simulator, APNs and
-# control API) and /tmp/herald-apns-simulator-8443 (its certificate and key files; with -cloudkit.pem,
-# the private key of its --cloudkit-key wake-key). KEY holds the API key and
+# control API) and /tmp/herald-apns-simulator-8443 (its certificate and key files). The blocks run
+# in a directory of their own, where eckey.pem is the private key of the simulator's --cloudkit-key
+# wake-key, made as docs/SIMULATOR.md makes it. KEY holds the API key and
 # DATABASE_URL the server's database. `python` blocks run with python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,11 +74,12 @@ mkdir "$work/serve" "$work/sim" "$work/run"
     >"$work/serve.log" 2>&1) &
 pids+=($!)
 serve_pid=$!
-# The CloudKit server-to-server key of docs/SIMULATOR.md's CloudKit examples (Key ID wake-key).
-openssl ecparam -name prime256v1 -genkey -noout -out "$work/sim/cloudkit-eckey.pem" 2>/dev/null
+# The CloudKit server-to-server key of docs/SIMULATOR.md's CloudKit examples (Key ID wake-key),
+# made and given as that page makes and gives it, in the directory the blocks run in.
+(cd "$work/run" && openssl ecparam -name prime256v1 -genkey -noout -out eckey.pem 2>/dev/null)
 (cd "$work/sim" && exec env TMPDIR="$work/sim" \
     "$herald" simulator --port 0 --control-port 0 --topic com.example.app --apply-silent-live-activity \
-    --cloudkit-key "wake-key:$work/sim/cloudkit-eckey.pem" >"$work/sim.log" 2>&1) &
+    --cloudkit-key "wake-key:$work/run/eckey.pem" >"$work/sim.log" 2>&1) &
 pids+=($!)
 sim_pid=$!
 
@@ -85,7 +87,6 @@ serve_port=$(await_line "$work/serve.log" 'herald listening address=' "$serve_pi
 sim_port=$(await_line "$work/sim.log" 'APNs URL' "$sim_pid" | sed -E 's/.*https:\/\/127\.0\.0\.1:([0-9]+).*/\1/')
 ctl_port=$(await_line "$work/sim.log" 'Control API' "$sim_pid" | sed -E 's/.*http:\/\/127\.0\.0\.1:([0-9]+).*/\1/')
 sim_files=$work/sim/herald-apns-simulator-$sim_port
-cp "$work/sim/cloudkit-eckey.pem" "$sim_files-cloudkit.pem"
 echo "doctest: herald serve --simulator on :$serve_port, herald simulator on :$sim_port (control :$ctl_port)"
 
 # Splits the Markdown files into segments. Each output record: kind, file, line, then the text.

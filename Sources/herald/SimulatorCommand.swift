@@ -107,7 +107,12 @@ enum SimulatorCommand {
             topic: configuration.topics.first ?? "com.example.app"
         )
         if let cloudKitKey = configuration.cloudKitKeys.first {
-            exports.addCloudKit(url: simulator.url, caFile: simulator.caFile, keyID: cloudKitKey.keyID, keyFile: nil)
+            exports.addCloudKit(
+                url: simulator.url,
+                caFile: simulator.caFile,
+                keyID: cloudKitKey.keyID,
+                keyFile: cloudKitKey.privateKeyFile
+            )
         }
         return exports
     }

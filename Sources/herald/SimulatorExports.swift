@@ -38,7 +38,8 @@ struct SimulatorExports {
     }
 
     /// Adds what `herald cloudkit` and CloudKit-mode wake schedules need to reach the simulator's
-    /// CloudKit endpoints; `keyFile` is the private key's PEM, when the simulator made it.
+    /// CloudKit endpoints; `keyFile` is the private key's PEM, when the simulator made it or was
+    /// given it as a file.
     mutating func addCloudKit(url: String, caFile: String?, keyID: String, keyFile: String?) {
         values.append((.cloudKitURL, url))
         if let caFile { values.append((.cloudKitCAFile, caFile)) }
@@ -46,7 +47,9 @@ struct SimulatorExports {
         if let keyFile {
             values.append((.cloudKitPrivateKeyFile, keyFile))
         } else {
-            notes.append("CLOUDKIT_PRIVATE_KEY_FILE: set it to the private key of the --cloudkit-key given")
+            notes.append(
+                "CLOUDKIT_PRIVATE_KEY_FILE: set it to the private key whose public half --cloudkit-key was given"
+            )
         }
     }
 

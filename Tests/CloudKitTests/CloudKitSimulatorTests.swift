@@ -285,5 +285,17 @@ import Testing
         #expect(options.configuration.cloudKitKeys[0].publicKey == options.configuration.cloudKitKeys[1].publicKey)
         let bad = try APNSSimulatorCommandLine.spec.parse(["--cloudkit-key", "ck1"])
         #expect(throws: UsageError.self) { try APNSSimulatorCommandLine.options(bad) }
+
+        // A private key given as a file is what a client signs with: the exports name it.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ck-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let privateFile = directory.appendingPathComponent("eckey.pem").path
+        let publicFile = directory.appendingPathComponent("public.pem").path
+        try Data(key.privatePEM.utf8).write(to: URL(fileURLWithPath: privateFile))
+        try Data(key.publicPEM.utf8).write(to: URL(fileURLWithPath: publicFile))
+        #expect(try APNSSimulatorCloudKitKey.parse("ck:\(privateFile)").privateKeyFile == privateFile)
+        #expect(try APNSSimulatorCloudKitKey.parse("ck:\(publicFile)").privateKeyFile == nil)
+        #expect(try APNSSimulatorCloudKitKey.parse("ck:\(key.privatePEM)").privateKeyFile == nil, "text, not a file")
     }
 }

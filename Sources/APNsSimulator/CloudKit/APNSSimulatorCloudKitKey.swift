@@ -6,10 +6,14 @@ public import HeraldCrypto
 public struct APNSSimulatorCloudKitKey: Sendable, Hashable {
     public var keyID: String
     public var publicKey: P256PublicKey
+    /// The absolute path of the file the key was read from, when that file holds the private key:
+    /// what a client signs with (`CLOUDKIT_PRIVATE_KEY_FILE` in the simulator's exports).
+    public var privateKeyFile: String?
 
-    public init(keyID: String, publicKey: P256PublicKey) {
+    public init(keyID: String, publicKey: P256PublicKey, privateKeyFile: String? = nil) {
         self.keyID = keyID
         self.publicKey = publicKey
+        self.privateKeyFile = privateKeyFile
     }
 
     /// Parses `KEYID:PEM`: the Key ID, a colon, then PEM text or the path of a PEM file holding
@@ -27,6 +31,7 @@ public struct APNSSimulatorCloudKitKey: Sendable, Hashable {
             throw APNSSimulatorError("--cloudkit-key needs KEYID:PEM with a Key ID (1 to 128 characters) and a PEM")
         }
         var pem = rest
+        var file: String?
         if !rest.contains("-----BEGIN") {
             guard let data = FileManager.default.contents(atPath: rest), let text = String(data: data, encoding: .utf8)
             else {
@@ -35,12 +40,13 @@ public struct APNSSimulatorCloudKitKey: Sendable, Hashable {
                 )
             }
             pem = text
+            file = URL(fileURLWithPath: rest).standardizedFileURL.path
         }
         if let publicKey = try? P256PublicKey(pemRepresentation: pem) {
             return APNSSimulatorCloudKitKey(keyID: keyID, publicKey: publicKey)
         }
         if let privateKey = try? P256PrivateKey(pemRepresentation: pem) {
-            return APNSSimulatorCloudKitKey(keyID: keyID, publicKey: privateKey.publicKey)
+            return APNSSimulatorCloudKitKey(keyID: keyID, publicKey: privateKey.publicKey, privateKeyFile: file)
         }
         throw APNSSimulatorError(
             "--cloudkit-key \(keyID) is not a P-256 key in PEM form: use the public key (openssl ec -in eckey.pem "
