@@ -74,7 +74,7 @@ import Testing
         let router = router(checks: [])
         let root = try await router.respond(to: HTTPRequest(method: "GET", path: "/"))
         #expect(root.status == 200)
-        #expect(root.body.isEmpty)
+        #expect(try json(root)["api"] as? String == "/v1", "the root says where the API is")
         let head = try await router.respond(to: HTTPRequest(method: "HEAD", path: "/"))
         #expect(head.status == 200)
         let health = try await router.respond(to: HTTPRequest(method: "GET", path: "/healthz"))
