@@ -3,14 +3,25 @@ import HeraldCore
 public import HeraldFeature
 
 /// `GET /v1` (no credential): every `/v1` operation the composed features serve, with the
-/// credential each takes, and how lists and errors look, so that a client finds its way from the
-/// API's root. Made once, from the routes as registered; the answer is the same bytes every time.
+/// credential each takes, how lists and errors look and where the OpenAPI description is, so that
+/// a client finds its way from the API's root; and `GET /v1/openapi.json`, that description
+/// (``HeraldFeature/OpenAPIDocument``). Made once, from the routes as registered; each answer is
+/// the same bytes every time.
 public struct APIIndex: Sendable {
     public let operations: [RouteSummary]
+    public let openAPI: OpenAPIDocument
 
-    public init(_ routes: [RouteSummary]) {
+    /// The path of the OpenAPI description.
+    public static let openAPIPath = "/v1/openapi.json"
+
+    /// - Throws: ``HeraldFeature/FeatureError`` naming every `/v1` route the description lacks or
+    ///   gets wrong (``HeraldFeature/OpenAPIDocument/problems``): a route without a schema stops
+    ///   start-up, and with it every test that composes Herald.
+    public init(_ routes: [RouteSummary]) throws(FeatureError) {
         operations = routes.filter { $0.pattern == "/v1" || $0.pattern.hasPrefix("/v1/") }
             .sorted { ($0.pattern, $0.method) < ($1.pattern, $1.method) }
+        openAPI = OpenAPIDocument(operations, version: HeraldVersion.string)
+        if !openAPI.problems.isEmpty { throw FeatureError(openAPI.problems.joined(separator: "; ")) }
     }
 
     /// The credential as the index names it.
@@ -33,6 +44,7 @@ public struct APIIndex: Sendable {
             ]
         }
         return .json([
+            "openapi": .string(Self.openAPIPath),
             "operations": .array(operations),
             "authentication": [
                 "api_key": "Authorization: Bearer <one of HERALD_API_KEYS>",
@@ -52,6 +64,8 @@ public struct APIIndex: Sendable {
     public func register(on router: inout Router) {
         let response = response
         router.get("/v1") { _ in response }
+        let description = HTTPResponse.json(openAPI.json)
+        router.get(Self.openAPIPath) { _ in description }
         router.notFoundHint = "GET /v1 lists every operation"
     }
 }

@@ -171,7 +171,7 @@ public struct HeraldComposition: Sendable {
                 idempotency: idempotency
             )
         )
-        APIIndex(registered).register(on: &router)
+        try APIIndex(registered).register(on: &router)
         return HeraldComposition(
             router: router,
             services: featureJobs.services,

@@ -141,14 +141,7 @@ public struct FeatureAssembly: Sendable {
                     throw FeatureError("\(route.name) is declared by both \(other) and \(feature.name)")
                 }
                 declared[route.name] = feature.name
-                summaries.append(
-                    RouteSummary(
-                        method: route.method,
-                        pattern: route.pattern,
-                        authentication: route.authentication,
-                        feature: feature.name
-                    )
-                )
+                summaries.append(RouteSummary(route, feature: feature.name))
                 if route.authentication != .none {
                     guard let authenticator = machinery.authenticators[route.authentication] else {
                         throw FeatureError(
@@ -220,18 +213,26 @@ extension Router {
     }
 }
 
-/// A registered route as an index shows it: method, path pattern, the credential it takes and
-/// the feature that declared it.
-public struct RouteSummary: Sendable, Hashable {
+/// A registered route as an index and the API description show it: method, path pattern, the
+/// credential it takes, its query parameters and description, and the feature that declared it.
+public struct RouteSummary: Sendable {
     public var method: String
     public var pattern: String
     public var authentication: FeatureRoute.Authentication
     public var feature: String
+    /// The query parameters it knows; `nil`: not checked.
+    public var query: [String]?
+    /// Whether it takes `Idempotency-Key`.
+    public var idempotent: Bool
+    public var operation: APIOperation?
 
-    public init(method: String, pattern: String, authentication: FeatureRoute.Authentication, feature: String) {
-        self.method = method
-        self.pattern = pattern
-        self.authentication = authentication
+    public init(_ route: FeatureRoute, feature: String) {
+        method = route.method
+        pattern = route.pattern
+        authentication = route.authentication
         self.feature = feature
+        query = route.query
+        idempotent = route.idempotent
+        operation = route.operation
     }
 }

@@ -54,6 +54,8 @@ public struct FeatureRoute: Sendable {
     /// How the access log shows this route's paths (a device token shortened, say); `nil`: as
     /// received.
     public var loggedPath: (@Sendable (HTTPRequest) -> String)?
+    /// What the API description says of it (`GET /v1/openapi.json`); every `/v1` route has one.
+    public var operation: APIOperation?
 
     public init(
         _ method: String,
@@ -170,6 +172,14 @@ public struct RouteGroup: Sendable {
     public mutating func logPaths(of path: String, as transform: @escaping @Sendable (HTTPRequest) -> String) {
         for index in routes.indices where routes[index].pattern == prefix + path {
             routes[index].loggedPath = transform
+        }
+    }
+
+    /// Describes the route `method` at `path` (under ``prefix``) for the API description.
+    public mutating func describe(_ method: String, _ path: String, _ operation: APIOperation) {
+        let method = method.uppercased()
+        for index in routes.indices where routes[index].method == method && routes[index].pattern == prefix + path {
+            routes[index].operation = operation
         }
     }
 

@@ -7,7 +7,7 @@ import Storage
 /// `herald`: the one executable. It parses the command line, reads configuration, and wires the
 /// concrete types together; everything else lives in the library modules.
 enum Herald {
-    static let version = "0.1.0"
+    static let version = HeraldVersion.string
 
     static let usage = """
         Herald \(version): a self-hosted push server for Apple platforms.
