@@ -34,8 +34,44 @@ public struct BoardRoutes: Sendable {
             let board = try await hub.post(eta, to: id, by: claims.subject, app: claims.app)
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: board)
         }
+        client.describe("POST", "/live-activities/{id}/board", Self.post)
         return client.routes
     }
+
+    /// What `GET /v1/openapi.json` says of the route.
+    static let post = APIOperation(
+        "Post a member's estimated arrival to a board",
+        description: "A member's client token. Nothing is written to the database: the board is merged in "
+            + "memory and broadcast at most once per HERALD_BOARD_MIN_INTERVAL. 404 for an activity without a "
+            + "board or of which the user is not a member; 409 not_started once it ended.",
+        parameters: ["id": APIParameter("The Live Activity's id.", APISchema.uuid)],
+        request: .json(
+            "Minutes away; 0 once arrived.",
+            APISchema.object(["eta_minutes": APISchema.integer(etaMinutes)], closed: true),
+            example: ["eta_minutes": 15]
+        ),
+        responses: [
+            200: .json(
+                "The merged board.",
+                APISchema.named(
+                    "Board",
+                    APISchema.object([
+                        "arrived": APISchema.integer,
+                        "total": APISchema.integer,
+                        "members": APISchema.array(
+                            APISchema.object([
+                                "user_id": APISchema.string,
+                                "name": APISchema.string,
+                                "arrived": APISchema.boolean,
+                                "eta_minutes": APISchema.nullable(APISchema.integer),
+                                "updated_at": APISchema.nullable(APISchema.integer),
+                            ])
+                        ),
+                    ])
+                )
+            )
+        ]
+    )
 
     /// `{"eta_minutes": 0–1440}`.
     static func parse(_ body: [UInt8]) throws(LiveActivityError) -> Int {

@@ -83,6 +83,10 @@ public struct ClientLiveActivityRoutes: Sendable {
             )
             return .json(LiveActivityInstanceBody(instance: instance), status: created ? 201 : 200)
         }
+        client.describe("PUT", "/push-to-start-tokens", LiveActivityAPI.putToken(client: true))
+        client.describe("GET", "/live-activities/{id}", LiveActivityAPI.memberRead)
+        client.describe("GET", "/upcoming", LiveActivityAPI.upcoming)
+        client.describe("POST", "/live-activities/{id}/instances", LiveActivityAPI.clientInstance)
         return client.routes
     }
 }

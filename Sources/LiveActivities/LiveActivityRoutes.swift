@@ -44,8 +44,16 @@ public struct LiveActivityRoutes: Sendable {
             activities.post("/{id}/\(event.rawValue)") { try await routes.send($0, event) }
         }
         activities.post("/{id}/instances") { try await routes.reportInstance($0) }
+        activities.describe("POST", "", LiveActivityAPI.create)
+        activities.describe("GET", "", LiveActivityAPI.list)
+        activities.describe("GET", "/{id}", LiveActivityAPI.read)
+        activities.describe("DELETE", "/{id}", LiveActivityAPI.cancel)
+        activities.describe("POST", "/{id}/update", LiveActivityAPI.send(.update))
+        activities.describe("POST", "/{id}/end", LiveActivityAPI.send(.end))
+        activities.describe("POST", "/{id}/instances", LiveActivityAPI.backendInstance)
         var users = RouteGroup("/v1/users", authentication: .apiKey, maxBodySize: LiveActivityLimits.maximumBodyBytes)
         users.put("/{user_id}/push-to-start-tokens") { try await routes.putToken($0) }
+        users.describe("PUT", "/{user_id}/push-to-start-tokens", LiveActivityAPI.putToken(client: false))
         return activities.routes + users.routes
     }
 

@@ -44,7 +44,10 @@ public struct PollRoutes: Sendable {
         polls.get("/{id}") { request in
             .json(PollBody(poll: try await service.read(try Self.id(request))))
         }
-        let finalize = FeatureRoute(
+        polls.describe("POST", "", Self.create)
+        polls.describe("GET", "", Self.list)
+        polls.describe("GET", "/{id}", Self.read)
+        var finalize = FeatureRoute(
             "POST",
             "/v1/polls/{id}/finalize",
             authentication: .apiKeyOrClientToken,
@@ -75,6 +78,9 @@ public struct PollRoutes: Sendable {
             let poll = try await service.read(try Self.id(request), userID: claims.subject, app: claims.app)
             return HTTPResponse.json(PollTallyBody(poll: poll, userID: claims.subject)).conditional(on: request)
         }
+        finalize.operation = Self.finalize
+        client.describe("POST", "/{id}/votes", Self.vote)
+        client.describe("GET", "/{id}", Self.memberRead)
         return polls.routes + [finalize] + client.routes
     }
 

@@ -37,6 +37,10 @@ public struct WebhookRoutes: Sendable {
         group.get("", query: Paging.parameters) { try await routes.list($0) }
         group.get("/{id}") { try await routes.read($0) }
         group.delete("/{id}") { try await routes.delete($0) }
+        group.describe("POST", "", Self.create)
+        group.describe("GET", "", Self.list)
+        group.describe("GET", "/{id}", Self.readOperation)
+        group.describe("DELETE", "/{id}", Self.deleteOperation)
         return group.routes
     }
 

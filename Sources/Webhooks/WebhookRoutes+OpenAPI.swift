@@ -1,0 +1,76 @@
+import HeraldCore
+import HeraldFeature
+
+/// What `GET /v1/openapi.json` says of the webhooks routes.
+extension WebhookRoutes {
+    static let idParameter = APIParameter("The webhook's id, as its POST answered.", APISchema.uuid)
+
+    static let events = APISchema.array(APISchema.oneOf(WebhookEventType.allCases.map(\.rawValue)), minItems: 1)
+
+    static let webhook = APISchema.named(
+        "Webhook",
+        APISchema.object(
+            [
+                "id": APISchema.uuid,
+                "url": APISchema.string,
+                "events": events,
+                "created_at": APISchema.dateTime,
+                "secret": APISchema.string(description: "Only in the answer to the POST that created it."),
+                "delivery": APISchema.object(
+                    [
+                        "pending": APISchema.integer,
+                        "dead": APISchema.integer,
+                        "delivered": APISchema.integer,
+                        "last_delivery_at": APISchema.nullable(APISchema.dateTime),
+                        "last_error": APISchema.nullable(APISchema.string),
+                        "last_error_at": APISchema.nullable(APISchema.dateTime),
+                    ],
+                    description: "Only in GET /v1/webhooks/{id}."
+                ),
+            ],
+            required: ["id", "url", "events", "created_at"]
+        )
+    )
+
+    static let create = APIOperation(
+        "Register a webhook",
+        description: "Herald POSTs the chosen events to the URL, signed with the secret (generated when not "
+            + "given, shown only in this answer).",
+        request: .json(
+            "Where to send which events.",
+            APISchema.object(
+                [
+                    "url": APISchema.string(maxLength: WebhookLimits.maximumURLBytes),
+                    "events": events,
+                    "secret": APISchema.string(
+                        maxLength: WebhookLimits.maximumSecretBytes,
+                        minLength: WebhookLimits.minimumSecretBytes
+                    ),
+                ],
+                required: ["url", "events"],
+                closed: true
+            ),
+            example: ["url": "https://example.com/herald-events", "events": ["notification.finished"]]
+        ),
+        responses: [201: .json("The webhook, with its secret.", webhook)]
+    )
+
+    static let list = APIOperation(
+        "List webhooks",
+        description: "Oldest first, without secrets.",
+        responses: [200: .json("A page of webhooks.", APISchema.page("webhooks", webhook))]
+    )
+
+    static let readOperation = APIOperation(
+        "Read a webhook and its delivery state",
+        parameters: ["id": idParameter],
+        responses: [200: .json("The webhook with pending and dead events, deliveries and the last error.", webhook)]
+    )
+
+    static let deleteOperation = APIOperation(
+        "Delete a webhook",
+        description: "Its undelivered events go with it.",
+        parameters: ["id": idParameter],
+        responses: [204: .empty("Deleted.")]
+    )
+}
