@@ -5,7 +5,9 @@
 #   --test     also what `make test` uses: the PostgreSQL server, curl, h2load (nghttp2-client),
 #              systemd-analyze (systemd), which checks contrib/herald.service, and for the
 #              documentation examples openssl and python3, and gdb for the test
-#              watchdog's backtraces
+#              watchdog's backtraces; and a Python virtual environment (python3-venv) holding
+#              schemathesis, which the contract test (scripts/contract-test.sh) runs against the
+#              OpenAPI description, at $HERALD_TEST_VENV (default ~/.cache/herald/test-venv)
 #   --bench    also wrk, h2o, h2load (nghttp2-client), GNU time, jq, the sqlite3 shell and
 #              PostgreSQL (server, psql, pg_dump) whose own insert rate Benchmarks/audience.sh
 #              measures beside Herald's, and Go (golang-go), which builds the reference relay
@@ -15,7 +17,7 @@ set -euo pipefail
 packages=(pkg-config libssl-dev libnghttp2-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libjemalloc-dev libcurl4-openssl-dev)
 for arg in "$@"; do
   case "$arg" in
-    --test) packages+=(postgresql curl nghttp2-client systemd openssl python3 gdb) ;;
+    --test) packages+=(postgresql curl nghttp2-client systemd openssl python3 python3-venv gdb); test_venv=1 ;;
     --bench) packages+=(wrk h2o nghttp2-client curl time jq python3 sqlite3 postgresql golang-go) ;;
     *) echo "bootstrap: unknown argument $arg (use --test or --bench)" >&2; exit 2 ;;
   esac
@@ -27,7 +29,25 @@ for package in "${packages[@]}"; do
     missing+=("$package")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# The contract test's schemathesis, pinned, in a virtual environment of its own (PyPI's, not
+# Debian's: Debian 12 has none). Made once; a later run finds it and does nothing.
+schemathesis_version=4.32.5
+make_test_venv() {
+  local venv=${HERALD_TEST_VENV:-$HOME/.cache/herald/test-venv}
+  if [ -x "$venv/bin/schemathesis" ] && "$venv/bin/schemathesis" --version 2>/dev/null | grep -q " $schemathesis_version\$"; then
+    return 0
+  fi
+  echo "bootstrap: making $venv with schemathesis $schemathesis_version"
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --disable-pip-version-check -q "schemathesis==$schemathesis_version"
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+  [ -n "${test_venv:-}" ] && make_test_venv
+  exit 0
+fi
 
 if ! command -v swift >/dev/null 2>&1; then
   echo "bootstrap: the Swift toolchain (6.x) must be on PATH; Herald installs everything else" >&2
@@ -41,3 +61,5 @@ fi
 echo "bootstrap: installing ${missing[*]}"
 "${sudo[@]}" apt-get update -qq
 DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+[ -n "${test_venv:-}" ] && make_test_venv
+exit 0

@@ -34,6 +34,11 @@ swift build --build-tests
 echo "== documentation examples"
 scripts/doctest.sh "$(swift build --show-bin-path)/herald"
 
+# The API description is true: schemathesis sends generated requests for every /v1 operation of
+# GET /v1/openapi.json to a live herald serve --simulator and checks every answer against it.
+echo "== contract test (schemathesis against /v1/openapi.json)"
+scripts/contract-test.sh "$(swift build --show-bin-path)/herald"
+
 # The executable must run on jemalloc (README, "Endpoints and metrics"): every malloc and free the
 # dynamic linker binds must go to libjemalloc, not to Glibc.
 echo "== the herald executable's allocator"

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The contract test (`make test`): schemathesis, from the virtual environment scripts/bootstrap.sh
+# --test makes, generates requests for every /v1 operation of GET /v1/openapi.json and sends them
+# to a live `herald serve --simulator` (SQLite in a temporary directory, loopback only). It fails
+# on any 5xx, any answer that does not match its operation's schema (errors included: every
+# operation's `default` is the one error format), a status the description does not declare, or
+# a wrong Content-Type. The API-key operations run with the key, the /v1/client ones with a client
+# token. Prints how many cases it generated. Usage: scripts/contract-test.sh [HERALD]
+#   CONTRACT_MAX_EXAMPLES  cases per operation and phase (default 25)
+#   CONTRACT_SEED          the generator's seed (default: a new one, printed, to replay a failure)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+herald=${1:-$(swift build --show-bin-path)/herald}
+[ -x "$herald" ] || { echo "contract test: no herald executable at $herald (run swift build first)" >&2; exit 1; }
+herald=$(cd "$(dirname "$herald")" && pwd)/$(basename "$herald")
+venv=${HERALD_TEST_VENV:-$HOME/.cache/herald/test-venv}
+schemathesis=$venv/bin/schemathesis
+[ -x "$schemathesis" ] || { echo "contract test: no schemathesis at $schemathesis (run scripts/bootstrap.sh --test)" >&2; exit 1; }
+max_examples=${CONTRACT_MAX_EXAMPLES:-25}
+seed=${CONTRACT_SEED:-$((RANDOM * 32768 + RANDOM))}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/herald-contract.XXXXXX")
+server_pid=
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    [ -n "${CONTRACT_KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+key=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+# No client rate limits: a generated flood would be answered 429 and test little else.
+(cd "$work" && exec env -i PATH="$PATH" HOME="$work" TMPDIR="$work" HERALD_API_KEYS="$key" \
+    HERALD_CLIENT_TOKEN_SECRET="$secret" HERALD_CLIENT_RATE_LIMIT=off HERALD_CLIENT_IP_RATE_LIMIT=off \
+    "$herald" serve --simulator --host 127.0.0.1 --port 0 --database-url "sqlite:$work/herald.sqlite" \
+    >"$work/serve.log" 2>&1) &
+server_pid=$!
+port=
+for _ in $(seq 600); do
+    port=$(grep -m1 -oE 'herald listening address=http://127\.0\.0\.1:[0-9]+' "$work/serve.log" 2>/dev/null | sed 's/.*://' || true)
+    [ -n "$port" ] && break
+    kill -0 "$server_pid" 2>/dev/null || { echo "contract test: herald serve stopped; its log:" >&2; cat "$work/serve.log" >&2; exit 1; }
+    sleep 0.1
+done
+[ -n "$port" ] || { echo "contract test: herald serve did not start within 60 s" >&2; cat "$work/serve.log" >&2; exit 1; }
+token=$(HERALD_CLIENT_TOKEN_SECRET="$secret" "$herald" client-token --user contract-user --ttl 1h)
+schema=http://127.0.0.1:$port/v1/openapi.json
+echo "contract test: herald serve --simulator on :$port, seed $seed, $max_examples examples per operation and phase"
+
+total=0
+# run NAME CREDENTIAL FILTER...: one schemathesis run over the operations FILTER selects.
+run() {
+    local name=$1 credential=$2
+    shift 2
+    local log=$work/$name.log status=0
+    "$schemathesis" run "$schema" "$@" \
+        --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
+        --phases examples,coverage,fuzzing --max-examples "$max_examples" --seed "$seed" --workers 2 \
+        --generation-database none --no-color --request-timeout 30 \
+        -H "Authorization: Bearer $credential" >"$log" 2>&1 || status=$?
+    local cases
+    cases=$(grep -oE '[0-9]+ generated' "$log" | tail -n 1 | grep -oE '[0-9]+' || echo 0)
+    total=$((total + cases))
+    echo "contract test: $name: $cases generated cases, exit $status"
+    if [ "$status" -ne 0 ]; then
+        cat "$log" >&2
+        echo "contract test: herald's log:" >&2
+        tail -n 50 "$work/serve.log" >&2
+        exit 1
+    fi
+}
+run api-key "$key" --exclude-path-regex '^/v1/client/'
+run client-token "$token" --include-path-regex '^/v1/client/'
+echo "contract test: $total generated cases over every /v1 operation, all answers as described"
