@@ -27,14 +27,19 @@ struct ChannelRoutes: Sendable {
         var group = RouteGroup("/v1/channels", authentication: .apiKey, maxBodySize: Self.maximumBodyBytes)
         let target = ["app", "environment"]
         group.post("", idempotent: true) { request in try await routes.answering { try await routes.create(request) } }
+        group.describe("POST", "", Self.createOperation)
         group.get("", query: target) { request in try await routes.answering { try await routes.list(request) } }
+        group.describe("GET", "", Self.listOperation)
         group.get("/{id}", query: target) { request in try await routes.answering { try await routes.read(request) } }
+        group.describe("GET", "/{id}", Self.readOperation)
         group.delete("/{id}", query: target) { request in
             try await routes.answering { try await routes.delete(request) }
         }
+        group.describe("DELETE", "/{id}", Self.deleteOperation)
         group.post("/{id}/broadcast") { request in
             try await routes.answering { try await routes.broadcast(request) }
         }
+        group.describe("POST", "/{id}/broadcast", Self.broadcastOperation)
         return group.routes
     }
 

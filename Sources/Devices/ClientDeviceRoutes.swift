@@ -38,10 +38,13 @@ public struct ClientDeviceRoutes: Sendable {
         client.put("/{token}", maxBodySize: DeviceLimits.maximumBodyBytes) {
             try await routes.put($0, try $0.clientClaims())
         }
+        client.describe("PUT", "/{token}", Self.putOperation)
         client.get("", query: Self.listParameters) { try await routes.list($0, try $0.clientClaims()) }
+        client.describe("GET", "", Self.listOperation)
         client.delete("/{token}", query: ["app", "environment"]) {
             try await routes.remove($0, try $0.clientClaims())
         }
+        client.describe("DELETE", "/{token}", Self.deleteOperation)
         // The access log shows the device token shortened, as the relay's does.
         client.logPaths(of: "/{token}") { request in
             let prefix = "/v1/client/devices/"

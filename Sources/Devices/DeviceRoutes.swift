@@ -34,10 +34,15 @@ public struct DeviceRoutes: Sendable {
         let scope = ["app", "environment"]
         var group = RouteGroup("/v1/devices", authentication: .apiKey)
         group.put("/{token}", maxBodySize: DeviceLimits.maximumBodyBytes) { try await routes.put($0) }
+        group.describe("PUT", "/{token}", Self.putOperation)
         group.get("/{token}", query: scope) { try await routes.read($0) }
+        group.describe("GET", "/{token}", Self.readOperation)
         group.delete("/{token}", query: scope) { try await routes.remove($0) }
+        group.describe("DELETE", "/{token}", Self.deleteOperation)
         group.get("", query: Self.listParameters) { try await routes.list($0) }
+        group.describe("GET", "", Self.listOperation)
         group.post("/batch", maxBodySize: DeviceLimits.maximumBatchBodyBytes) { try await routes.batch($0) }
+        group.describe("POST", "/batch", Self.batchOperation)
         return group.routes
     }
 

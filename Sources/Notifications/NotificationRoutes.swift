@@ -41,11 +41,16 @@ public struct NotificationRoutes: Sendable {
             maxBodySize: NotificationLimits.maximumBodyBytes,
             idempotent: true
         ) { try await routes.create($0) }
+        notifications.describe("POST", "", Self.createOperation)
         notifications.get("", query: Self.listParameters) { try await routes.list($0) }
+        notifications.describe("GET", "", Self.listOperation)
         notifications.get("/{id}", query: Paging.parameters) { try await routes.read($0) }
+        notifications.describe("GET", "/{id}", Self.readOperation)
         notifications.delete("/{id}") { try await routes.cancel($0) }
+        notifications.describe("DELETE", "/{id}", Self.cancelOperation)
         var deadTokens = RouteGroup("/v1/dead-tokens", authentication: .apiKey)
         deadTokens.get("", query: Self.deadTokenParameters) { try await routes.deadTokens($0) }
+        deadTokens.describe("GET", "", Self.deadTokensOperation)
         return notifications.routes + deadTokens.routes
     }
 

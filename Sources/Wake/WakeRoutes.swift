@@ -23,13 +23,18 @@ public struct WakeRoutes: Sendable {
         let routes = self
         var group = RouteGroup("/v1/wake-schedules", authentication: .apiKey, maxBodySize: WakeLimits.maximumBodyBytes)
         group.post("", idempotent: true) { try await routes.create($0) }
+        group.describe("POST", "", Self.createOperation)
         group.get("", query: Paging.parameters) { try await routes.list($0) }
+        group.describe("GET", "", Self.listOperation)
         group.get("/{id}") { try await routes.read($0) }
+        group.describe("GET", "/{id}", Self.readOperation)
         group.on("PATCH", "/{id}") { try await routes.update($0) }
+        group.describe("PATCH", "/{id}", Self.updateOperation)
         group.delete("/{id}") { request in
             try await routes.service.delete(id: try Self.id(request))
             return HTTPResponse(status: 204)
         }
+        group.describe("DELETE", "/{id}", Self.deleteOperation)
         return group.routes
     }
 
