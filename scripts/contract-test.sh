@@ -6,7 +6,7 @@
 # operation's `default` is the one error format), a status the description does not declare, or
 # a wrong Content-Type. The API-key operations run with the key, the /v1/client ones with a client
 # token. Prints how many cases it generated. Usage: scripts/contract-test.sh [HERALD]
-#   CONTRACT_MAX_EXAMPLES  cases per operation and phase (default 25)
+#   CONTRACT_MAX_EXAMPLES  cases per operation and phase (default 15)
 #   CONTRACT_SEED          the generator's seed (default: a new one, printed, to replay a failure)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ herald=$(cd "$(dirname "$herald")" && pwd)/$(basename "$herald")
 venv=${HERALD_TEST_VENV:-$HOME/.cache/herald/test-venv}
 schemathesis=$venv/bin/schemathesis
 [ -x "$schemathesis" ] || { echo "contract test: no schemathesis at $schemathesis (run scripts/bootstrap.sh --test)" >&2; exit 1; }
-max_examples=${CONTRACT_MAX_EXAMPLES:-25}
+max_examples=${CONTRACT_MAX_EXAMPLES:-15}
 seed=${CONTRACT_SEED:-$((RANDOM * 32768 + RANDOM))}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/herald-contract.XXXXXX")
