@@ -35,6 +35,7 @@ extension ChannelRoutes {
         "channels": APISchema.array(
             APISchema.object(["id": APISchema.string(description: "APNs' base64 channel id.")])
         ),
+        "next_cursor": APISchema.nullable(APISchema.string),
     ])
 
     /// A broadcast's answer (``BroadcastBody``).
@@ -117,7 +118,8 @@ extension ChannelRoutes {
 
     static let listOperation = APIOperation(
         "List broadcast channels",
-        description: "Every channel of the app and environment, as APNs lists them.",
+        description: "The channels of the app and environment that APNs lists, in id order, paged as every "
+            + "list (limit, cursor, next_cursor).",
         parameters: targetParameters,
         responses: [200: .json("The channels.", listSchema)]
     )

@@ -28,7 +28,9 @@ struct ChannelRoutes: Sendable {
         let target = ["app", "environment"]
         group.post("", idempotent: true) { request in try await routes.answering { try await routes.create(request) } }
         group.describe("POST", "", Self.createOperation)
-        group.get("", query: target) { request in try await routes.answering { try await routes.list(request) } }
+        group.get("", query: target + Paging.parameters) { request in
+            try await routes.answering { try await routes.list(request) }
+        }
         group.describe("GET", "", Self.listOperation)
         group.get("/{id}", query: target) { request in try await routes.answering { try await routes.read(request) } }
         group.describe("GET", "/{id}", Self.readOperation)
@@ -77,13 +79,20 @@ struct ChannelRoutes: Sendable {
 
     func list(_ request: HTTPRequest) async throws -> HTTPResponse {
         let (app, environment) = try target(request)
+        let limit = try request.pageLimit()
+        let cursor = request.queryValue("cursor")
+        if let cursor, cursor.isEmpty || cursor.utf8.count > 256 { throw Paging.invalidCursor() }
         let client = try clients.managementClient(for: app, environment: environment)
-        let ids = try await client.allChannels(bundleID: app.bundleID)
+        // APNs answers every id at once; the list pages them as every list pages, in id order.
+        let ids = try await client.allChannels(bundleID: app.bundleID).map(\.rawValue).sorted()
+        let after = cursor.map { cursor in ids.filter { $0 > cursor } } ?? ids
+        let page = after.prefix(limit)
         return .json(
             ChannelListBody(
                 app: app.bundleID,
                 environment: environment.rawValue,
-                channels: ids.map { ChannelListBody.Item(id: $0.rawValue) }
+                channels: page.map { ChannelListBody.Item(id: $0) },
+                nextCursor: after.count > limit ? page.last : nil
             )
         )
     }
@@ -224,6 +233,20 @@ struct ChannelListBody: Encodable, Sendable {
     var app: String
     var environment: String
     var channels: [Item]
+    var nextCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case app, environment, channels
+        case nextCursor = "next_cursor"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(app, forKey: .app)
+        try container.encode(environment, forKey: .environment)
+        try container.encode(channels, forKey: .channels)
+        try container.encode(nextCursor, forKey: .nextCursor)
+    }
 }
 
 struct BroadcastBody: Encodable, Sendable {

@@ -15,7 +15,7 @@ extension Refusal where Domain == DeviceDomain {
             .notFound,
             code: "not_found",
             message: "no device with this token is registered for \(app) (\(environment.rawValue)): "
-                + "register it with PUT /v1/devices/{token}, or check app and environment",
+                + "register it first (PUT on this device's path), or check app and environment",
             field: "token"
         )
     }

@@ -160,6 +160,23 @@ struct ChannelAPITests {
             let list = try await harness.request("GET", "/v1/channels?app=\(Self.topic)&environment=sandbox")
             #expect(list.status == 200)
             #expect((list.json["channels"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [id])
+            #expect(list.json["next_cursor"] is NSNull, "paged as every list: the last page says so")
+            // A second channel: one per page, in id order, the cursor leading to the other.
+            let second = try await harness.request(
+                "POST",
+                "/v1/channels",
+                body: #"{"app":"\#(Self.topic)","environment":"sandbox","storage_policy":0}"#
+            )
+            let secondID = try #require(second.json["id"] as? String)
+            let query = "app=\(Self.topic)&environment=sandbox"
+            let first = try await harness.request("GET", "/v1/channels?\(query)&limit=1")
+            let cursor = try #require(first.json["next_cursor"] as? String)
+            let escaped = cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor
+            let next = try await harness.request("GET", "/v1/channels?\(query)&limit=1&cursor=\(escaped)")
+            #expect(next.json["next_cursor"] is NSNull)
+            let paged = [first, next].flatMap { ($0.json["channels"] as? [[String: Any]]) ?? [] }
+            #expect(paged.compactMap { $0["id"] as? String } == [id, secondID].sorted())
+            #expect(try await harness.request("DELETE", "/v1/channels/\(Self.path(secondID))?\(query)").status == 204)
             let read = try await harness.request("GET", "/v1/channels/\(Self.path(id))")
             #expect(read.status == 200)
             #expect(read.json["storage_policy"] as? Int == 1)
@@ -304,7 +321,7 @@ struct ChannelAPITests {
                     "environment"
                 ),
                 ("GET", "/v1/channels?environment=dev", nil, 400, "invalid_environment", "environment"),
-                ("GET", "/v1/channels?limit=3", nil, 400, "unknown_parameter", "limit"),
+                ("GET", "/v1/channels?limit=1001", nil, 400, "invalid_limit", "limit"),
                 ("GET", "/v1/channels/not%20base64", nil, 404, "unknown_channel", "id"),
                 (
                     "POST", "/v1/channels/\(id)/broadcast", #"{"event":"start","content_state":{}}"#, 400,
