@@ -5,6 +5,11 @@
 #
 # The marking, on the line before a fenced block (an HTML comment, invisible on GitHub):
 #   <!-- doctest -->                   run the block
+#   <!-- doctest: background, until REGEX -->
+#                                      run the block as a server that runs until stopped: in the
+#                                      background, in a directory of its own (also its TMPDIR),
+#                                      until a line of its output matches the extended REGEX
+#                                      (within 60 s, without exiting first), then stop it
 #   <!-- doctest: not run, REASON -->  never run it; the reason is required
 # Every fenced block needs one of them, except `text` and `json` blocks (output and data) and
 # unlabelled ones that do not start with a command (diagrams).
@@ -120,7 +125,15 @@ extract() {
         split(info, words, /[ \t]+/)
         lang = words[1]
         infence = 1; run = 0; cmd = ""; ex = ""; checkfirst = 0
-        if (prev ~ /^<!-- doctest -->$/) {
+        if (prev ~ /^<!-- doctest: background, until .+ -->$/) {
+            run = 1
+            until = prev
+            sub(/^<!-- doctest: background, until /, "", until)
+            sub(/ -->$/, "", until)
+            if (lang !~ /^(sh|bash|shell)$/) printf "error\t%s\t%d\t-\tonly sh, bash and shell blocks can run in the background, not %s\036", FILENAME, FNR, (lang == "" ? "an unlabelled one" : lang)
+            lang = "background:" until
+        }
+        else if (prev ~ /^<!-- doctest -->$/) {
             run = 1
             if (lang !~ /^(sh|bash|shell|python)$/) printf "error\t%s\t%d\t-\tonly sh, bash, shell and python blocks can run, not %s\036", FILENAME, FNR, (lang == "" ? "an unlabelled one" : lang)
         }
@@ -217,6 +230,24 @@ WRAPPER
             text=$(servers "$text")
             printf '%s\n' "$text" >"$out/$n.cmd"
             if [ "$lang" = python ]; then text=$(printf "python3 - <<'DOCTEST_PYTHON'\n%s\nDOCTEST_PYTHON" "$text"); fi
+            if [[ $lang == background:* ]]; then
+                # The block as a server: in its own session and directory until its line shows.
+                printf '%s\n' "$text" >"$out/$n.background.sh"
+                printf '%s\n' "${lang#background:}" >"$out/$n.until"
+                text="bg=\$(mktemp -d '$work/background.XXXXXX')
+(cd \"\$bg\" && TMPDIR=\"\$bg\" exec setsid bash '$out/$n.background.sh') >\"\$bg/log\" 2>&1 &
+bg_pid=\$!
+bg_seen=
+for _ in \$(seq 600); do
+    if grep -qEf '$out/$n.until' \"\$bg/log\"; then bg_seen=1; break; fi
+    kill -0 \"\$bg_pid\" 2>/dev/null || break
+    sleep 0.1
+done
+kill -TERM -- -\"\$bg_pid\" 2>/dev/null || true
+wait \"\$bg_pid\" 2>/dev/null || true
+cat \"\$bg/log\"
+[ -n \"\$bg_seen\" ]"
+            fi
             printf '%s\n' "$line" >"$out/$n.line"
             {
                 echo "DOCTEST_STATUS='$out/$n.status' DOCTEST_ERRORS='$out/$n.errors'"
