@@ -55,7 +55,7 @@ run() {
     local log=$work/$name.log status=0
     "$schemathesis" run "$schema" "$@" \
         --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
-        --phases examples,coverage,fuzzing --max-examples "$max_examples" --seed "$seed" --workers 2 \
+        --phases examples,coverage,fuzzing,stateful --max-examples "$max_examples" --seed "$seed" --workers 1 \
         --generation-database none --no-color --request-timeout 30 \
         -H "Authorization: Bearer $credential" >"$log" 2>&1 || status=$?
     local cases

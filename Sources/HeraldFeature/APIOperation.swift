@@ -44,21 +44,55 @@ public struct APIBody: Sendable {
     public var description: String
     public var schema: JSONValue?
     public var example: JSONValue?
+    /// For an answer: the operations its values lead to (OpenAPI links), such as the read of what
+    /// a create answered. Tools that follow them (schemathesis' stateful phase) test those
+    /// operations on things that exist.
+    public var links: [APILink]
 
-    public init(_ description: String, schema: JSONValue?, example: JSONValue? = nil) {
+    public init(_ description: String, schema: JSONValue?, example: JSONValue? = nil, links: [APILink] = []) {
         self.description = description
         self.schema = schema
         self.example = example
+        self.links = links
     }
 
     /// An `application/json` body.
-    public static func json(_ description: String, _ schema: JSONValue, example: JSONValue? = nil) -> APIBody {
-        APIBody(description, schema: schema, example: example)
+    public static func json(
+        _ description: String,
+        _ schema: JSONValue,
+        example: JSONValue? = nil,
+        links: [APILink] = []
+    ) -> APIBody {
+        APIBody(description, schema: schema, example: example, links: links)
     }
 
     /// An answer without a body (204, 304).
     public static func empty(_ description: String) -> APIBody {
         APIBody(description, schema: nil)
+    }
+}
+
+/// An answer's link to another operation: `"GET /v1/webhooks/{id}"` with its parameters taken
+/// from the answer (`["id": "$response.body#/id"]`, OpenAPI runtime expressions).
+public struct APILink: Sendable {
+    public var name: String
+    /// `METHOD /path/{parameter}`, as the route declares it.
+    public var operation: String
+    public var parameters: [String: String]
+
+    public init(_ name: String, to operation: String, parameters: [String: String]) {
+        self.name = name
+        self.operation = operation
+        self.parameters = parameters
+    }
+
+    /// Links to each of `operations`, all with the `id` of the answer as their `{id}`.
+    public static func byID(_ operations: [String]) -> [APILink] {
+        operations.map { operation in
+            let name = operation.split(separator: " ").map { $0.split(separator: "/").joined(separator: "-") }
+                .joined(separator: "-")
+            return APILink(name, to: operation, parameters: ["id": "$response.body#/id"])
+        }
     }
 }
 

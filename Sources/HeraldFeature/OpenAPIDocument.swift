@@ -16,6 +16,9 @@ public struct OpenAPIDocument: Sendable {
         var problems: [String] = []
         var components: [String: JSONValue] = ["Error": Self.errorSchema]
         var paths: [String: [String: JSONValue]] = [:]
+        let described = Set(
+            routes.filter { $0.operation != nil }.map { "\($0.method) \($0.pattern)" }
+        )
         for route in routes where route.pattern == "/v1" || route.pattern.hasPrefix("/v1/") {
             let name = "\(route.method) \(route.pattern)"
             guard let operation = route.operation else {
@@ -29,9 +32,12 @@ public struct OpenAPIDocument: Sendable {
             if readsBody, operation.request?.schema == nil {
                 problems.append("\(name) reads a body and declares no request schema")
             }
-            var described = Self.operation(route, operation)
-            described = Self.extractingNamed(described, into: &components, problems: &problems)
-            paths[route.pattern, default: [:]][route.method.lowercased()] = described
+            for link in operation.responses.values.flatMap(\.links) where !described.contains(link.operation) {
+                problems.append("\(name) links to \(link.operation), which is not a described route")
+            }
+            var object = Self.operation(route, operation)
+            object = Self.extractingNamed(object, into: &components, problems: &problems)
+            paths[route.pattern, default: [:]][route.method.lowercased()] = object
         }
         json = [
             "openapi": "3.1.0",
@@ -129,6 +135,18 @@ public struct OpenAPIDocument: Sendable {
                 if let example = body.example { media["example"] = example }
                 response["content"] = ["application/json": .object(media)]
             }
+            if !body.links.isEmpty {
+                var links: [String: JSONValue] = [:]
+                for link in body.links {
+                    let parts = link.operation.split(separator: " ", maxSplits: 1).map(String.init)
+                    guard parts.count == 2 else { continue }
+                    links[link.name] = [
+                        "operationId": .string(operationID(method: parts[0], pattern: parts[1])),
+                        "parameters": .object(link.parameters.mapValues(JSONValue.string)),
+                    ]
+                }
+                response["links"] = .object(links)
+            }
             responses[String(status)] = .object(response)
         }
         responses["default"] = [
@@ -156,10 +174,14 @@ public struct OpenAPIDocument: Sendable {
 
     /// `post_v1_polls_id_finalize`.
     static func operationID(_ route: RouteSummary) -> String {
-        let path = route.pattern.split(separator: "/").map { segment in
+        operationID(method: route.method, pattern: route.pattern)
+    }
+
+    static func operationID(method: String, pattern: String) -> String {
+        let path = pattern.split(separator: "/").map { segment in
             String(segment.compactMap { $0 == "-" ? "_" : ($0.isLetter || $0.isNumber || $0 == "_" ? $0 : nil) })
         }
-        return ([route.method.lowercased()] + path).joined(separator: "_")
+        return ([method.lowercased()] + path).joined(separator: "_")
     }
 
     /// `value` with every ``APISchema/named(_:_:)`` schema moved into `components` (a name

@@ -216,7 +216,16 @@ enum LiveActivityAPI {
             ]
         ),
         responses: [
-            201: .json("The activity.", activity), 200: .json("The activity created earlier with this id.", activity),
+            201: .json(
+                "The activity.",
+                activity,
+                links: APILink.byID([
+                    "GET /v1/live-activities/{id}", "POST /v1/live-activities/{id}/update",
+                    "POST /v1/live-activities/{id}/end", "DELETE /v1/live-activities/{id}",
+                    "POST /v1/live-activities/{id}/instances",
+                ])
+            ),
+            200: .json("The activity created earlier with this id.", activity),
         ]
     )
 

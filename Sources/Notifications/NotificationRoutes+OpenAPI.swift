@@ -251,7 +251,11 @@ extension NotificationRoutes {
         request: .json("The notification.", createRequestSchema, example: createExample),
         responses: [
             200: .json("With wait=true: sent, with every token's result.", notificationSchema),
-            202: .json("Stored; Location says where to read it.", acceptedSchema),
+            202: .json(
+                "Stored; Location says where to read it.",
+                acceptedSchema,
+                links: APILink.byID(["GET /v1/notifications/{id}", "DELETE /v1/notifications/{id}"])
+            ),
         ]
     )
 

@@ -109,7 +109,9 @@ extension PollRoutes {
                 "members": [["user_id": "ann", "name": "Ann"], ["user_id": "bob", "name": "Bob"]],
             ]
         ),
-        responses: [201: .json("The poll.", poll)]
+        responses: [
+            201: .json("The poll.", poll, links: APILink.byID(["GET /v1/polls/{id}", "POST /v1/polls/{id}/finalize"]))
+        ]
     )
 
     static let list = APIOperation(

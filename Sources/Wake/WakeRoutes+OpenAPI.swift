@@ -179,7 +179,15 @@ extension WakeRoutes {
     static let createOperation = APIOperation(
         "Create a wake schedule",
         request: .json("The schedule.", createSchema, example: createExample),
-        responses: [201: .json("Created: the schedule; Location says where.", scheduleSchema)]
+        responses: [
+            201: .json(
+                "Created: the schedule; Location says where.",
+                scheduleSchema,
+                links: APILink.byID([
+                    "GET /v1/wake-schedules/{id}", "PATCH /v1/wake-schedules/{id}", "DELETE /v1/wake-schedules/{id}",
+                ])
+            )
+        ]
     )
 
     static let listOperation = APIOperation(

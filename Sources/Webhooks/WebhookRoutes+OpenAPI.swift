@@ -52,7 +52,13 @@ extension WebhookRoutes {
             ),
             example: ["url": "https://example.com/herald-events", "events": ["notification.finished"]]
         ),
-        responses: [201: .json("The webhook, with its secret.", webhook)]
+        responses: [
+            201: .json(
+                "The webhook, with its secret.",
+                webhook,
+                links: APILink.byID(["GET /v1/webhooks/{id}", "DELETE /v1/webhooks/{id}"])
+            )
+        ]
     )
 
     static let list = APIOperation(
