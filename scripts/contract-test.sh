@@ -47,6 +47,43 @@ token=$(HERALD_CLIENT_TOKEN_SECRET="$secret" "$herald" client-token --user contr
 schema=http://127.0.0.1:$port/v1/openapi.json
 echo "contract test: herald serve --simulator on :$port, seed $seed, $max_examples examples per operation and phase"
 
+# Every example in the description holds for its own schema (request bodies and answers).
+"$venv/bin/python" - "$schema" <<'EXAMPLES'
+import json, sys, urllib.request
+import jsonschema_rs
+
+document = json.load(urllib.request.urlopen(sys.argv[1]))
+components = document["components"]["schemas"]
+
+def inlined(schema):
+    if isinstance(schema, dict):
+        reference = schema.get("$ref", "")
+        if reference.startswith("#/components/schemas/"):
+            return inlined(components[reference.rsplit("/", 1)[1]])
+        return {key: inlined(value) for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [inlined(item) for item in schema]
+    return schema
+
+checked, wrong = 0, []
+for path, operations in document["paths"].items():
+    for method, operation in operations.items():
+        media = [("request", operation.get("requestBody", {}).get("content", {}).get("application/json"))]
+        media += [(status, answer.get("content", {}).get("application/json"))
+                  for status, answer in operation["responses"].items()]
+        for where, content in media:
+            if not content or "example" not in content:
+                continue
+            checked += 1
+            validator = jsonschema_rs.validator_for(inlined(content["schema"]))
+            for error in validator.iter_errors(content["example"]):
+                wrong.append(f"{method.upper()} {path} {where}: {error}")
+for line in wrong:
+    print("contract test: example does not match its schema:", line, file=sys.stderr)
+print(f"contract test: {checked} examples in the description, each valid for its schema")
+sys.exit(1 if wrong else 0)
+EXAMPLES
+
 total=0
 # run NAME CREDENTIAL FILTER...: one schemathesis run over the operations FILTER selects.
 run() {

@@ -113,7 +113,15 @@ extension ChannelRoutes {
             createSchema,
             example: ["app": "com.example.app", "storage_policy": 0]
         ),
-        responses: [201: .json("Created: the channel; Location says where.", channelSchema)]
+        responses: [
+            201: .json(
+                "Created: the channel; Location says where.",
+                channelSchema,
+                example: APISchema.example(
+                    #"{"app":"com.example.app","environment":"production","id":"bDkqoH3jAVl2cVIVX2gP8Q==","storage_policy":0}"#
+                )
+            )
+        ]
     )
 
     static let listOperation = APIOperation(

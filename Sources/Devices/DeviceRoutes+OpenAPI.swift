@@ -135,7 +135,13 @@ extension DeviceRoutes {
         request: .json("The device's metadata.", inputSchema, example: inputExample),
         responses: [
             200: .json("Updated: the device.", deviceSchema),
-            201: .json("Created: the device.", deviceSchema),
+            201: .json(
+                "Created: the device.",
+                deviceSchema,
+                example: APISchema.example(
+                    #"{"app":"com.example.app","app_version":null,"created_at":"2026-12-07T13:16:14Z","environment":"production","invalid_at":null,"invalid_reason":null,"last_registered_at":"2026-12-07T13:16:14Z","locale":null,"platform":null,"status":"active","tags":["news"],"timezone":null,"token":"abababababababababababababababababababababababababababababababab","updated_at":"2026-12-07T13:16:14Z","user_id":"ann"}"#
+                )
+            ),
         ]
     )
 

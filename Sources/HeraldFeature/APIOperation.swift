@@ -191,6 +191,12 @@ public enum APISchema {
         ["$ref": .string("#/components/schemas/\(name)"), namedKey: schema]
     }
 
+    /// An example written as JSON text (an answer Herald gave, say); `null` when the text is not
+    /// JSON, which the contract test's check of every example against its schema then reports.
+    public static func example(_ json: String) -> JSONValue {
+        (try? JSONValue.parse(Array(json.utf8))) ?? .null
+    }
+
     /// Where ``named(_:_:)`` keeps the schema until the generator moves it.
     static let namedKey = "x-herald-schema"
 }

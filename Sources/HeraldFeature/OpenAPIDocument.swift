@@ -82,6 +82,14 @@ public struct OpenAPIDocument: Sendable {
         )
     ])
 
+    static let errorExample: JSONValue = [
+        "error": [
+            "code": "unknown_field",
+            "message": "colour is not a field of this body: remove it (the fields are …)",
+            "field": "colour",
+        ]
+    ]
+
     /// One operation object.
     static func operation(_ route: RouteSummary, _ operation: APIOperation) -> JSONValue {
         var object: [String: JSONValue] = [
@@ -151,7 +159,9 @@ public struct OpenAPIDocument: Sendable {
         }
         responses["default"] = [
             "description": "An error, in the one format: code, what to fix, the field at fault.",
-            "content": ["application/json": ["schema": ["$ref": "#/components/schemas/Error"]]],
+            "content": [
+                "application/json": ["schema": ["$ref": "#/components/schemas/Error"], "example": errorExample]
+            ],
         ]
         object["responses"] = .object(responses)
         return .object(object)

@@ -219,6 +219,9 @@ enum LiveActivityAPI {
             201: .json(
                 "The activity.",
                 activity,
+                example: APISchema.example(
+                    #"{"alert":null,"app":"com.example.app","attributes":{"heraldID":"01a250a5-d1e5-7728-b70c-424eec377653","product":"Mortgage"},"attributes_type":"LoanAttributes","audience":{"users":["ann"]},"channel_created":false,"channel_id":null,"content_state":{"step":1,"title":"Checking your data"},"created_at":"2026-12-07T13:16:14Z","end_at":null,"ended_at":null,"environment":"production","failure_reason":null,"id":"01a250a5-d1e5-7728-b70c-424eec377653","id_attribute":"heraldID","last_timestamp":0,"relevance_score":null,"request_update_token":true,"stale_date":null,"start":"app","start_at":null,"started_at":"2026-12-07T13:16:14Z","state":"started","updated_at":"2026-12-07T13:16:14Z","users":["ann"]}"#
+                ),
                 links: APILink.byID([
                     "GET /v1/live-activities/{id}", "POST /v1/live-activities/{id}/update",
                     "POST /v1/live-activities/{id}/end", "DELETE /v1/live-activities/{id}",

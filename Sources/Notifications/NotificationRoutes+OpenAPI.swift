@@ -254,6 +254,9 @@ extension NotificationRoutes {
             202: .json(
                 "Stored; Location says where to read it.",
                 acceptedSchema,
+                example: APISchema.example(
+                    #"{"audience_kind":"tokens","id":"01a250a5-d1f5-7e7c-a330-60f40fe95e5c","send_at":"2026-12-07T13:16:14Z","status":"scheduled","tokens":1}"#
+                ),
                 links: APILink.byID(["GET /v1/notifications/{id}", "DELETE /v1/notifications/{id}"])
             ),
         ]

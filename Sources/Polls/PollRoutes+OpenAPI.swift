@@ -110,7 +110,14 @@ extension PollRoutes {
             ]
         ),
         responses: [
-            201: .json("The poll.", poll, links: APILink.byID(["GET /v1/polls/{id}", "POST /v1/polls/{id}/finalize"]))
+            201: .json(
+                "The poll.",
+                poll,
+                example: APISchema.example(
+                    #"{"app":"com.example.app","closes_at":null,"created_at":"2026-12-07T13:16:14Z","environment":"production","final":false,"finalized_at":null,"host_user_id":"ann","id":"01a250a5-d1d7-72e9-b48a-436b955ac2ad","live_activity_id":null,"members":[{"name":"Ann","option":null,"user_id":"ann"},{"name":"Bob","option":null,"user_id":"bob"}],"options":["accept","decline"],"question":"Dinner at 8?","tally":{"final":false,"options":[{"count":0,"names":[],"option":"accept"},{"count":0,"names":[],"option":"decline"}],"question":"Dinner at 8?","total":2,"voted":0}}"#
+                ),
+                links: APILink.byID(["GET /v1/polls/{id}", "POST /v1/polls/{id}/finalize"])
+            )
         ]
     )
 

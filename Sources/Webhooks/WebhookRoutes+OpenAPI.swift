@@ -56,6 +56,9 @@ extension WebhookRoutes {
             201: .json(
                 "The webhook, with its secret.",
                 webhook,
+                example: APISchema.example(
+                    #"{"created_at":"2026-12-07T13:16:14Z","events":["notification.finished"],"id":"01a250a5-d1c7-737d-8fc9-8f04cb9215f7","secret":"whsec_lCxpI7x251-a1S8Z-de4cM4fQlzwQNX0yYPowqCg4Jk","url":"https://example.com/herald-events"}"#
+                ),
                 links: APILink.byID(["GET /v1/webhooks/{id}", "DELETE /v1/webhooks/{id}"])
             )
         ]
