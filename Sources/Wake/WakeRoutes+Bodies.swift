@@ -23,6 +23,12 @@ struct WakeScheduleBody: Encodable, Sendable {
         case updatedAt = "updated_at"
     }
 
+    /// The zone as the API names it: `UTC` for UTC, which Foundation on Linux identifies as `GMT`
+    /// (the same zone; the API documents and defaults to `UTC`).
+    static func name(of zone: TimeZone) -> String {
+        zone.identifier == "GMT" ? "UTC" : zone.identifier
+    }
+
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(RequestIdentifier.lowercaseString(schedule.id), forKey: .id)
@@ -33,7 +39,7 @@ struct WakeScheduleBody: Encodable, Sendable {
             try container.encode(DurationText.text(seconds), forKey: .every)
         case .cron(let expression, let zone):
             try container.encode(expression.description, forKey: .cron)
-            try container.encode(zone.identifier, forKey: .timezone)
+            try container.encode(Self.name(of: zone), forKey: .timezone)
         }
         try container.encode(DurationText.text(schedule.jitterSeconds), forKey: .jitter)
         try container.encode(schedule.paused, forKey: .paused)

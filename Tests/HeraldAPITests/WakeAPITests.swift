@@ -113,6 +113,16 @@ struct WakeAPITests {
             #expect(retimed.json["cron"] as? String == "30 9 * * 1-5")
             #expect(retimed.json["timezone"] as? String == "Europe/Berlin")
             #expect(retimed.json["next_run_at"] is String)
+            // Without a timezone a cron schedule reads its times in UTC, and says so.
+            var utc = Self.valid
+            utc["every"] = nil
+            utc["cron"] = "0 6 * * *"
+            let daily = try await harness.request("POST", "/v1/wake-schedules", json: utc)
+            #expect(daily.status == 201)
+            #expect(daily.json["timezone"] as? String == "UTC")
+            if let dailyID = daily.json["id"] as? String {
+                #expect(try await harness.request("DELETE", "/v1/wake-schedules/\(dailyID)").status == 204)
+            }
 
             #expect(try await harness.request("DELETE", "/v1/wake-schedules/\(id)").status == 204)
             #expect(try await harness.request("GET", "/v1/wake-schedules/\(id)").status == 404)
