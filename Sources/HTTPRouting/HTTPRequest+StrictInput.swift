@@ -19,6 +19,27 @@ extension HTTPRequest {
         )
     }
 
+    /// Refuses a body not sent as an HTML form (`application/x-www-form-urlencoded`).
+    ///
+    /// - Throws: ``HTTPError`` 415 `unsupported_media_type`.
+    public func requireFormContentType() throws(HTTPError) {
+        guard !body.isEmpty else { return }
+        let value = headers["Content-Type"]
+        if let value,
+            value.split(separator: ";").first?.trimmingASCIIWhitespace().lowercased()
+                == "application/x-www-form-urlencoded"
+        {
+            return
+        }
+        let sent = value.map { "Content-Type: \(Self.printable($0))" } ?? "no Content-Type"
+        throw HTTPError(
+            status: 415,
+            code: "unsupported_media_type",
+            message: "the body was sent with \(sent): send the form as Content-Type: application/x-www-form-urlencoded",
+            field: "Content-Type"
+        )
+    }
+
     /// Refuses a request whose query holds a parameter not in `known`.
     ///
     /// - Parameter route: names the route in the message, e.g. `GET /v1/notifications`.

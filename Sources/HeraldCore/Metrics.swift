@@ -66,6 +66,18 @@ public final class MetricsRegistry: Sendable {
         return family.recordedValue(for: labels)
     }
 
+    /// Every sample of the family called `name` with its labels (a histogram's count as its value),
+    /// empty when none was declared: what a page of the admin console shows.
+    public func samples(_ name: String) -> [(labels: MetricLabels, value: Double)] {
+        guard let family = families.withLock({ $0.byName[name] }) else { return [] }
+        return family.recordedSamples().map { labels, reading in
+            switch reading {
+            case .value(let value): (labels, value)
+            case .histogram(let histogram): (labels, Double(histogram.count))
+            }
+        }
+    }
+
     /// Every family in the Prometheus text exposition format.
     ///
     /// Written as bytes: a label value is copied as it is unless it holds a character to escape,

@@ -183,10 +183,14 @@ public struct FeatureAssembly: Sendable {
     ) -> Router.Handler {
         let name = route.name
         let query = route.query
+        let bodyFormat = route.bodyFormat
         let idempotency = route.idempotent ? idempotency : nil
         return { request in
             if let query { try request.rejectUnknownQueryParameters(query, route: name) }
-            try request.requireJSONContentType()
+            switch bodyFormat {
+            case .json: try request.requireJSONContentType()
+            case .form: try request.requireFormContentType()
+            }
             do {
                 guard let idempotency else { return try await handler(request) }
                 return try await idempotency.run(request) { try await handler($0) }

@@ -56,6 +56,16 @@ public struct FeatureRoute: Sendable {
     public var loggedPath: (@Sendable (HTTPRequest) -> String)?
     /// What the API description says of it (`GET /v1/openapi.json`); every `/v1` route has one.
     public var operation: APIOperation?
+    /// The media type the body must be sent as (415 otherwise).
+    public var bodyFormat: BodyFormat = .json
+
+    /// A body's media type.
+    public enum BodyFormat: Sendable, Hashable {
+        /// `application/json` (every `/v1` route).
+        case json
+        /// `application/x-www-form-urlencoded`: an HTML form's (the admin console's).
+        case form
+    }
 
     public init(
         _ method: String,
