@@ -171,6 +171,10 @@ extension DeviceRoutes {
                     APISchema.string(maxLength: DeviceLimits.maximumTagCharacters)
                 ),
                 "status": APIParameter("Only the devices with this status.", statusSchema),
+                "token_prefix": APIParameter(
+                    "Only the devices whose token starts with these hexadecimal digits.",
+                    ["type": "string", "pattern": "^[0-9a-fA-F]{1,200}$"]
+                ),
             ]
         ) { first, _ in first },
         responses: [200: .json("A page of devices.", APISchema.page("devices", deviceSchema))]

@@ -26,7 +26,7 @@ public struct DeviceRoutes: Sendable {
     }
 
     /// The query parameters of `GET /v1/devices`.
-    static let listParameters = ["app", "environment", "user_id", "tag", "status"] + Paging.parameters
+    static let listParameters = ["app", "environment", "user_id", "tag", "status", "token_prefix"] + Paging.parameters
 
     /// The five routes, behind an API key.
     public var routes: [FeatureRoute] {
@@ -76,6 +76,7 @@ public struct DeviceRoutes: Sendable {
             userID: query.userID,
             tag: query.tag,
             status: query.status,
+            tokenPrefix: query.tokenPrefix,
             limit: query.limit,
             cursor: query.cursor
         )
@@ -107,6 +108,8 @@ public struct DeviceRoutes: Sendable {
         public var userID: String?
         public var tag: String?
         public var status: DeviceStatus?
+        /// Lowercase hexadecimal, 1 to 200 digits.
+        public var tokenPrefix: String?
         public var limit: Int
         public var cursor: String?
     }
@@ -144,6 +147,18 @@ public struct DeviceRoutes: Sendable {
             }
             status = parsed
         }
+        let tokenPrefix = request.queryValue("token_prefix")?.lowercased()
+        if let tokenPrefix,
+            !(1...200).contains(tokenPrefix.utf8.count)
+                || !tokenPrefix.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+        {
+            throw HTTPError(
+                status: 400,
+                code: "invalid_token_prefix",
+                message: "token_prefix must be 1 to 200 hexadecimal digits: the start of a device token",
+                field: "token_prefix"
+            )
+        }
         let cursor = request.queryValue("cursor")
         if let cursor, (try? APNSDeviceToken.normalized(cursor)) != cursor { throw Paging.invalidCursor() }
         return ListQuery(
@@ -152,6 +167,7 @@ public struct DeviceRoutes: Sendable {
             userID: userID,
             tag: tag,
             status: status,
+            tokenPrefix: tokenPrefix,
             limit: try request.pageLimit(),
             cursor: cursor
         )

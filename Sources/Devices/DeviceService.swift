@@ -124,6 +124,7 @@ public struct DeviceService: Sendable {
         userID: String? = nil,
         tag: String? = nil,
         status: DeviceStatus? = nil,
+        tokenPrefix: String? = nil,
         limit: Int,
         cursor: String?
     ) async throws -> Page<Device> {
@@ -135,6 +136,7 @@ public struct DeviceService: Sendable {
                 userID: userID,
                 tag: tag,
                 status: status,
+                tokenPrefix: tokenPrefix,
                 limit: limit,
                 cursor: cursor
             )

@@ -10,6 +10,8 @@ public struct DeviceListQuery: Sendable, Hashable {
     public var userID: String?
     public var tag: String?
     public var status: DeviceStatus?
+    /// Only tokens that start with it (lowercase hexadecimal).
+    public var tokenPrefix: String?
     public var limit: Int
     /// The last token of the previous page (its `next_cursor`).
     public var cursor: String?
@@ -20,6 +22,7 @@ public struct DeviceListQuery: Sendable, Hashable {
         userID: String? = nil,
         tag: String? = nil,
         status: DeviceStatus? = nil,
+        tokenPrefix: String? = nil,
         limit: Int = 100,
         cursor: String? = nil
     ) {
@@ -28,6 +31,7 @@ public struct DeviceListQuery: Sendable, Hashable {
         self.userID = userID
         self.tag = tag
         self.status = status
+        self.tokenPrefix = tokenPrefix
         self.limit = limit
         self.cursor = cursor
     }
@@ -51,6 +55,12 @@ extension DeviceStore {
                 "EXISTS (SELECT 1 FROM device_tags t WHERE t.app = d.app AND t.environment = d.environment "
                     + "AND t.tag = \(binds.add(.text(tag))) AND t.token = d.token LIMIT 1 OFFSET 0)"
             )
+        }
+        if let prefix = query.tokenPrefix {
+            // Tokens are lowercase hexadecimal: those starting with the prefix sort from it up to
+            // the prefix followed by "g", a range of the token index.
+            conditions.append("d.token >= \(binds.add(.text(prefix)))")
+            conditions.append("d.token < \(binds.add(.text(prefix + "g")))")
         }
         if let cursor = query.cursor { conditions.append("d.token > \(binds.add(.text(cursor)))") }
         let columns = Self.columns.split(separator: ",").map { "d." + $0.trimmingCharacters(in: .whitespaces) }
