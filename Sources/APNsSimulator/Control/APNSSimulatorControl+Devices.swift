@@ -11,6 +11,7 @@ import HeraldCore
 /// | `POST /devices/{token}/activities` | the app starts one itself (`Activity.request`) |
 /// | `GET /devices/{token}/activities/{activity_id}` | one of them; 404 `unknown_activity` |
 /// | `POST /devices/{token}/activities/{activity_id}/allow` | the user taps Allow: the update token |
+/// | `GET /devices` | every virtual device with its Live Activities (the admin console's lock screens) |
 /// | `DELETE /devices` | forgets every virtual device |
 extension APNSSimulatorControl {
     // MARK: Operations
@@ -126,6 +127,27 @@ extension APNSSimulatorControl {
                         + "token: DELETE \(prefix)/tokens, or start it with a larger token limit (docs/SIMULATOR.md)."
                 )
             }
+        }
+        router.get(prefix + "/devices") { _ in
+            let now = core.clock.now()
+            let activities = store.withState { $0.devices.all(now: now) }
+            var order: [String] = []
+            var byDevice: [String: [String]] = [:]
+            for activity in activities {
+                if byDevice[activity.deviceToken] == nil { order.append(activity.deviceToken) }
+                byDevice[activity.deviceToken, default: []].append(activityJSON(activity, now: now))
+            }
+            var writer = JSONObjectWriter()
+            writer.array(
+                "devices",
+                order.map { token in
+                    var device = JSONObjectWriter()
+                    device.string("device_token", token)
+                    device.array("activities", byDevice[token] ?? [])
+                    return device.json
+                }
+            )
+            return json(writer.json)
         }
         router.delete(prefix + "/devices") { _ in
             store.withState { state in
