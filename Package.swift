@@ -221,6 +221,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "Admin",
+            dependencies: ["HeraldCore", "HeraldCrypto", "HeraldFeature", "HTTPRouting", "Storage", "Jobs"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "HeraldAPI",
             dependencies: [
                 "HeraldCore", "HeraldFeature", "Channels", "HeraldCrypto", "HTTPRouting", "Storage", "Jobs",
@@ -229,7 +234,7 @@ let package = Package(
                 "APNsTransport", "Devices",
                 "ClientTokens",
                 "Webhooks",
-                "Wake", "LiveActivities", "Boards", "CloudKit", "Relay", "Polls",
+                "Wake", "LiveActivities", "Boards", "CloudKit", "Relay", "Polls", "Admin",
             ],
             swiftSettings: swiftSettings
         ),
@@ -238,6 +243,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "HeraldCrypto", "HTTPRouting", "HTTPServer", "Storage", "Jobs", "Notifications",
                 "HeraldAPI", "HeraldFeature", "APNs", "APNsTransport", "APNsSimulator", "Relay", "HeraldAllocator",
+                "Admin",
                 "ProcessSpawn",
                 "Devices",
                 "ClientTokens",
@@ -442,6 +448,11 @@ let package = Package(
                 "APNsSimulator", "Devices",
                 "HeraldCrypto", "Jobs", "Notifications", "APNsTestSupport",
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AdminTests",
+            dependencies: ["Admin", "DatabaseTestSupport", "HTTPRouting", "HeraldCore", "HeraldCrypto", "Storage"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -5,9 +5,11 @@
 #   --test     also what `make test` uses: the PostgreSQL server, curl, h2load (nghttp2-client),
 #              systemd-analyze (systemd), which checks contrib/herald.service, and for the
 #              documentation examples openssl and python3, and gdb for the test
-#              watchdog's backtraces; and a Python virtual environment (python3-venv) holding
+#              watchdog's backtraces, chromium and chromium-driver for the admin console's browser
+#              test (scripts/admin-test.sh); and a Python virtual environment (python3-venv) holding
 #              schemathesis, which the contract test (scripts/contract-test.sh) runs against the
-#              OpenAPI description, at $HERALD_TEST_VENV (default ~/.cache/herald/test-venv)
+#              OpenAPI description, and selenium, which drives Chromium, at $HERALD_TEST_VENV
+#              (default ~/.cache/herald/test-venv)
 #   --bench    also wrk, h2o, h2load (nghttp2-client), GNU time, jq, the sqlite3 shell and
 #              PostgreSQL (server, psql, pg_dump) whose own insert rate Benchmarks/audience.sh
 #              measures beside Herald's, and Go (golang-go), which builds the reference relay
@@ -17,7 +19,7 @@ set -euo pipefail
 packages=(pkg-config libssl-dev libnghttp2-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libjemalloc-dev libcurl4-openssl-dev)
 for arg in "$@"; do
   case "$arg" in
-    --test) packages+=(postgresql curl nghttp2-client systemd openssl python3 python3-venv gdb); test_venv=1 ;;
+    --test) packages+=(postgresql curl nghttp2-client systemd openssl python3 python3-venv gdb chromium chromium-driver); test_venv=1 ;;
     --bench) packages+=(wrk h2o nghttp2-client curl time jq python3 sqlite3 postgresql golang-go) ;;
     *) echo "bootstrap: unknown argument $arg (use --test or --bench)" >&2; exit 2 ;;
   esac
@@ -29,19 +31,22 @@ for package in "${packages[@]}"; do
     missing+=("$package")
   fi
 done
-# The contract test's schemathesis, pinned, in a virtual environment of its own (PyPI's, not
-# Debian's: Debian 12 has none). Made once; a later run finds it and does nothing.
+# The contract test's schemathesis and the browser test's selenium, pinned, in a virtual
+# environment of their own (PyPI's, not Debian's: Debian 12 has neither at these versions). Made
+# once; a later run finds them and does nothing.
 schemathesis_version=4.32.5
+selenium_version=4.27.1
 make_test_venv() {
   local venv=${HERALD_TEST_VENV:-$HOME/.cache/herald/test-venv}
-  if [ -x "$venv/bin/schemathesis" ] && "$venv/bin/schemathesis" --version 2>/dev/null | grep -q " $schemathesis_version\$"; then
+  if [ -x "$venv/bin/schemathesis" ] && "$venv/bin/schemathesis" --version 2>/dev/null | grep -q " $schemathesis_version\$" \
+    && [ "$("$venv/bin/python" -c 'import selenium; print(selenium.__version__)' 2>/dev/null)" = "$selenium_version" ]; then
     return 0
   fi
-  echo "bootstrap: making $venv with schemathesis $schemathesis_version"
+  echo "bootstrap: making $venv with schemathesis $schemathesis_version and selenium $selenium_version"
   rm -rf "$venv"
   mkdir -p "$(dirname "$venv")"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --disable-pip-version-check -q "schemathesis==$schemathesis_version"
+  "$venv/bin/pip" install --disable-pip-version-check -q "schemathesis==$schemathesis_version" "selenium==$selenium_version"
 }
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -39,6 +39,11 @@ scripts/doctest.sh "$(swift build --show-bin-path)/herald"
 echo "== contract test (schemathesis against /v1/openapi.json)"
 scripts/contract-test.sh "$(swift build --show-bin-path)/herald"
 
+# The admin console in a real browser: headless Chromium over WebDriver through every page, with a
+# screenshot of each under .build/admin-screenshots.
+echo "== admin console (headless Chromium)"
+scripts/admin-test.sh "$(swift build --show-bin-path)/herald"
+
 # The executable must run on jemalloc (README, "Endpoints and metrics"): every malloc and free the
 # dynamic linker binds must go to libjemalloc, not to Glibc.
 echo "== the herald executable's allocator"

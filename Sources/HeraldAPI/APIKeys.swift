@@ -1,6 +1,7 @@
 import Foundation
 public import HTTPRouting
 public import HeraldCore
+import HeraldCrypto
 
 /// The keys `/v1` accepts (`HERALD_API_KEYS`), checked in constant time.
 ///
@@ -15,6 +16,11 @@ public struct APIKeys: Sendable, CustomStringConvertible {
 
     public init(_ keys: [String]) {
         self.keys = keys.map { Array($0.utf8) }
+    }
+
+    /// SHA-256 of each key: what the admin console compares a sign-in's key and its sessions with.
+    public var sha256Digests: [[UInt8]] {
+        keys.map { SHA256.hash($0) }
     }
 
     /// Whether no key is configured (`/v1` then refuses everything).

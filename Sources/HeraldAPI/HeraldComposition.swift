@@ -1,5 +1,6 @@
 import APNs
 public import APNsTransport
+public import Admin
 public import ClientTokens
 public import CloudKit
 public import Devices
@@ -80,6 +81,9 @@ public struct HeraldComposition: Sendable {
     public let devices: DeviceStore
     /// Delivers webhook events (one curl-multi thread); ``close()`` stops it.
     let webhookDeliverer: WebhookDeliverer
+    /// The admin console's way to `/v1`: attach the server's complete router to it (with the
+    /// system routes and, under `--simulator`, `/simulator`) before serving.
+    public let adminAPI: AdminAPI
 
     /// Stops webhook delivery: call once the job worker has stopped.
     public func close() async {
@@ -140,6 +144,11 @@ public struct HeraldComposition: Sendable {
         features.provide(webhookStore)
         features.provide(inputs.webhooks)
         features.provide(inputs.webhookDestinations)
+        // The admin console signs in with the API keys and reads /v1 in the process, through the
+        // router `herald serve` attaches once it is complete (``adminAPI``).
+        let adminAPI = AdminAPI()
+        features.provide(AdminAPIKeys(apiKeyDigests: inputs.apiKeys.sha256Digests))
+        features.provide(adminAPI)
         let featureJobs = try HeraldFeatures.assembly.jobs(context: features, core: handlers)
         let queue = JobQueue(database: database, handlers: featureJobs.handlers, clock: inputs.clock)
         try await featureJobs.start(on: queue)
@@ -178,7 +187,8 @@ public struct HeraldComposition: Sendable {
             announcements: featureJobs.announcements,
             queue: queue,
             devices: devices,
-            webhookDeliverer: webhookDeliverer
+            webhookDeliverer: webhookDeliverer,
+            adminAPI: adminAPI
         )
     }
 }

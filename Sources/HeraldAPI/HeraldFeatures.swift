@@ -1,3 +1,4 @@
+import Admin
 import Boards
 import Channels
 import Devices
@@ -30,6 +31,7 @@ public enum HeraldFeatures {
         Boards.feature,
         Polls.feature,
         Relay.feature,
+        Admin.feature,
     ]
 
     /// The settings every feature and the server itself share, in the order of the reference.

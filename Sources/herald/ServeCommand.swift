@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import APNsTransport
+import Admin
 import ClientTokens
 import CloudKit
 import Devices
@@ -322,6 +323,8 @@ enum ServeCommand {
                 // takes the same key as /v1, checked before any body is read.
                 router.admit(under: "/simulator", apiKeys.admission)
             }
+            // The admin console reads through the complete router, as a client of /v1 would.
+            composed.adminAPI.attach(router)
 
             var http = HTTPServer.Configuration()
             http.host = configuration.host

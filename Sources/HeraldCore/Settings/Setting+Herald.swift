@@ -19,6 +19,7 @@ extension Setting {
         channelRetention, liveActivityRetentionDays, boardMinInterval,
         webhookAllowHTTP, webhookAllowPrivate, webhookCAFile,
         cloudKitKeyID, cloudKitPrivateKey, cloudKitPrivateKeyFile, cloudKitURL, cloudKitCAFile,
+        admin, adminInsecureCookie, adminSessionTTL, adminReadOnlyKeys,
     ]
 
     /// The setting called `name`, if Herald reads one.
@@ -523,5 +524,44 @@ extension Setting {
         whenUnset: "the system store only",
         example: "/tmp/herald-apns-simulator-8443.pem",
         accepted: "the path of a PEM file"
+    )
+
+    // MARK: Admin console
+
+    public static let admin = Setting(
+        "HERALD_ADMIN",
+        group: .admin,
+        meaning: "1 serves the admin console at /admin (sign-in with an API key); 0 turns it off.",
+        default: "1",
+        example: "0",
+        accepted: "1 or 0"
+    )
+    public static let adminInsecureCookie = Setting(
+        "HERALD_ADMIN_INSECURE_COOKIE",
+        group: .admin,
+        meaning: "1 sends the console's session cookie without Secure, so that a browser keeps it over plain "
+            + "HTTP: for local use only, never behind a public address.",
+        default: "0",
+        example: "1",
+        accepted: "1 or 0"
+    )
+    public static let adminSessionTTL = Setting.integer(
+        "HERALD_ADMIN_SESSION_TTL",
+        group: .admin,
+        meaning: "How long a console session lasts after sign-in, in seconds; signing out ends it sooner.",
+        default: 43_200,
+        example: 3_600,
+        range: 300...604_800,
+        unit: "seconds"
+    )
+    public static let adminReadOnlyKeys = Setting(
+        "HERALD_ADMIN_READONLY_KEYS",
+        group: .admin,
+        meaning: "Keys that sign in to the admin console to read only: no buttons, no forms, every change "
+            + "refused. They do not open /v1.",
+        whenUnset: "only the keys of HERALD_API_KEYS sign in, and they may change things",
+        example: "ro-0123456789abcdef0123456789abcdef",
+        secrecy: .whole,
+        accepted: "16 to 512 printable ASCII characters per key, no spaces, comma-separated"
     )
 }

@@ -18,6 +18,7 @@ public struct Setting: Sendable, Hashable, CustomStringConvertible {
         case jobs = "Jobs (durable work)"
         case webhooks = "Webhooks"
         case cloudKit = "CloudKit (wake pings through records)"
+        case admin = "Admin console"
     }
 
     /// How much of a value may be shown.
