@@ -9,24 +9,15 @@
 # Usage: Benchmarks/admin.sh [HERALD]   (DEVICES=1000000 NOTIFICATIONS=100000 ACTIVITIES=10000 N=200)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/serve-simulator.sh
 herald=${1:-.build/release/herald}
 [ -x "$herald" ] || { echo "admin bench: no herald at $herald (swift build -c release)" >&2; exit 1; }
 herald=$(cd "$(dirname "$herald")" && pwd)/$(basename "$herald")
 work=$(mktemp -d "${TMPDIR:-/tmp}/herald-admin-bench.XXXXXX")
-pid=
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+server_pid=
+trap '[ -n "$server_pid" ] && kill $server_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 key=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-(cd "$work" && exec env -i PATH="$PATH" HOME="$work" TMPDIR="$work" HERALD_API_KEYS="$key" HERALD_ADMIN_INSECURE_COOKIE=1 \
-    HERALD_LOG_LEVEL=warning "$herald" serve --simulator --host 127.0.0.1 --port 0 \
-    --database-url "sqlite:$work/herald.sqlite" >"$work/serve.log" 2>&1) &
-pid=$!
-port=
-for _ in $(seq 600); do
-    port=$(grep -m1 -oE 'herald listening address=http://127\.0\.0\.1:[0-9]+' "$work/serve.log" 2>/dev/null | sed 's/.*://' || true)
-    [ -n "$port" ] && break
-    sleep 0.1
-done
-[ -n "$port" ] || { echo "admin bench: herald serve did not start" >&2; cat "$work/serve.log" >&2; exit 1; }
+start_simulator_server "$herald" "$work" HERALD_API_KEYS="$key" HERALD_ADMIN_INSECURE_COOKIE=1 HERALD_LOG_LEVEL=warning
 
 DEVICES=${DEVICES:-1000000} NOTIFICATIONS=${NOTIFICATIONS:-100000} ACTIVITIES=${ACTIVITIES:-10000} N=${N:-200} \
 python3 - "$port" "$key" <<'PY'

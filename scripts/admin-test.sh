@@ -9,6 +9,7 @@
 #                      README's two screenshots: the one command that regenerates them
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/serve-simulator.sh
 herald=
 readme=
 for argument in "$@"; do
@@ -42,19 +43,8 @@ key=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 read_only=ro-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 # Plain HTTP on loopback: the cookie goes without Secure, as HERALD_ADMIN_INSECURE_COOKIE=1 allows.
-(cd "$work" && exec env -i PATH="$PATH" HOME="$work" TMPDIR="$work" HERALD_API_KEYS="$key" \
-    HERALD_ADMIN_READONLY_KEYS="$read_only" HERALD_ADMIN_INSECURE_COOKIE=1 HERALD_CLIENT_TOKEN_SECRET="$secret" \
-    "$herald" serve --simulator --host 127.0.0.1 --port 0 --database-url "sqlite:$work/herald.sqlite" \
-    >"$work/serve.log" 2>&1) &
-server_pid=$!
-port=
-for _ in $(seq 600); do
-    port=$(grep -m1 -oE 'herald listening address=http://127\.0\.0\.1:[0-9]+' "$work/serve.log" 2>/dev/null | sed 's/.*://' || true)
-    [ -n "$port" ] && break
-    kill -0 "$server_pid" 2>/dev/null || { echo "admin test: herald serve stopped; its log:" >&2; cat "$work/serve.log" >&2; exit 1; }
-    sleep 0.1
-done
-[ -n "$port" ] || { echo "admin test: herald serve did not start within 60 s" >&2; cat "$work/serve.log" >&2; exit 1; }
+start_simulator_server "$herald" "$work" HERALD_API_KEYS="$key" HERALD_ADMIN_READONLY_KEYS="$read_only" \
+    HERALD_ADMIN_INSECURE_COOKIE=1 HERALD_CLIENT_TOKEN_SECRET="$secret"
 token=$(HERALD_CLIENT_TOKEN_SECRET="$secret" "$herald" client-token --user ann --ttl 1h)
 echo "admin test: herald serve --simulator on :$port, Chromium $(chromium --version 2>/dev/null | awk '{print $2}')"
 if ! SE_OFFLINE=true HOME="$work" "$venv/bin/python" Tests/Browser/admin_console.py "http://127.0.0.1:$port" "$key" \

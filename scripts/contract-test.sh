@@ -10,6 +10,7 @@
 #   CONTRACT_SEED          the generator's seed (default: a new one, printed, to replay a failure)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/serve-simulator.sh
 herald=${1:-$(swift build --show-bin-path)/herald}
 [ -x "$herald" ] || { echo "contract test: no herald executable at $herald (run swift build first)" >&2; exit 1; }
 herald=$(cd "$(dirname "$herald")" && pwd)/$(basename "$herald")
@@ -30,19 +31,8 @@ trap cleanup EXIT
 key=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 # No client rate limits: a generated flood would be answered 429 and test little else.
-(cd "$work" && exec env -i PATH="$PATH" HOME="$work" TMPDIR="$work" HERALD_API_KEYS="$key" \
-    HERALD_CLIENT_TOKEN_SECRET="$secret" HERALD_CLIENT_RATE_LIMIT=off HERALD_CLIENT_IP_RATE_LIMIT=off \
-    "$herald" serve --simulator --host 127.0.0.1 --port 0 --database-url "sqlite:$work/herald.sqlite" \
-    >"$work/serve.log" 2>&1) &
-server_pid=$!
-port=
-for _ in $(seq 600); do
-    port=$(grep -m1 -oE 'herald listening address=http://127\.0\.0\.1:[0-9]+' "$work/serve.log" 2>/dev/null | sed 's/.*://' || true)
-    [ -n "$port" ] && break
-    kill -0 "$server_pid" 2>/dev/null || { echo "contract test: herald serve stopped; its log:" >&2; cat "$work/serve.log" >&2; exit 1; }
-    sleep 0.1
-done
-[ -n "$port" ] || { echo "contract test: herald serve did not start within 60 s" >&2; cat "$work/serve.log" >&2; exit 1; }
+start_simulator_server "$herald" "$work" HERALD_API_KEYS="$key" HERALD_CLIENT_TOKEN_SECRET="$secret" \
+    HERALD_CLIENT_RATE_LIMIT=off HERALD_CLIENT_IP_RATE_LIMIT=off
 token=$(HERALD_CLIENT_TOKEN_SECRET="$secret" "$herald" client-token --user contract-user --ttl 1h)
 schema=http://127.0.0.1:$port/v1/openapi.json
 echo "contract test: herald serve --simulator on :$port, seed $seed, $max_examples examples per operation and phase"

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPRouting
 import HeraldCore
+import HeraldCrypto
 import HeraldFeature
 import Jobs
 import Storage
@@ -95,7 +96,7 @@ struct AdminConsole: Sendable {
     ) async throws -> HTTPResponse {
         guard let session = try await session(of: request) else { return signInRedirect(request) }
         let form = try AdminForm(request)
-        guard let presented = form["csrf"], AdminKeyring.equal(Array(presented.utf8), Array(session.csrf.utf8)) else {
+        guard let presented = form["csrf"], ConstantTime.equal(presented, session.csrf) else {
             logger.warning("admin form refused: no valid CSRF token", metadata: ["path": .string(request.path)])
             return AdminPage.message(
                 status: 403,

@@ -78,6 +78,21 @@ extension AdminConsole {
         return AdminPage(title: title, content: html.markup)
     }
 
+    /// One item of `/v1` (`GET path`), or the page saying why it could not be read (its 404's
+    /// message, say) under `title`.
+    func read(
+        _ path: String,
+        query: [(name: String, value: String)] = [],
+        _ context: Context,
+        title: String
+    ) async throws(AdminPageInstead) -> JSONValue {
+        let answer = await api.call("GET", path, query: query, requestID: context.request.requestID)
+        guard answer.isSuccess, let json = answer.json else {
+            throw AdminPageInstead(AdminPage.message(status: answer.status, title: title, answer.errorMessage))
+        }
+        return json
+    }
+
     func filterForm(
         _ filters: [AdminFilter],
         values: [(name: String, value: String)],
@@ -153,5 +168,14 @@ extension AdminConsole {
             html.element("button", label, ["type": "submit"])
         }
         html.close("form")
+    }
+}
+
+/// The page to show instead of the one asked for: why what it shows could not be read.
+struct AdminPageInstead: Error {
+    var page: AdminPage
+
+    init(_ page: AdminPage) {
+        self.page = page
     }
 }

@@ -57,19 +57,10 @@ extension AdminConsole {
         )
 
         html.element("h2", "Webhook backlog")
-        let answer = await api.call(
-            "GET",
-            "/v1/webhooks",
-            query: [("limit", "20")],
-            requestID: context.request.requestID
-        )
         var pending = 0
         var dead = 0
         var failing: [String] = []
-        for webhook in answer.json?["webhooks"]?.arrayValue ?? [] {
-            guard let id = webhook["id"]?.stringValue else { continue }
-            let read = await api.call("GET", "/v1/webhooks/" + id, requestID: context.request.requestID)
-            let delivery = read.json?["delivery"] ?? .null
+        for (webhook, delivery) in (try? await webhookDeliveries(context))?.webhooks ?? [] {
             pending += Int(delivery["pending"]?.numberValue ?? 0)
             dead += Int(delivery["dead"]?.numberValue ?? 0)
             if delivery["last_error"]?.stringValue != nil, let url = webhook["url"]?.stringValue { failing.append(url) }

@@ -36,10 +36,16 @@ extension AdminConsole {
     func notification(_ context: Context, id: String) async -> AdminPage {
         var query: [(name: String, value: String)] = [("limit", Self.pageSize)]
         if let cursor = context.request.queryValue("cursor"), !cursor.isEmpty { query.append(("cursor", cursor)) }
-        let path = "/v1/notifications/" + AdminForm.encode(id)
-        let answer = await api.call("GET", path, query: query, requestID: context.request.requestID)
-        guard answer.isSuccess, let json = answer.json else {
-            return AdminPage.message(status: answer.status, title: "Notification", answer.errorMessage)
+        let json: JSONValue
+        do {
+            json = try await read(
+                "/v1/notifications/" + AdminForm.encode(id),
+                query: query,
+                context,
+                title: "Notification"
+            )
+        } catch {
+            return error.page
         }
         var html = HTML()
         details(
@@ -131,13 +137,11 @@ extension AdminConsole {
     }
 
     func liveActivity(_ context: Context, id: String) async -> AdminPage {
-        let answer = await api.call(
-            "GET",
-            "/v1/live-activities/" + AdminForm.encode(id),
-            requestID: context.request.requestID
-        )
-        guard answer.isSuccess, let json = answer.json else {
-            return AdminPage.message(status: answer.status, title: "Live Activity", answer.errorMessage)
+        let json: JSONValue
+        do {
+            json = try await read("/v1/live-activities/" + AdminForm.encode(id), context, title: "Live Activity")
+        } catch {
+            return error.page
         }
         var html = HTML()
         details(
@@ -279,38 +283,43 @@ extension AdminConsole {
 
     // MARK: Webhooks, wake schedules, channels
 
-    func webhooks(_ context: Context) async -> AdminPage {
-        let answer = await api.call(
-            "GET",
-            "/v1/webhooks",
-            query: [("limit", "20")],
-            requestID: context.request.requestID
-        )
-        guard answer.isSuccess, let json = answer.json else {
-            return AdminPage.message(status: answer.status, title: "Webhooks", answer.errorMessage)
-        }
-        var rows: [[String]] = []
+    /// The first 20 webhooks, each with its `delivery` (pending, dead, last error), read by
+    /// `GET /v1/webhooks` and one `GET /v1/webhooks/{id}` each; and whether there are more.
+    func webhookDeliveries(
+        _ context: Context
+    ) async throws(AdminPageInstead) -> (webhooks: [(webhook: JSONValue, delivery: JSONValue)], more: Bool) {
+        let json = try await read("/v1/webhooks", query: [("limit", "20")], context, title: "Webhooks")
+        var webhooks: [(webhook: JSONValue, delivery: JSONValue)] = []
         for webhook in json["webhooks"]?.arrayValue ?? [] {
             guard let id = webhook["id"]?.stringValue else { continue }
             let read = await api.call("GET", "/v1/webhooks/" + id, requestID: context.request.requestID)
-            let delivery = read.json?["delivery"] ?? .null
-            rows.append([
-                HTML.cell(webhook["url"]?.display), HTML.cell(webhook["events"]?.display),
-                HTML.cell(delivery["pending"]?.display), HTML.cell(delivery["dead"]?.display),
-                HTML.cell(delivery["delivered"]?.display), HTML.cell(delivery["last_delivery_at"]?.display),
-                HTML.cell(delivery["last_error"]?.display), HTML.cell(delivery["last_error_at"]?.display),
-            ])
+            webhooks.append((webhook, read.json?["delivery"] ?? .null))
+        }
+        return (webhooks, json["next_cursor"]?.stringValue != nil)
+    }
+
+    func webhooks(_ context: Context) async -> AdminPage {
+        let read: (webhooks: [(webhook: JSONValue, delivery: JSONValue)], more: Bool)
+        do {
+            read = try await webhookDeliveries(context)
+        } catch {
+            return error.page
         }
         var html = HTML()
         html.table(
             ["URL", "Events", "Pending", "Dead", "Delivered", "Last delivery", "Last error", "Last error at"],
-            rows: rows,
+            rows: read.webhooks.map { webhook, delivery in
+                [
+                    HTML.cell(webhook["url"]?.display), HTML.cell(webhook["events"]?.display),
+                    HTML.cell(delivery["pending"]?.display), HTML.cell(delivery["dead"]?.display),
+                    HTML.cell(delivery["delivered"]?.display), HTML.cell(delivery["last_delivery_at"]?.display),
+                    HTML.cell(delivery["last_error"]?.display), HTML.cell(delivery["last_error_at"]?.display),
+                ]
+            },
             empty: "No webhook: POST /v1/webhooks adds one.",
             id: "webhooks"
         )
-        if json["next_cursor"]?.stringValue != nil {
-            html.element("p", "The first 20 webhooks are shown.", ["class": "hint"])
-        }
+        if read.more { html.element("p", "The first 20 webhooks are shown.", ["class": "hint"]) }
         return AdminPage(title: "Webhooks", content: html.markup)
     }
 
@@ -331,13 +340,11 @@ extension AdminConsole {
     }
 
     func wakeSchedule(_ context: Context, id: String) async -> AdminPage {
-        let answer = await api.call(
-            "GET",
-            "/v1/wake-schedules/" + AdminForm.encode(id),
-            requestID: context.request.requestID
-        )
-        guard answer.isSuccess, let json = answer.json else {
-            return AdminPage.message(status: answer.status, title: "Wake schedule", answer.errorMessage)
+        let json: JSONValue
+        do {
+            json = try await read("/v1/wake-schedules/" + AdminForm.encode(id), context, title: "Wake schedule")
+        } catch {
+            return error.page
         }
         var html = HTML()
         details(

@@ -84,7 +84,7 @@ extension AdminConsole {
     /// The sign-in form. Its POST is checked against a token set in a cookie here (the form's
     /// CSRF token before there is a session).
     func signInPage(_ request: HTTPRequest, message: String? = nil, status: Int = 200) -> HTTPResponse {
-        let token = AdminSessionStore.hex(SecureRandom.bytes(16))
+        let token = Hex.encode(SecureRandom.bytes(16))
         var html = HTML()
         if keyring.isEmpty {
             html.element(
@@ -120,7 +120,7 @@ extension AdminConsole {
     func signIn(_ request: HTTPRequest) async throws -> HTTPResponse {
         let form = try AdminForm(request)
         guard let presented = form["csrf"], let expected = Self.cookie(Self.signInCookieName, in: request),
-            AdminKeyring.equal(Array(presented.utf8), Array(expected.utf8))
+            ConstantTime.equal(presented, expected)
         else {
             return signInPage(
                 request,
@@ -164,7 +164,7 @@ extension AdminConsole {
     func signOut(_ request: HTTPRequest) async throws -> HTTPResponse {
         guard let session = try await session(of: request) else { return Self.redirect("/admin/sign-in") }
         let form = try AdminForm(request)
-        guard let presented = form["csrf"], AdminKeyring.equal(Array(presented.utf8), Array(session.csrf.utf8)) else {
+        guard let presented = form["csrf"], ConstantTime.equal(presented, session.csrf) else {
             return AdminPage.message(
                 status: 403,
                 title: "Form refused",

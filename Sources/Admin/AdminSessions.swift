@@ -29,12 +29,12 @@ struct AdminSessionStore: Sendable {
     ) async throws -> (
         token: String, session: AdminSession
     ) {
-        let token = Self.hex(SecureRandom.bytes(32))
+        let token = Hex.encode(SecureRandom.bytes(32))
         let session = AdminSession(
             id: Self.digest(token),
             keyDigest: keyDigest,
             role: role,
-            csrf: Self.hex(SecureRandom.bytes(24)),
+            csrf: Hex.encode(SecureRandom.bytes(24)),
             expiresAt: now.addingTimeInterval(ttl)
         )
         _ = try await database.execute(
@@ -43,7 +43,7 @@ struct AdminSessionStore: Sendable {
             VALUES ($1, $2, $3, $4, $5, $6)
             """,
             [
-                .text(session.id), .text(Self.hex(keyDigest)), .text(role.rawValue), .text(session.csrf),
+                .text(session.id), .text(Hex.encode(keyDigest)), .text(role.rawValue), .text(session.csrf),
                 SQLValue(now), SQLValue(session.expiresAt),
             ]
         )
@@ -52,14 +52,14 @@ struct AdminSessionStore: Sendable {
 
     /// The live session whose cookie token is `token`, or `nil`.
     func find(token: String, now: Date) async throws -> AdminSession? {
-        guard token.utf8.count == 64, token.utf8.allSatisfy(Self.isHexDigit) else { return nil }
+        guard token.utf8.count == 64, Hex.isLowercaseHex(token) else { return nil }
         guard
             let row = try await database.queryFirst(
                 "SELECT id, key_digest, role, csrf, expires_at FROM admin_sessions WHERE id = $1 AND expires_at > $2",
                 [.text(Self.digest(token)), SQLValue(now)]
             ),
             let role = AdminRole(rawValue: try row.string("role")),
-            let keyDigest = Self.bytes(hex: try row.string("key_digest"))
+            let keyDigest = Hex.decode(try row.string("key_digest"))
         else { return nil }
         return AdminSession(
             id: try row.string("id"),
@@ -80,40 +80,6 @@ struct AdminSessionStore: Sendable {
     }
 
     static func digest(_ token: String) -> String {
-        hex(SHA256.hash(Array(token.utf8)))
+        Hex.encode(SHA256.hash(Array(token.utf8)))
     }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func bytes(hex: String) -> [UInt8]? {
-        let utf8 = Array(hex.utf8)
-        guard utf8.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        var index = 0
-        while index < utf8.count {
-            guard let high = value(utf8[index]), let low = value(utf8[index + 1]) else { return nil }
-            out.append(high << 4 | low)
-            index += 2
-        }
-        return out
-    }
-
-    private static func value(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
-    }
-
-    static func isHexDigit(_ byte: UInt8) -> Bool { value(byte) != nil }
 }

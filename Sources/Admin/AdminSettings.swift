@@ -18,34 +18,12 @@ public struct AdminSettings: Sendable {
     public static func load(environment: [String: String]) throws(ConfigurationError) -> AdminSettings {
         var reader = EnvironmentReader(environment)
         var settings = AdminSettings()
-        settings.enabled = reader.choice(.admin, default: true, Self.flag, allowed: "1 or 0")
-        settings.insecureCookie = reader.choice(.adminInsecureCookie, default: false, Self.flag, allowed: "1 or 0")
+        settings.enabled = reader.flag(.admin, default: true)
+        settings.insecureCookie = reader.flag(.adminInsecureCookie, default: false)
         settings.sessionTTL = TimeInterval(reader.integer(.adminSessionTTL) ?? 43_200)
-        if let text = reader.string(.adminReadOnlyKeys) {
-            for (index, part) in text.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
-                let key = part.trimmingCharacters(in: .whitespaces)
-                if key.isEmpty { continue }
-                let printable = key.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F }
-                guard (16...512).contains(key.count), printable else {
-                    reader.report(
-                        "HERALD_ADMIN_READONLY_KEYS entry \(index + 1) is not usable: use 16 to 512 printable ASCII "
-                            + "characters without spaces or commas per key (e.g. from `openssl rand -hex 32`)"
-                    )
-                    continue
-                }
-                settings.readOnlyKeyDigests.append(SHA256.hash(Array(key.utf8)))
-            }
-        }
+        settings.readOnlyKeyDigests = reader.keys(.adminReadOnlyKeys).map { SHA256.hash(Array($0.utf8)) }
         try reader.validate()
         return settings
-    }
-
-    static func flag(_ text: String) -> Bool? {
-        switch text {
-        case "1": true
-        case "0": false
-        default: nil
-        }
     }
 }
 
@@ -85,17 +63,9 @@ struct AdminKeyring: Sendable {
     func role(ofDigest digest: [UInt8]) -> AdminRole? {
         var isOperator = false
         var isReader = false
-        for known in operators { isOperator = Self.equal(known, digest) || isOperator }
-        for known in readers { isReader = Self.equal(known, digest) || isReader }
+        for known in operators { isOperator = ConstantTime.equal(known, digest) || isOperator }
+        for known in readers { isReader = ConstantTime.equal(known, digest) || isReader }
         if isOperator { return .readWrite }
         return isReader ? .readOnly : nil
-    }
-
-    /// Equality whose time depends only on the lengths.
-    static func equal(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        var difference: UInt8 = 0
-        for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
-        return difference == 0
     }
 }

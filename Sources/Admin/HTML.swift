@@ -98,14 +98,7 @@ struct HTML: Sendable {
 
     /// A status shown as a badge whose colour its class gives (`status-dead`).
     static func badge(_ value: String) -> String {
-        let slug = value.unicodeScalars.filter { CharacterSet.lowercaseLetters($0) || $0 == "_" }
-        return "<span class=\"badge status-\(String(String.UnicodeScalarView(slug)))\">\(escape(value))</span>"
-    }
-}
-
-/// The few character tests HTML needs, without Foundation.
-enum CharacterSet {
-    static func lowercaseLetters(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value >= 0x61 && scalar.value <= 0x7A
+        let slug = String(value.unicodeScalars.filter { ("a"..."z").contains($0) || $0 == "_" })
+        return "<span class=\"badge status-\(slug)\">\(escape(value))</span>"
     }
 }

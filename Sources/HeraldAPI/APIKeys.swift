@@ -12,7 +12,7 @@ public struct APIKeys: Sendable, CustomStringConvertible {
     private let keys: [[UInt8]]
 
     /// The bounds on one key's length, in characters.
-    public static let allowedLengths = 16...512
+    public static let allowedLengths = EnvironmentReader.keyLengths
 
     public init(_ keys: [String]) {
         self.keys = keys.map { Array($0.utf8) }
@@ -33,23 +33,9 @@ public struct APIKeys: Sendable, CustomStringConvertible {
     /// - Throws: ``HeraldCore/ConfigurationError`` naming the position of a key that is too short,
     ///   too long or holds spaces or control characters (never the key itself).
     public static func load(environment: [String: String]) throws(ConfigurationError) -> APIKeys {
-        guard let text = EnvironmentReader(environment).string(.apiKeys) else { return APIKeys([]) }
-        var problems: [String] = []
-        var keys: [String] = []
-        for (index, part) in text.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
-            let key = part.trimmingCharacters(in: .whitespaces)
-            if key.isEmpty { continue }
-            let printable = key.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F }
-            if !allowedLengths.contains(key.count) || !printable {
-                problems.append(
-                    "HERALD_API_KEYS entry \(index + 1) is not usable: use \(allowedLengths.lowerBound) to "
-                        + "\(allowedLengths.upperBound) printable ASCII characters without spaces or commas per key "
-                        + "(e.g. from `openssl rand -hex 32`)"
-                )
-            }
-            keys.append(key)
-        }
-        if !problems.isEmpty { throw ConfigurationError(problems: problems) }
+        var reader = EnvironmentReader(environment)
+        let keys = reader.keys(.apiKeys)
+        try reader.validate()
         return APIKeys(keys)
     }
 
@@ -77,7 +63,7 @@ public struct APIKeys: Sendable, CustomStringConvertible {
         var matched = false
         for key in keys {
             // No early exit: each comparison costs the same whatever matched.
-            matched = Self.constantTimeEqual(presented, key) || matched
+            matched = ConstantTime.equal(presented, key) || matched
         }
         guard matched else {
             throw Self.unauthorized("invalid_api_key", "the API key is not one of HERALD_API_KEYS: check the key sent")
@@ -109,18 +95,6 @@ public struct APIKeys: Sendable, CustomStringConvertible {
                 return error.response
             }
         }
-    }
-
-    /// Equality whose time depends only on the lengths, not on where the bytes differ.
-    static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        var difference = UInt64(lhs.count ^ rhs.count)
-        let length = max(lhs.count, rhs.count)
-        for index in 0..<length {
-            let left = index < lhs.count ? lhs[index] : 0
-            let right = index < rhs.count ? rhs[index] : 0
-            difference |= UInt64(left ^ right)
-        }
-        return difference == 0
     }
 
     private static func unauthorized(_ code: String, _ message: String) -> HTTPError {

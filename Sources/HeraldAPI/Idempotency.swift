@@ -55,7 +55,7 @@ public struct IdempotencyStore: Sendable {
         _ handler: (HTTPRequest) async throws -> HTTPResponse
     ) async throws -> HTTPResponse {
         guard let key = try Self.key(in: request) else { return try await handler(request) }
-        let scope = Self.hex(SHA256.hash(Array(APIKeys.bearerKey(in: request).utf8)))
+        let scope = Hex.encode(SHA256.hash(Array(APIKeys.bearerKey(in: request).utf8)))
         let fingerprint = Self.fingerprint(of: request)
         if let answer = try await claim(scope: scope, key: key, fingerprint: fingerprint) { return answer }
 
@@ -204,18 +204,7 @@ public struct IdempotencyStore: Sendable {
             append(item.value.utf8)
         }
         append(request.body)
-        return hex(SHA256.hash(bytes))
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
+        return Hex.encode(SHA256.hash(bytes))
     }
 
     // MARK: Expiry

@@ -45,7 +45,7 @@ public struct MetricsToken: Sendable, CustomStringConvertible {
                     + "(in Prometheus: authorization.credentials or credentials_file in the scrape job)"
             )
         }
-        guard APIKeys.constantTimeEqual(SHA256.hash(Array(bearer.utf8)), digest) else {
+        guard ConstantTime.equal(SHA256.hash(Array(bearer.utf8)), digest) else {
             throw Self.unauthorized(
                 "invalid_metrics_token",
                 "the bearer token is not HERALD_METRICS_TOKEN: send Authorization: Bearer <HERALD_METRICS_TOKEN> "

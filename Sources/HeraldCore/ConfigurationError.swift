@@ -69,6 +69,37 @@ public struct EnvironmentReader: Sendable {
         return value
     }
 
+    /// A switch written `1` (on) or `0` (off); unset, `fallback`.
+    public mutating func flag(_ setting: Setting, default fallback: Bool) -> Bool {
+        choice(setting, default: fallback, { ["1": true, "0": false][$0] }, allowed: "1 or 0")
+    }
+
+    /// The bounds on one bearer key's length, in characters (`HERALD_API_KEYS`,
+    /// `HERALD_ADMIN_READONLY_KEYS`, `HERALD_METRICS_TOKEN`).
+    public static let keyLengths = 16...512
+
+    /// Comma-separated bearer keys: surrounding spaces ignored, empty entries dropped; a key that
+    /// is too short, too long or holds spaces or control characters is a problem naming its
+    /// position (never the key itself). Unset: none.
+    public mutating func keys(_ setting: Setting) -> [String] {
+        guard let text = string(setting) else { return [] }
+        var keys: [String] = []
+        for (index, part) in text.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
+            let key = String(part).trimmingWhitespace()
+            if key.isEmpty { continue }
+            let printable = key.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F }
+            if !Self.keyLengths.contains(key.count) || !printable {
+                problems.append(
+                    "\(setting.name) entry \(index + 1) is not usable: use \(Self.keyLengths.lowerBound) to "
+                        + "\(Self.keyLengths.upperBound) printable ASCII characters without spaces or commas per key "
+                        + "(e.g. from `openssl rand -hex 32`)"
+                )
+            }
+            keys.append(key)
+        }
+        return keys
+    }
+
     public mutating func report(_ problem: String) {
         problems.append(problem)
     }

@@ -7,18 +7,8 @@ public enum WebhookSettings {
     public static func load(environment: [String: String]) throws(ConfigurationError) -> WebhookConfiguration {
         var reader = EnvironmentReader(environment)
         var configuration = WebhookConfiguration()
-        configuration.allowHTTP = reader.choice(
-            .webhookAllowHTTP,
-            default: false,
-            { ["1": true, "0": false][$0] },
-            allowed: "1, 0"
-        )
-        configuration.allowPrivate = reader.choice(
-            .webhookAllowPrivate,
-            default: false,
-            { ["1": true, "0": false][$0] },
-            allowed: "1, 0"
-        )
+        configuration.allowHTTP = reader.flag(.webhookAllowHTTP, default: false)
+        configuration.allowPrivate = reader.flag(.webhookAllowPrivate, default: false)
         configuration.caFile = reader.string(.webhookCAFile)
         try reader.validate()
         return configuration

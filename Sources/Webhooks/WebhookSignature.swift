@@ -1,4 +1,5 @@
 public import Foundation
+import HeraldCore
 import HeraldCrypto
 
 /// The `Herald-Signature` header: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`,
@@ -11,17 +12,6 @@ public enum WebhookSignature {
         let timestamp = Int64(date.timeIntervalSince1970.rounded(.down))
         let signed = Array("\(timestamp).".utf8) + body
         let code = HMAC256.authenticationCode(for: signed, key: Array(secret.utf8))
-        return "t=\(timestamp),v1=\(hex(code))"
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        return "t=\(timestamp),v1=\(Hex.encode(code))"
     }
 }

@@ -60,20 +60,23 @@ def until(condition, what, seconds=20):
     sys.exit(f"admin browser test: FAILED: waited {seconds} s for {what}")
 
 
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+# Answers as they come, a 303 included, not the page it leads to.
+no_redirects = urllib.request.build_opener(NoRedirect)
+
+
 def post_form(path, fields, cookie):
     """A form sent without the browser: what a page of another site could make a browser send."""
     request = urllib.request.Request(base + path, data=urllib.parse.urlencode(fields).encode(), method="POST")
     request.add_header("Content-Type", "application/x-www-form-urlencoded")
     if cookie:
         request.add_header("Cookie", cookie)
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args, **kwargs):
-            return None
-
-    opener = urllib.request.build_opener(NoRedirect)
     try:
-        with opener.open(request, timeout=30) as answer:
+        with no_redirects.open(request, timeout=30) as answer:
             return answer.status, answer.headers, answer.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.headers, error.read().decode()
@@ -270,13 +273,8 @@ try:
     check(browser.current_url.startswith(base + "/admin/sign-in"), "signing out goes to the sign-in page", browser)
     check(browser.get_cookie("herald_admin") is None, "signing out deletes the cookie", browser)
     request = urllib.request.Request(base + "/admin/jobs", headers={"Cookie": old_cookie})
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args, **kwargs):
-            return None
-
     try:
-        urllib.request.build_opener(NoRedirect).open(request, timeout=30)
+        no_redirects.open(request, timeout=30)
         replayed = 200
     except urllib.error.HTTPError as error:
         replayed = error.code
