@@ -43,8 +43,10 @@ key=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 read_only=ro-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 # Plain HTTP on loopback: the cookie goes without Secure, as HERALD_ADMIN_INSECURE_COOKIE=1 allows.
+# A webhook to a closed loopback port shows a failing receiver: private http:// destinations allowed.
 start_simulator_server "$herald" "$work" HERALD_API_KEYS="$key" HERALD_ADMIN_READONLY_KEYS="$read_only" \
-    HERALD_ADMIN_INSECURE_COOKIE=1 HERALD_CLIENT_TOKEN_SECRET="$secret"
+    HERALD_ADMIN_INSECURE_COOKIE=1 HERALD_CLIENT_TOKEN_SECRET="$secret" \
+    HERALD_WEBHOOK_ALLOW_PRIVATE=1 HERALD_WEBHOOK_ALLOW_HTTP=1
 token=$(HERALD_CLIENT_TOKEN_SECRET="$secret" "$herald" client-token --user ann --ttl 1h)
 echo "admin test: herald serve --simulator on :$port, Chromium $(chromium --version 2>/dev/null | awk '{print $2}')"
 if ! SE_OFFLINE=true HOME="$work" "$venv/bin/python" Tests/Browser/admin_console.py "http://127.0.0.1:$port" "$key" \

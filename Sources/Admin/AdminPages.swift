@@ -307,13 +307,23 @@ extension AdminConsole {
         }
         var html = HTML()
         html.table(
-            ["URL", "Events", "Pending", "Dead", "Delivered", "Last delivery", "Last error", "Last error at"],
+            ["URL", "Events", "Pending", "Dead", "Delivered", "Last delivery", "Last error", "Last error at", ""],
             rows: read.webhooks.map { webhook, delivery in
-                [
+                var test = HTML()
+                if let id = webhook["id"]?.stringValue {
+                    button(
+                        "Send test event",
+                        action: "/admin/webhooks/\(AdminForm.encode(id))/test",
+                        context: context,
+                        into: &test
+                    )
+                }
+                return [
                     HTML.cell(webhook["url"]?.display), HTML.cell(webhook["events"]?.display),
                     HTML.cell(delivery["pending"]?.display), HTML.cell(delivery["dead"]?.display),
                     HTML.cell(delivery["delivered"]?.display), HTML.cell(delivery["last_delivery_at"]?.display),
                     HTML.cell(delivery["last_error"]?.display), HTML.cell(delivery["last_error_at"]?.display),
+                    test.markup,
                 ]
             },
             empty: "No webhook: POST /v1/webhooks adds one.",
@@ -321,6 +331,23 @@ extension AdminConsole {
         )
         if read.more { html.element("p", "The first 20 webhooks are shown.", ["class": "hint"]) }
         return AdminPage(title: "Webhooks", content: html.markup)
+    }
+
+    func sendTestEvent(_ context: Context, id: String) async -> AdminOutcome {
+        let answer = await api.call(
+            "POST",
+            "/v1/webhooks/\(AdminForm.encode(id))/test",
+            requestID: context.request.requestID
+        )
+        guard answer.isSuccess, let event = answer.json?["id"]?.stringValue else {
+            return .redirect("/admin/webhooks", notice: "No test event was sent: \(answer.errorMessage)")
+        }
+        logger.notice("admin sent a webhook test event", metadata: ["event_id": .string(event)])
+        return .redirect(
+            "/admin/webhooks",
+            notice: "Test event \(event) is queued: it counts as pending until the receiver takes it, "
+                + "and its error shows here if it refuses."
+        )
     }
 
     func wakeSchedules(_ context: Context) async -> AdminPage {

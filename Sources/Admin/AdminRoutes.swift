@@ -44,6 +44,7 @@ extension AdminConsole {
         post("/admin/jobs/{id}/cancel") { context, _ in await console.changeJob(context, id: id(context), retry: false)
         }
         get("/admin/webhooks") { await console.webhooks($0) }
+        post("/admin/webhooks/{id}/test") { context, _ in await console.sendTestEvent(context, id: id(context)) }
         get("/admin/wake-schedules") { await console.wakeSchedules($0) }
         get("/admin/wake-schedules/{id}") { await console.wakeSchedule($0, id: id($0)) }
         get("/admin/channels") { await console.channels($0) }

@@ -142,6 +142,7 @@ public struct HeraldComposition: Sendable {
         features.provide(WebhookPollEvents(webhooks: webhookEvents) as any PollEvents)
         features.provide(DeviceService(store: devices, apps: inputs.clients.apps))
         features.provide(webhookStore)
+        features.provide(webhookEvents)
         features.provide(inputs.webhooks)
         features.provide(inputs.webhookDestinations)
         // The admin console signs in with the API keys and reads /v1 in the process, through the

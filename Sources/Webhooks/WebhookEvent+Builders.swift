@@ -48,6 +48,18 @@ extension WebhookEvent {
         self.init(id: id, type: type, createdAt: createdAt, json: json)
     }
 
+    /// `webhook.test`: what `POST /v1/webhooks/{id}/test` sends to check a receiver.
+    public static func test(webhook: UUID, at now: Date) -> WebhookEvent {
+        WebhookEvent(
+            type: .webhookTest,
+            data: [
+                ("webhook_id", .string(RequestIdentifier.lowercaseString(webhook))),
+                ("message", .string("a test event, sent on request: nothing happened")),
+            ],
+            at: now
+        )
+    }
+
     /// `device.invalidated`: APNs called the token invalid at `invalidAt` for `reason`
     /// (`Unregistered`, `BadDeviceToken`, `DeviceTokenNotForTopic`).
     public static func deviceInvalidated(

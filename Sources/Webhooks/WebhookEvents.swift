@@ -77,6 +77,22 @@ public final class WebhookEvents: Sendable {
         }
     }
 
+    /// Records `event` for `webhook` alone, whatever it subscribes to (a test event), and wakes
+    /// the worker. Answers `false`, recording nothing, when there is no such webhook.
+    func send(_ event: WebhookEvent, to webhook: UUID) async throws -> Bool {
+        let queue = try queue()
+        let recorded = try await store.database.transaction { tx -> Bool in
+            guard try await tx.queryFirst("SELECT id FROM webhooks WHERE id = $1", [SQLValue(webhook)]) != nil else {
+                return false
+            }
+            try await self.store.insertOutbox([(webhook, event)], on: tx)
+            try await self.scheduleDelivery(webhook, queue: queue, on: tx)
+            return true
+        }
+        if recorded { committed() }
+        return recorded
+    }
+
     /// Tells this process's job worker that delivery jobs may have been added (PostgreSQL's
     /// `NOTIFY` tells every instance on commit; SQLite needs this).
     public func committed() {

@@ -16,6 +16,9 @@ public enum WebhookEventType: String, Sendable, Hashable, CaseIterable, Codable 
     case liveActivityFailed = "live_activity.failed"
     /// A poll became final, with its result and the names per option.
     case pollFinalized = "poll.finalized"
+    /// A test asked for by `POST /v1/webhooks/{id}/test`: delivered to that webhook alone,
+    /// whatever it subscribes to.
+    case webhookTest = "webhook.test"
 
     /// The accepted names, for messages: `device.invalidated, device.reassigned, notification.finished, …`.
     public static var names: String { allCases.map(\.rawValue).joined(separator: ", ") }

@@ -59,7 +59,9 @@ extension WebhookRoutes {
                 example: APISchema.example(
                     #"{"created_at":"2026-12-07T13:16:14Z","events":["notification.finished"],"id":"01a250a5-d1c7-737d-8fc9-8f04cb9215f7","secret":"whsec_lCxpI7x251-a1S8Z-de4cM4fQlzwQNX0yYPowqCg4Jk","url":"https://example.com/herald-events"}"#
                 ),
-                links: APILink.byID(["GET /v1/webhooks/{id}", "DELETE /v1/webhooks/{id}"])
+                links: APILink.byID([
+                    "GET /v1/webhooks/{id}", "POST /v1/webhooks/{id}/test", "DELETE /v1/webhooks/{id}",
+                ])
             )
         ]
     )
@@ -81,5 +83,31 @@ extension WebhookRoutes {
         description: "Its undelivered events go with it.",
         parameters: ["id": idParameter],
         responses: [204: .empty("Deleted.")]
+    )
+
+    static let testOperation = APIOperation(
+        "Send a test event",
+        description: "Queues a webhook.test event for this webhook alone, whatever it subscribes to: delivered, "
+            + "signed and retried as every event is. GET /v1/webhooks/{id} then shows it pending, delivered or "
+            + "the receiver's error.",
+        parameters: ["id": idParameter],
+        request: .json("No fields: send {} or nothing.", APISchema.object([:], closed: true), example: [:]),
+        responses: [
+            202: .json(
+                "The event queued, as it will be delivered.",
+                APISchema.object(
+                    [
+                        "id": APISchema.uuid,
+                        "type": APISchema.oneOf([WebhookEventType.webhookTest.rawValue]),
+                        "created_at": APISchema.dateTime,
+                        "data": APISchema.object(
+                            ["webhook_id": APISchema.uuid, "message": APISchema.string],
+                            required: ["webhook_id", "message"]
+                        ),
+                    ],
+                    required: ["id", "type", "created_at", "data"]
+                )
+            )
+        ]
     )
 }

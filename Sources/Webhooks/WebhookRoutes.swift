@@ -12,8 +12,12 @@ public import HeraldFeature
 /// - `GET /v1/webhooks/{id}` → the webhook and its delivery state (pending and dead events,
 ///   deliveries, the last error).
 /// - `DELETE /v1/webhooks/{id}` → 204; its undelivered events go with it.
+/// - `POST /v1/webhooks/{id}/test` → 202 with a `webhook.test` event queued for that webhook
+///   alone, delivered, signed and retried as every event is.
 public struct WebhookRoutes: Sendable {
     public let store: WebhookStore
+    /// Records the test events.
+    public let events: WebhookEvents
     /// `HERALD_WEBHOOK_ALLOW_HTTP`: accept `http://` URLs.
     public let allowHTTP: Bool
     /// Which destinations a webhook may have (`HERALD_WEBHOOK_ALLOW_PRIVATE`).
@@ -21,15 +25,17 @@ public struct WebhookRoutes: Sendable {
 
     public init(
         store: WebhookStore,
+        events: WebhookEvents,
         allowHTTP: Bool,
         destinations: WebhookDestinationPolicy = WebhookDestinationPolicy()
     ) {
         self.store = store
+        self.events = events
         self.allowHTTP = allowHTTP
         self.destinations = destinations
     }
 
-    /// The four routes, behind an API key; `POST /v1/webhooks` takes `Idempotency-Key`.
+    /// The five routes, behind an API key; `POST /v1/webhooks` takes `Idempotency-Key`.
     public var routes: [FeatureRoute] {
         let routes = self
         var group = RouteGroup("/v1/webhooks", authentication: .apiKey, maxBodySize: WebhookLimits.maximumBodyBytes)
@@ -37,10 +43,12 @@ public struct WebhookRoutes: Sendable {
         group.get("", query: Paging.parameters) { try await routes.list($0) }
         group.get("/{id}") { try await routes.read($0) }
         group.delete("/{id}") { try await routes.delete($0) }
+        group.post("/{id}/test") { try await routes.test($0) }
         group.describe("POST", "", Self.create)
         group.describe("GET", "", Self.list)
         group.describe("GET", "/{id}", Self.readOperation)
         group.describe("DELETE", "/{id}", Self.deleteOperation)
+        group.describe("POST", "/{id}/test", Self.testOperation)
         return group.routes
     }
 
@@ -80,6 +88,25 @@ public struct WebhookRoutes: Sendable {
         let id = try Self.id(request)
         guard try await store.delete(id: id) else { throw WebhookError.notFound(for: id) }
         return HTTPResponse(status: 204)
+    }
+
+    func test(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = try Self.id(request)
+        let body = try JSONObjectReader<WebhookDomain>(
+            body: request.body,
+            maximumDepth: 2,
+            what: "a test event request",
+            example: "{}",
+            emptyIsObject: true
+        )
+        try body.finish(hint: "a test event takes no fields: send no body")
+        let event = WebhookEvent.test(webhook: id, at: store.clock.now())
+        guard try await events.send(event, to: id) else { throw WebhookError.notFound(for: id) }
+        return HTTPResponse(
+            status: 202,
+            headers: ["Content-Type": "application/json"],
+            body: Array(event.json.utf8)
+        )
     }
 
     static func id(_ request: HTTPRequest) throws(HTTPError) -> UUID {

@@ -21,6 +21,7 @@ public enum Webhooks {
     ) { context in
         WebhookRoutes(
             store: try context.service(WebhookStore.self),
+            events: try context.service(WebhookEvents.self),
             allowHTTP: try context.service(WebhookConfiguration.self).allowHTTP,
             destinations: try context.service(WebhookDestinationPolicy.self)
         ).routes

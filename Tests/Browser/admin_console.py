@@ -136,6 +136,17 @@ until(
     "the update-token push to reach the device",
 )
 
+# A webhook whose receiver refuses every connection: a loopback port nothing listens on.
+import socket
+
+closed = socket.socket()
+closed.bind(("127.0.0.1", 0))
+closed_port = closed.getsockname()[1]
+closed.close()
+status, created = api("POST", "/v1/webhooks", {"url": f"http://127.0.0.1:{closed_port}/hook", "events": ["device.reassigned"]})
+check(status == 201, "a webhook to a receiver that refuses connections was registered")
+webhook = created["id"]
+
 # A job whose every attempt failed: written as the queue writes one when its attempts run out.
 job = str(uuid.uuid4())
 now = int(time.time() * 1000)
@@ -247,6 +258,16 @@ try:
             "the retried job to run",
         )
     check(True, "the retried job ran to done")
+
+    visit("/admin/webhooks")
+    check(f"127.0.0.1:{closed_port}" in text(), "the webhooks page lists the webhook", browser)
+    click(browser.find_element(By.XPATH, "//button[text()='Send test event']"))
+    check("is queued" in text(), "the send test event button queues a test event", browser)
+    until(lambda: api("GET", f"/v1/webhooks/{webhook}")[1]["delivery"]["last_error"] is not None, "the test event's delivery to fail")
+    visit("/admin/webhooks")
+    last_error = api("GET", f"/v1/webhooks/{webhook}")[1]["delivery"]["last_error"]
+    check(last_error in browser.find_element(By.ID, "webhooks").text, "the webhooks page shows the receiver's last error", browser)
+    shot("webhooks")
 
     for path, heading in [
         ("/admin/webhooks", "Webhooks"),

@@ -5,6 +5,7 @@ import HTTPServer
 import HeraldAPI
 import HeraldCore
 import HeraldFeature
+import Jobs
 import Storage
 import Testing
 import Webhooks
@@ -66,7 +67,16 @@ struct WebhookAPITests {
             var context = FeatureContext(environment: [:], logger: quiet)
             var configuration = WebhookConfiguration()
             configuration.allowHTTP = allowHTTP
-            context.provide(WebhookStore(database: db))
+            let store = WebhookStore(database: db)
+            let events = WebhookEvents(store: store, configuration: configuration, logger: quiet)
+            // Test events are queued only: no worker runs, so nothing is delivered anywhere.
+            var handlers = JobHandlers()
+            handlers.register(WebhookJobKind.deliver) { _ in .done }
+            // The events hold the queue weakly: it lives as long as this harness.
+            let queue = JobQueue(database: db, handlers: handlers)
+            events.attach(queue)
+            context.provide(store)
+            context.provide(events)
             context.provide(configuration)
             context.provide(
                 WebhookDestinationPolicy(allowPrivate: allowPrivate, resolve: resolve, metrics: MetricsRegistry())
@@ -95,6 +105,7 @@ struct WebhookAPITests {
                 server.triggerGracefulShutdown()
                 try await group.waitForAll()
             }
+            withExtendedLifetime(queue) {}
         }
     }
 
@@ -137,7 +148,10 @@ struct WebhookAPITests {
         }
     }
 
-    @Test("create shows the secret once; list and read never do; delete is 204 then 404", arguments: Backend.allCases)
+    @Test(
+        "create shows the secret once; list and read never do; a test event is queued; delete is 204 then 404",
+        arguments: Backend.allCases
+    )
     func lifecycle(backend: Backend) async throws {
         try await Self.with(backend) { harness in
             let created = try await harness.request(
@@ -193,7 +207,18 @@ struct WebhookAPITests {
             #expect(delivery["dead"] as? Int == 0)
             #expect(delivery["last_error"] is NSNull)
 
+            let test = try await harness.request("POST", "/v1/webhooks/\(id)/test")
+            #expect(test.status == 202)
+            #expect(test.json["type"] as? String == "webhook.test")
+            #expect((test.json["data"] as? [String: Any])?["webhook_id"] as? String == id)
+            let queued = try await harness.request("GET", "/v1/webhooks/\(id)")
+            #expect((queued.json["delivery"] as? [String: Any])?["pending"] as? Int == 1)
+            let withFields = try await harness.request("POST", "/v1/webhooks/\(id)/test", json: ["url": "x"])
+            #expect(withFields.status == 400)
+            #expect(Self.error(withFields.json)?["code"] as? String == "unknown_field")
+
             #expect(try await harness.request("DELETE", "/v1/webhooks/\(id)").status == 204)
+            #expect(try await harness.request("POST", "/v1/webhooks/\(id)/test").status == 404)
             let gone = try await harness.request("GET", "/v1/webhooks/\(id)")
             #expect(gone.status == 404)
             #expect(Self.error(gone.json)?["code"] as? String == "not_found")

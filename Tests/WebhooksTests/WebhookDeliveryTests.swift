@@ -14,6 +14,40 @@ import Testing
 @Suite("webhook delivery")
 struct WebhookDeliveryTests {
     @Test(
+        "a test event goes to its webhook alone, whatever it subscribes to, signed; an unknown webhook gets none",
+        arguments: Backend.allCases
+    )
+    func testEvent(backend: Backend) async throws {
+        let receiver = try Receiver()
+        try await receiver.run {
+            try await WebhookHarness.with(backend) { harness, clock in
+                let tested = try await harness.createWebhook(
+                    url: receiver.url,
+                    events: [.pollFinalized],
+                    secret: "test-secret-0123456789"
+                )
+                let other = try await harness.createWebhook(url: receiver.url, events: [.pollFinalized])
+                let event = WebhookEvent.test(webhook: tested.id, at: clock.now())
+                #expect(try await harness.events.send(event, to: tested.id))
+                #expect(try await !harness.events.send(WebhookEvent.test(webhook: UUID(), at: clock.now()), to: UUID()))
+                #expect(try await harness.store.state(id: tested.id)?.pending == 1)
+                #expect(try await harness.store.state(id: other.id)?.pending == 0)
+
+                clock.advance(1)
+                try await harness.deliverer.deliverDue(tested.id)
+                let delivery = try #require(receiver.deliveries.first)
+                #expect(receiver.deliveries.count == 1)
+                #expect(delivery.types == ["webhook.test"])
+                #expect(delivery.eventIDs == [RequestIdentifier.lowercaseString(event.id)])
+                #expect(try await verifySignatureWithOpenSSL(delivery, secret: "test-secret-0123456789"))
+                let data = try #require(delivery.events.first?["data"] as? [String: Any])
+                #expect(data["webhook_id"] as? String == RequestIdentifier.lowercaseString(tested.id))
+                #expect(try await harness.store.state(id: tested.id)?.delivered == 1)
+            }
+        }
+    }
+
+    @Test(
         "a burst becomes one job due 1 s after the first event, then POSTs of at most 100, signed",
         arguments: Backend.allCases
     )
