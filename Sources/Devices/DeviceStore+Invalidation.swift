@@ -43,6 +43,22 @@ extension DeviceStore {
         return events
     }
 
+    /// Marks the tags of `tokens` inactive: tag audiences read only the tags of active devices.
+    ///
+    /// By `device_tags_token`: with `active = 1` in the condition too, SQLite before any ANALYZE
+    /// searched the key by app and environment alone, reading every tag of the app.
+    func deactivateTags(of tokens: [String], in group: GroupKey, on executor: any DatabaseExecutor) async throws {
+        guard !tokens.isEmpty else { return }
+        var binds = SQLBinds()
+        _ = binds.add(.text(group.app))
+        _ = binds.add(.text(group.environment.rawValue))
+        let list = tokens.map { binds.add(.text($0)) }.joined(separator: ", ")
+        try await executor.execute(
+            "UPDATE device_tags SET active = 0 WHERE app = $1 AND environment = $2 AND token IN (\(list))",
+            binds.values
+        )
+    }
+
     private func invalidateBatch(
         _ batch: [DeviceInvalidation],
         group: GroupKey,
@@ -89,16 +105,7 @@ extension DeviceStore {
             binds.values
         )
         if !changed.isEmpty {
-            // Tag audiences read only the tags of active devices.
-            binds = SQLBinds()
-            _ = binds.add(.text(group.app))
-            _ = binds.add(.text(group.environment.rawValue))
-            let tokens = try changed.map { binds.add(.text(try $0.string("token"))) }.joined(separator: ", ")
-            try await executor.execute(
-                "UPDATE device_tags SET active = 0 WHERE app = $1 AND environment = $2 AND active = 1 "
-                    + "AND token IN (\(tokens))",
-                binds.values
-            )
+            try await deactivateTags(of: try changed.map { try $0.string("token") }, in: group, on: executor)
         }
         return try changed.compactMap { row in
             let token = try row.string("token")

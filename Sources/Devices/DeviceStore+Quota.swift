@@ -187,18 +187,11 @@ extension DeviceStore {
                 """,
                 binds.values
             ).map { try $0.string("token") }
-            if !changed.isEmpty {
-                // Tag audiences read only the tags of active devices.
-                var tagBinds = SQLBinds()
-                _ = tagBinds.add(.text(user.app))
-                _ = tagBinds.add(.text(user.environment.rawValue))
-                let tokens = changed.map { tagBinds.add(.text($0)) }.joined(separator: ", ")
-                try await executor.execute(
-                    "UPDATE device_tags SET active = 0 WHERE app = $1 AND environment = $2 AND active = 1 "
-                        + "AND token IN (\(tokens))",
-                    tagBinds.values
-                )
-            }
+            try await deactivateTags(
+                of: changed,
+                in: GroupKey(app: user.app, environment: user.environment),
+                on: executor
+            )
             events += changed.sorted().map {
                 DeviceInvalidatedEvent(
                     token: $0,

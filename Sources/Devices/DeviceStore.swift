@@ -162,12 +162,15 @@ public struct DeviceStore: Sendable {
         var binds = SQLBinds()
         let app = binds.add(.text(group.app))
         let environment = binds.add(.text(group.environment.rawValue))
-        let list = members.map { binds.add(.text($0.token)) }.joined(separator: ", ")
-        let lock = executor.dialect == .postgres ? " FOR UPDATE" : ""
+        let wanted = members.map { "(\(binds.add(.text($0.token))))" }.joined(separator: ", ")
+        let lock = executor.dialect == .postgres ? " FOR UPDATE OF d" : ""
         var owners: [String: String?] = [:]
+        // A join on the whole key: as `token IN (…)`, SQLite before any ANALYZE read every device of
+        // the app through `devices_user`, which covers token and user_id, for every 64 tokens
+        // (registering slowed from 2,600 to 340 devices a second as the table grew).
         for row in try await executor.query(
-            "SELECT token, user_id FROM devices WHERE app = \(app) AND environment = \(environment) "
-                + "AND token IN (\(list))" + lock,
+            "WITH wanted (token) AS (VALUES \(wanted)) SELECT d.token, d.user_id FROM wanted JOIN devices d "
+                + "ON d.app = \(app) AND d.environment = \(environment) AND d.token = wanted.token" + lock,
             binds.values
         ) {
             owners[try row.string("token")] = .some(try row.optionalString("user_id"))

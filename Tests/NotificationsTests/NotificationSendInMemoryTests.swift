@@ -209,7 +209,7 @@ struct NotificationSendInMemoryTests {
         maximumInFlight: Int,
         observe: @escaping @Sendable (String, any DatabaseExecutor) async throws -> Void
     ) -> NotificationSender {
-        let database = ObservedDatabase(base: harness.database, observe: observe)
+        let database = ObservedDatabase(base: harness.database) { sql, _, tx in try await observe(sql, tx) }
         return NotificationSender(
             store: NotificationStore(database: database, devices: DeviceStore(database: database)),
             clients: harness.sender.clients,
