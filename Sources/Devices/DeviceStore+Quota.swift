@@ -110,6 +110,10 @@ extension DeviceStore {
     }
 
     /// The users with more active devices than the quota, in key order.
+    ///
+    /// The status is tested in the count, not the WHERE: with `status = 'active'` there, SQLite
+    /// before any ANALYZE searched one user's devices through `devices_status`, reading every
+    /// active device of the app on each registration (0.3-0.5 s at 188,000 devices).
     private func usersOverQuota(_ users: Set<UserKey>, on executor: any DatabaseExecutor) async throws -> [UserKey] {
         var over: [UserKey] = []
         let groups = Dictionary(grouping: users) { GroupKey(app: $0.app, environment: $0.environment) }
@@ -125,9 +129,8 @@ extension DeviceStore {
                 let limit = binds.add(.integer(Int64(maximumDevicesPerUser)))
                 let rows = try await executor.query(
                     """
-                    SELECT user_id FROM devices WHERE app = $1 AND environment = $2 AND status = 'active'
-                        AND user_id IN (\(list))
-                    GROUP BY user_id HAVING COUNT(*) > \(limit)
+                    SELECT user_id FROM devices WHERE app = $1 AND environment = $2 AND user_id IN (\(list))
+                    GROUP BY user_id HAVING COUNT(*) FILTER (WHERE status = 'active') > \(limit)
                     """,
                     binds.values
                 )

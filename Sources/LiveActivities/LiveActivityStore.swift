@@ -83,16 +83,19 @@ public struct LiveActivityStore: Sendable {
                 .text(LiveActivityID.text(activity.id)), .text(activity.app), .text(activity.environment.rawValue),
                 .text(activity.attributesType),
             ]
-            let list = chunk.map { token -> String in
+            let wanted = chunk.map { token -> String in
                 binds.append(.text(token))
-                return "$\(binds.count)"
+                return "($\(binds.count))"
             }.joined(separator: ", ")
+            // A join on the whole key: as `token IN (…)` beside `user_id IS NOT NULL`, SQLite before
+            // any ANALYZE read every token of the type through `push_to_start_tokens_user`.
             try await executor.execute(
                 """
+                WITH wanted (token) AS (VALUES \(wanted))
                 INSERT INTO live_activity_users (user_id, live_activity_id)
-                SELECT DISTINCT user_id, CAST($1 AS TEXT) FROM push_to_start_tokens
-                WHERE app = $2 AND environment = $3 AND attributes_type = $4 AND user_id IS NOT NULL
-                    AND token IN (\(list))
+                SELECT DISTINCT t.user_id, CAST($1 AS TEXT) FROM wanted JOIN push_to_start_tokens t
+                    ON t.app = $2 AND t.environment = $3 AND t.attributes_type = $4 AND t.token = wanted.token
+                WHERE t.user_id IS NOT NULL
                 ON CONFLICT DO NOTHING
                 """,
                 binds

@@ -234,13 +234,17 @@ public struct NotificationStore: Sendable {
 
     /// Deletes up to `limit` finished notifications (done, failed, cancelled) last changed before
     /// `cutoff`, with their per-token results; returns how many notifications went.
+    ///
+    /// `created_at < cutoff` follows from `updated_at < cutoff` and lets the search stop at the
+    /// cutoff (`notifications_status_created`): without it SQLite, before any ANALYZE, read and
+    /// sorted every finished notification each time, even with none to delete.
     @discardableResult
     public func prune(finishedBefore cutoff: Date, limit: Int = 500) async throws -> Int {
         try await database.transaction { tx in
             let ids = try await tx.query(
                 """
                 SELECT id FROM notifications
-                WHERE status IN ('done', 'failed', 'cancelled') AND updated_at < $1
+                WHERE status IN ('done', 'failed', 'cancelled') AND updated_at < $1 AND created_at < $1
                 ORDER BY updated_at, id LIMIT $2
                 """,
                 [SQLValue(cutoff), SQLValue(limit)]

@@ -10,22 +10,24 @@ import Testing
 /// Registering, evicting and invalidating devices must reach each device by its key whatever the
 /// statistics say: a statement that reads every device of an app for each batch makes a bulk
 /// registration slow down as the registry grows (it fell from 2,600 to 340 devices a second).
-@Suite("Devices: SQLite plans every write of the registry by key, before any ANALYZE")
+@Suite("Devices: SQLite plans every write and every user lookup of the registry by key, before any ANALYZE")
 struct DeviceWritePlanTests {
-    /// The plan lines of a statement that read a table whole, or every device of an app.
+    /// The plan lines of a statement that read a table whole, every device or tag of an app, or
+    /// every device of an app in one status.
     static func wholeReads(_ plan: [String]) -> [String] {
         plan.filter { line in
             line.hasPrefix("SCAN devices") || line.hasPrefix("SCAN device_tags")
                 || line.hasPrefix("SCAN d ") || line.hasPrefix("SCAN t ") || line.hasSuffix("(app=? AND environment=?)")
+                || line.hasSuffix("(app=? AND environment=? AND status=?)")
         }
     }
 
-    @Test("register, re-register, evict past the quota, invalidate and delete")
+    @Test("register, re-register, evict past the quota, invalidate, delete, and the users of an audience")
     func writesByKey() async throws {
         try await withDatabase(.sqliteFile) { db, _ in
             try await Migrator.migrate(db, DeviceMigrations.all, logger: quietLogger)
             let plans = Mutex<[(sql: String, plan: [String])]>([])
-            let observed = ObservedDatabase(base: db) { sql, binds, tx in
+            let observed = ObservedDatabase(base: db, includingSingle: true) { sql, binds, tx in
                 let plan = try await tx.query("EXPLAIN QUERY PLAN " + sql, binds).map { try $0.string("detail") }
                 plans.withLock { $0.append((sql, plan)) }
             }
@@ -41,6 +43,11 @@ struct DeviceWritePlanTests {
                 try await store.invalidate(dead, app: app, environment: .production, on: tx)
             }
             #expect(try await store.delete(app: app, environment: .production, token: token(201)))
+            // The users of a users or tags audience (Live Activities' push-to-start).
+            for selector in [AudienceSelector.users(["u1"]), .anyTag(["sport", "news"]), .allTags(["sport", "news"])] {
+                let users = try await store.users(app: app, environment: .production, selector: selector)
+                #expect(users == (selector == .allTags(["sport", "news"]) ? [] : ["u1"]), "\(selector)")
+            }
 
             let seen = plans.withLock { $0 }
             #expect(seen.contains { $0.sql.contains("WITH wanted") }, "the upsert's read was planned")
