@@ -1,3 +1,5 @@
+public import HeraldCore
+
 /// How every list of the API pages, in one place: `limit` (a whole number from 1 to
 /// ``maximumLimit``, ``defaultLimit`` when absent) and `cursor` (the previous page's
 /// `next_cursor`, unchanged). Every answer is `{"<items>": [...], "next_cursor": "…" | null}`:
@@ -65,5 +67,13 @@ public struct PageBody<Item: Encodable & Sendable>: Encodable, Sendable {
         var container = encoder.container(keyedBy: Key.self)
         try container.encode(items, forKey: Key(name))
         try container.encode(nextCursor, forKey: Key("next_cursor"))
+    }
+}
+
+extension PageBody where Item == JSONValue {
+    /// The page as the one grammar's value, for items built as values: written with no `Encoder`
+    /// between.
+    public var json: JSONValue {
+        .object([name: .array(items), "next_cursor": JSONValue(nextCursor)])
     }
 }

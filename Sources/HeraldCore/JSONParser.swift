@@ -229,7 +229,9 @@ private struct JSONScanner {
         let top = stack.count - 1
         stack[top].current = .key(key)
         stack[top].count += 1
-        guard stack[top].keys.insert(key).inserted else {
+        // Every earlier member's value is complete by now: when building, they are the keys so far.
+        let isNew = build ? stack[top].members[key] == nil : stack[top].keys.insert(key).inserted
+        guard isNew else {
             return JSONFault(
                 kind: .duplicateKey,
                 line: keyLine,
@@ -359,6 +361,34 @@ private struct JSONScanner {
     /// compared as decoded text: `"a"` and `"\u0061"` are the same key).
     private mutating func string(decode: Bool, into text: inout String) -> JSONFault? {
         advance()  // the opening quote
+        // Most strings hold no escape: read them straight from the bytes up to the closing quote.
+        var end = index
+        var columns = 0
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            if byte & 0xC0 != 0x80 { columns += 1 }
+            end += 1
+        }
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            let start = index
+            index = end
+            column += columns
+            if decode {
+                if build {
+                    guard let decoded = String(validating: bytes[start..<end], as: UTF8.self) else {
+                        var fault = fault("the string is not valid UTF-8: send the text as UTF-8")
+                        fault.kind = .invalidUTF8
+                        return fault
+                    }
+                    text += decoded
+                } else {
+                    text += String(decoding: bytes[start..<end], as: UTF8.self)
+                }
+            }
+            advance()
+            return nil
+        }
         var raw: [UInt8] = []
         while index < bytes.count {
             let byte = bytes[index]

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Any JSON value: the one value every JSON text in Herald is read into (request bodies, APNs
 /// payloads, key files) and the one APNs payloads are written from (``jsonBytes()``). Read with
@@ -102,5 +102,18 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expre
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}
+
+extension JSONValue {
+    /// The text, or `null` without one: how the API shows an optional member.
+    public init(_ text: String?) {
+        self = text.map(JSONValue.string) ?? .null
+    }
+
+    /// The time as the API writes it (RFC 3339, UTC, as ``RFC3339/string(from:fractional:)``
+    /// writes it), or `null` without one.
+    public init(_ date: Date?) {
+        self = date.map { .string(RFC3339.string(from: $0)) } ?? .null
     }
 }

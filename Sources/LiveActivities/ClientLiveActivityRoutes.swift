@@ -81,7 +81,7 @@ public struct ClientLiveActivityRoutes: Sendable {
                 userID: claims.subject,
                 app: claims.app
             )
-            return .json(LiveActivityInstanceBody(instance: instance), status: created ? 201 : 200)
+            return .json(LiveActivityInstanceBody(instance: instance).json, status: created ? 201 : 200)
         }
         client.describe("PUT", "/push-to-start-tokens", LiveActivityAPI.putToken(client: true))
         client.describe("GET", "/live-activities/{id}", LiveActivityAPI.memberRead)

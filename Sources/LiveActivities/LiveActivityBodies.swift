@@ -3,64 +3,51 @@ import Foundation
 import HTTPRouting
 import HeraldCore
 
-/// An activity as the API shows it.
-struct LiveActivityBody: Encodable, Sendable {
+/// An activity as the API shows it, built as the one grammar's value (no `Encoder` between: a page
+/// of fifty activities spent most of its time in `JSONEncoder`).
+struct LiveActivityBody: Sendable {
     var activity: LiveActivity
     var instances: [LiveActivityInstance]?
     var deliveries: [LiveActivityDelivery]?
 
-    enum CodingKeys: String, CodingKey {
-        case id, app, environment, state, start, attributes, alert, audience, instances, deliveries, users
-        case attributesType = "attributes_type"
-        case idAttribute = "id_attribute"
-        case contentState = "content_state"
-        case failureReason = "failure_reason"
-        case channelID = "channel_id"
-        case channelCreated = "channel_created"
-        case requestUpdateToken = "request_update_token"
-        case staleDate = "stale_date"
-        case relevanceScore = "relevance_score"
-        case startAt = "start_at"
-        case endAt = "end_at"
-        case startedAt = "started_at"
-        case endedAt = "ended_at"
-        case createdAt = "created_at"
-        case updatedAt = "updated_at"
-        case lastTimestamp = "last_timestamp"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
+    var json: JSONValue {
         let request = activity.request
-        try container.encode(LiveActivityID.text(activity.id), forKey: .id)
-        try container.encode(activity.app, forKey: .app)
-        try container.encode(activity.environment.rawValue, forKey: .environment)
-        try container.encode(activity.state.rawValue, forKey: .state)
-        try container.encode((request.start ?? .push).rawValue, forKey: .start)
-        try container.encode(activity.failureReason, forKey: .failureReason)
-        try container.encode(activity.attributesType, forKey: .attributesType)
-        try container.encode(request.attributesSent(id: activity.id), forKey: .attributes)
-        try container.encode(request.idAttribute, forKey: .idAttribute)
-        try container.encode(activity.contentState, forKey: .contentState)
         // An activity the app starts may have none: stored empty, shown as null.
-        let alert = request.alert.title.isEmpty ? nil : LiveActivityAlertBody(alert: request.alert)
-        try container.encode(alert, forKey: .alert)
-        try container.encode(LiveActivityAudienceBody(audience: request.audience), forKey: .audience)
-        try container.encode(activity.users, forKey: .users)
-        try container.encode(activity.channelID, forKey: .channelID)
-        try container.encode(activity.channelCreated, forKey: .channelCreated)
-        try container.encode(request.requestUpdateToken && activity.channelID == nil, forKey: .requestUpdateToken)
-        try container.encode(request.staleDate.map(Self.date), forKey: .staleDate)
-        try container.encode(request.relevanceScore, forKey: .relevanceScore)
-        try container.encode(activity.startAt, forKey: .startAt)
-        try container.encode(activity.endAt, forKey: .endAt)
-        try container.encode(activity.startedAt, forKey: .startedAt)
-        try container.encode(activity.endedAt, forKey: .endedAt)
-        try container.encode(activity.createdAt, forKey: .createdAt)
-        try container.encode(activity.updatedAt, forKey: .updatedAt)
-        try container.encode(activity.lastTimestamp, forKey: .lastTimestamp)
-        if let instances { try container.encode(instances.map(LiveActivityInstanceBody.init), forKey: .instances) }
-        if let deliveries { try container.encode(deliveries.map(LiveActivityDeliveryBody.init), forKey: .deliveries) }
+        let alert = request.alert.title.isEmpty ? JSONValue.null : LiveActivityAlertBody(alert: request.alert).json
+        var members: [String: JSONValue] = [
+            "id": .string(LiveActivityID.text(activity.id)),
+            "app": .string(activity.app),
+            "environment": .string(activity.environment.rawValue),
+            "state": .string(activity.state.rawValue),
+            "start": .string((request.start ?? .push).rawValue),
+            "failure_reason": JSONValue(activity.failureReason),
+            "attributes_type": .string(activity.attributesType),
+            "attributes": request.attributesSent(id: activity.id),
+            "id_attribute": .string(request.idAttribute),
+            "content_state": activity.contentState,
+            "alert": alert,
+            "audience": LiveActivityAudienceBody(audience: request.audience).json,
+            "users": .array(activity.users.map(JSONValue.string)),
+            "channel_id": JSONValue(activity.channelID),
+            "channel_created": .bool(activity.channelCreated),
+            "request_update_token": .bool(request.requestUpdateToken && activity.channelID == nil),
+            "stale_date": JSONValue(request.staleDate.map(Self.date)),
+            "relevance_score": request.relevanceScore.map(JSONValue.double) ?? .null,
+            "start_at": JSONValue(activity.startAt),
+            "end_at": JSONValue(activity.endAt),
+            "started_at": JSONValue(activity.startedAt),
+            "ended_at": JSONValue(activity.endedAt),
+            "created_at": JSONValue(activity.createdAt),
+            "updated_at": JSONValue(activity.updatedAt),
+            "last_timestamp": .integer(activity.lastTimestamp),
+        ]
+        if let instances {
+            members["instances"] = .array(instances.map { LiveActivityInstanceBody(instance: $0).json })
+        }
+        if let deliveries {
+            members["deliveries"] = .array(deliveries.map { LiveActivityDeliveryBody(delivery: $0).json })
+        }
+        return .object(members)
     }
 
     static func date(_ seconds: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(seconds)) }
@@ -175,77 +162,60 @@ struct LiveActivityUpcomingBody: Encodable, Sendable {
     }
 }
 
-struct LiveActivityAlertBody: Encodable, Sendable {
+struct LiveActivityAlertBody: Sendable {
     var alert: LiveActivityAlert
-    enum CodingKeys: String, CodingKey { case title, body }
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(alert.title, forKey: .title)
-        try container.encode(alert.body, forKey: .body)
-    }
+
+    var json: JSONValue { ["title": .string(alert.title), "body": .string(alert.body)] }
 }
 
 /// The audience as given; push-to-start tokens as their first 8 characters (`token_prefixes`).
-struct LiveActivityAudienceBody: Encodable, Sendable {
+struct LiveActivityAudienceBody: Sendable {
     var audience: LiveActivityAudience
-    enum CodingKeys: String, CodingKey {
-        case users, tags, all
-        case tokenPrefixes = "token_prefixes"
-    }
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        switch audience {
-        case .tokens(let tokens): try container.encode(tokens.map(TokenPrefix.of), forKey: .tokenPrefixes)
-        case .users(let users): try container.encode(users, forKey: .users)
-        case .anyTag(let tags): try container.encode(["any": tags], forKey: .tags)
-        case .allTags(let tags): try container.encode(["all": tags], forKey: .tags)
-        case .all: try container.encode(true, forKey: .all)
+
+    var json: JSONValue {
+        func strings(_ list: [String]) -> JSONValue { .array(list.map(JSONValue.string)) }
+        return switch audience {
+        case .tokens(let tokens): ["token_prefixes": strings(tokens.map(TokenPrefix.of))]
+        case .users(let users): ["users": strings(users)]
+        case .anyTag(let tags): ["tags": ["any": strings(tags)]]
+        case .allTags(let tags): ["tags": ["all": strings(tags)]]
+        case .all: ["all": true]
         }
     }
 }
 
 /// An instance; its tokens as their first 8 characters (`device_token_prefix`,
 /// `update_token_prefix`).
-struct LiveActivityInstanceBody: Encodable, Sendable {
+struct LiveActivityInstanceBody: Sendable {
     var instance: LiveActivityInstance
-    enum CodingKeys: String, CodingKey {
-        case state, unreachable
-        case activityID = "activity_id"
-        case userID = "user_id"
-        case deviceTokenPrefix = "device_token_prefix"
-        case updateTokenPrefix = "update_token_prefix"
-        case createdAt = "created_at"
-        case updatedAt = "updated_at"
-    }
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(instance.activityID, forKey: .activityID)
-        try container.encode(instance.userID, forKey: .userID)
-        try container.encode(instance.deviceToken.map(TokenPrefix.of), forKey: .deviceTokenPrefix)
-        try container.encode(instance.updateToken.map(TokenPrefix.of), forKey: .updateTokenPrefix)
-        try container.encode(instance.state.rawValue, forKey: .state)
-        try container.encode(instance.unreachable, forKey: .unreachable)
-        try container.encode(instance.createdAt, forKey: .createdAt)
-        try container.encode(instance.updatedAt, forKey: .updatedAt)
+
+    var json: JSONValue {
+        [
+            "activity_id": .string(instance.activityID),
+            "user_id": JSONValue(instance.userID),
+            "device_token_prefix": JSONValue(instance.deviceToken.map(TokenPrefix.of)),
+            "update_token_prefix": JSONValue(instance.updateToken.map(TokenPrefix.of)),
+            "state": .string(instance.state.rawValue),
+            "unreachable": .bool(instance.unreachable),
+            "created_at": JSONValue(instance.createdAt),
+            "updated_at": JSONValue(instance.updatedAt),
+        ]
     }
 }
 
-struct LiveActivityDeliveryBody: Encodable, Sendable {
+struct LiveActivityDeliveryBody: Sendable {
     var delivery: LiveActivityDelivery
-    enum CodingKeys: String, CodingKey {
-        case at, event, route, status, reason
-        case tokenPrefix = "token_prefix"
-        case apnsID = "apns_id"
-    }
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(delivery.at, forKey: .at)
-        try container.encode(delivery.event, forKey: .event)
-        try container.encode(delivery.route.rawValue, forKey: .route)
-        try container.encode(delivery.token, forKey: .tokenPrefix)
-        try container.encode(delivery.status, forKey: .status)
-        try container.encode(delivery.reason, forKey: .reason)
-        try container.encode(delivery.apnsID, forKey: .apnsID)
+
+    var json: JSONValue {
+        [
+            "at": JSONValue(delivery.at),
+            "event": .string(delivery.event),
+            "route": .string(delivery.route.rawValue),
+            "token_prefix": JSONValue(delivery.token),
+            "status": delivery.status.map { .integer(Int64($0)) } ?? .null,
+            "reason": JSONValue(delivery.reason),
+            "apns_id": JSONValue(delivery.apnsID),
+        ]
     }
 }
 

@@ -62,12 +62,12 @@ public struct LiveActivityRoutes: Sendable {
     func create(_ request: HTTPRequest) async throws -> HTTPResponse {
         let input = try LiveActivityInput.parseCreate(request.body, now: service.now())
         let (activity, created) = try await service.create(input)
-        return .json(LiveActivityBody(activity: activity), status: created ? 201 : 200)
+        return .json(LiveActivityBody(activity: activity).json, status: created ? 201 : 200)
     }
 
     func read(_ request: HTTPRequest) async throws -> HTTPResponse {
         let (activity, instances, deliveries) = try await service.details(try Self.id(request))
-        return .json(LiveActivityBody(activity: activity, instances: instances, deliveries: deliveries))
+        return .json(LiveActivityBody(activity: activity, instances: instances, deliveries: deliveries).json)
     }
 
     func list(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -104,12 +104,13 @@ public struct LiveActivityRoutes: Sendable {
         }
         let page = try await service.list(filter, limit: limit, cursor: cursor)
         return .json(
-            PageBody("live_activities", page.items.map { LiveActivityBody(activity: $0) }, nextCursor: page.next)
+            PageBody("live_activities", page.items.map { LiveActivityBody(activity: $0).json }, nextCursor: page.next)
+                .json
         )
     }
 
     func cancel(_ request: HTTPRequest) async throws -> HTTPResponse {
-        .json(LiveActivityBody(activity: try await service.cancel(try Self.id(request))))
+        .json(LiveActivityBody(activity: try await service.cancel(try Self.id(request))).json)
     }
 
     func send(_ request: HTTPRequest, _ event: LiveActivityUpdate.Event) async throws -> HTTPResponse {
@@ -125,7 +126,7 @@ public struct LiveActivityRoutes: Sendable {
         let id = try Self.id(request)
         let (input, user) = try LiveActivityInput.parseBackendInstance(request.body)
         let (instance, created) = try await service.register(input, for: id, userID: user, app: nil)
-        return .json(LiveActivityInstanceBody(instance: instance), status: created ? 201 : 200)
+        return .json(LiveActivityInstanceBody(instance: instance).json, status: created ? 201 : 200)
     }
 
     func putToken(_ request: HTTPRequest) async throws -> HTTPResponse {

@@ -106,7 +106,7 @@ struct LiveActivityMemberReadTests {
     @Test("a token the API does not give back whole is named a prefix")
     func tokenPrefixes() {
         let audience = HTTPResponse.json(
-            LiveActivityAudienceBody(audience: .tokens([String(repeating: "ab", count: 32)]))
+            LiveActivityAudienceBody(audience: .tokens([String(repeating: "ab", count: 32)])).json
         )
         #expect(String(decoding: audience.body, as: UTF8.self) == #"{"token_prefixes":["abababab"]}"#)
     }
