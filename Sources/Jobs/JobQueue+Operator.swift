@@ -66,10 +66,19 @@ extension JobQueue {
         )
     }
 
+    /// The statuses of `jobs_attention`, in its WHERE's words: a list of only these names that
+    /// WHERE too, so that SQLite reads that index (it uses a partial index only for a query that
+    /// repeats its condition).
+    static let attentionStatuses: [JobStatus] = [.failed, .dead, .cancelled]
+    static let attentionCondition = "status IN ('failed', 'dead', 'cancelled')"
+
     /// Jobs with one of `statuses` (all when empty), newest first, at most `limit`.
     public func list(statuses: [JobStatus] = [], kind: String? = nil, limit: Int = 50) async throws -> [Job] {
         var conditions: [String] = []
         var binds: [SQLValue] = []
+        if !statuses.isEmpty, statuses.allSatisfy(Self.attentionStatuses.contains) {
+            conditions.append(Self.attentionCondition)
+        }
         if !statuses.isEmpty {
             let placeholders = statuses.map { status -> String in
                 binds.append(.text(status.rawValue))

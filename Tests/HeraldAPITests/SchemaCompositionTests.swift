@@ -22,7 +22,7 @@ struct SchemaCompositionTests {
         // Module by module, in the order `HeraldSchema` appends their lists, then the features'.
         let expected = [
             "Storage 1 create_kv_settings (1)",
-            "Jobs 1 create_jobs (2)",
+            "Jobs 1 create_jobs (2)", "Jobs 2 jobs_attention (0)",
             "Notifications 1 create_notifications (3)", "Notifications 2 notification_send_owner (4)",
             "Notifications 3 notifications_listing (6)", "Notifications 4 notification_audiences (8)",
             "Notifications 5 notification_pages (15)", "Notifications 6 notification_counts (20)",
@@ -67,7 +67,7 @@ struct SchemaCompositionTests {
                 "create_wake_schedules", "create_wake_runs_and_pings", "notification_pages",
                 "live_activity_instances_registered_after", "live_activities_starting",
                 "live_activity_users_from_push_to_start", "push_to_start_tokens_user_registered",
-                "notification_counts", "devices_active", "live_activities_finished",
+                "notification_counts", "devices_active", "jobs_attention", "live_activities_finished",
                 "live_activities_channel_storage_policy", "create_boards", "create_polls",
                 "create_admin_sessions",
             ]
