@@ -69,7 +69,7 @@ public struct ClientDeviceRoutes: Sendable {
         let result = try await service.register(token: token, input)
         // New to this user whether nobody had it or someone else did: 200 would tell them apart.
         let isNew = result.created || result.previousUserID != claims.subject
-        return .json(DeviceBody(result.device), status: isNew ? 201 : 200)
+        return DeviceBody(result.device).response(status: isNew ? 201 : 200)
     }
 
     func list(_ request: HTTPRequest, _ claims: ClientTokenClaims) async throws -> HTTPResponse {
@@ -84,7 +84,7 @@ public struct ClientDeviceRoutes: Sendable {
             limit: query.limit,
             cursor: query.cursor
         )
-        return .json(PageBody("devices", page.items.map(DeviceBody.init), nextCursor: page.nextCursor))
+        return DeviceBody.page(page.items, nextCursor: page.nextCursor)
     }
 
     func remove(_ request: HTTPRequest, _ claims: ClientTokenClaims) async throws -> HTTPResponse {

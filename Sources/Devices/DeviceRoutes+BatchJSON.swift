@@ -3,7 +3,7 @@ import Foundation
 import HTTPRouting
 import HeraldCore
 
-/// `POST /v1/devices/batch`'s answer written by hand: the bytes ``HTTPResponse/json(_:status:)``
+/// `POST /v1/devices/batch`'s answer (and a page of devices, and one device) written by hand: the bytes ``HTTPResponse/json(_:status:)``
 /// gives (keys sorted, `null` for a device's missing fields, a result's missing fields left out,
 /// RFC 3339 dates), without a `JSONEncoder` walk over 1,000 devices of 15 fields each, which was
 /// the largest part of a batch's cost in Herald (docs/PERFORMANCE.md, "Importing devices").
@@ -50,6 +50,30 @@ extension BatchBody.Result {
 }
 
 extension DeviceBody {
+    /// A page of devices, `{"devices": [...], "next_cursor": "…" | null}`, written as the batch's
+    /// answer is: the bytes ``HTTPResponse/json(_:status:)`` gives for the ``PageBody``.
+    static func page(_ devices: [Device], nextCursor: String?) -> HTTPResponse {
+        var out: [UInt8] = []
+        out.reserveCapacity(48 + devices.count * 420)
+        out += Array("{\"devices\":[".utf8)
+        for (position, device) in devices.enumerated() {
+            if position > 0 { out.append(UInt8(ascii: ",")) }
+            DeviceBody(device).write(to: &out)
+        }
+        out += Array("],\"next_cursor\":".utf8)
+        if let nextCursor { JSONText.append(quoted: nextCursor, to: &out) } else { out += Array("null".utf8) }
+        out.append(UInt8(ascii: "}"))
+        return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: out)
+    }
+
+    /// The device as an answer, written by ``write(to:)``.
+    func response(status: Int = 200) -> HTTPResponse {
+        var out: [UInt8] = []
+        out.reserveCapacity(420)
+        write(to: &out)
+        return HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: out)
+    }
+
     /// The device's object, keys in sorted order as ``encode(to:)`` with sorted keys gives them.
     func write(to out: inout [UInt8]) {
         func key(_ name: String, first: Bool = false) {

@@ -52,13 +52,13 @@ public struct DeviceRoutes: Sendable {
         let token = try Self.token(request)
         let input = try DeviceInput.parse(request.body)
         let result = try await service.register(token: token, input)
-        return .json(DeviceBody(result.device), status: result.created ? 201 : 200)
+        return DeviceBody(result.device).response(status: result.created ? 201 : 200)
     }
 
     func read(_ request: HTTPRequest) async throws -> HTTPResponse {
         let token = try Self.token(request)
         let (app, environment) = try Self.scope(request)
-        return .json(DeviceBody(try await service.device(token: token, app: app, environment: environment)))
+        return DeviceBody(try await service.device(token: token, app: app, environment: environment)).response()
     }
 
     func remove(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -80,7 +80,7 @@ public struct DeviceRoutes: Sendable {
             limit: query.limit,
             cursor: query.cursor
         )
-        return .json(PageBody("devices", page.items.map(DeviceBody.init), nextCursor: page.nextCursor))
+        return DeviceBody.page(page.items, nextCursor: page.nextCursor)
     }
 
     func batch(_ request: HTTPRequest) async throws -> HTTPResponse {

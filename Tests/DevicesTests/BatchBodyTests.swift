@@ -7,7 +7,7 @@ import Testing
 @testable import Devices
 
 /// The batch answer is written by hand for speed; it must be the bytes the JSON encoder gives.
-@Suite("POST /v1/devices/batch: the hand-written answer is the encoder's, byte for byte")
+@Suite("Devices: the hand-written answers (batch, page, one device) are the encoder's, byte for byte")
 struct BatchBodyTests {
     @Test("registered devices with every field set or missing, refusals with and without field and token")
     func sameBytes() throws {
@@ -50,5 +50,19 @@ struct BatchBodyTests {
         #expect(written.status == expected.status)
         #expect(written.headers["Content-Type"] == "application/json")
         #expect(String(decoding: written.body, as: UTF8.self) == String(decoding: expected.body, as: UTF8.self))
+
+        // A page of devices and one device are written the same way.
+        for next in [nil, "cursor \"quoted\""] {
+            let page = DeviceBody.page([full, bare], nextCursor: next)
+            let encoded = HTTPResponse.json(
+                PageBody("devices", [DeviceBody(full), DeviceBody(bare)], nextCursor: next)
+            )
+            #expect(String(decoding: page.body, as: UTF8.self) == String(decoding: encoded.body, as: UTF8.self))
+        }
+        let empty = DeviceBody.page([], nextCursor: nil)
+        #expect(String(decoding: empty.body, as: UTF8.self) == #"{"devices":[],"next_cursor":null}"#)
+        let one = DeviceBody(full).response(status: 201)
+        #expect(one.status == 201)
+        #expect(one.body == HTTPResponse.json(DeviceBody(full)).body)
     }
 }
