@@ -172,3 +172,138 @@ extension LiveActivityJob {
         self.init(id: id, tokens: tokens, round: try json.optionalInteger("round").map { Int($0) }, channel: channel)
     }
 }
+
+extension APNSJSONValue {
+    fileprivate func optionalString(_ key: String) throws -> String? {
+        guard let value = self[key], value != .null else { return nil }
+        return try string(key)
+    }
+
+    fileprivate func bool(_ key: String) throws -> Bool {
+        guard case .bool(let value) = try member(key) else {
+            throw LiveActivityStoredJSONError(what: "\(key) is not true or false")
+        }
+        return value
+    }
+
+    fileprivate func strings(_ key: String) throws -> [String] {
+        guard case .array(let items) = try member(key) else {
+            throw LiveActivityStoredJSONError(what: "\(key) is not an array")
+        }
+        return try items.map { item in
+            guard case .string(let text) = item else {
+                throw LiveActivityStoredJSONError(what: "\(key) holds something else than strings")
+            }
+            return text
+        }
+    }
+
+    /// The one member of a stored enum case (`{"users": {"_0": [...]}}`, `{"all": {}}`).
+    fileprivate func enumCase(_ what: String) throws -> (name: String, value: APNSJSONValue) {
+        guard case .object(let members) = self, members.count == 1, let (name, value) = members.first else {
+            throw LiveActivityStoredJSONError(what: "\(what) is not an object of one member")
+        }
+        return (name, value)
+    }
+}
+
+extension LiveActivityAlert {
+    fileprivate init(json: APNSJSONValue) throws {
+        self.init(title: try json.string("title"), body: try json.string("body"))
+    }
+}
+
+extension LiveActivityRequest {
+    /// Reads a stored request, as its `Codable` conformance writes it (the activity's `request`
+    /// column): a page of activities spent a third of its time in `Decodable` reading these.
+    /// Optional members may be absent or `null`; enums are `{"<case>": {"_0": …}}`.
+    init(json: APNSJSONValue) throws {
+        var id: UUID?
+        if let text = try json.optionalString("id") {
+            guard let parsed = UUID(uuidString: text) else {
+                throw LiveActivityStoredJSONError(what: "id is not a UUID")
+            }
+            id = parsed
+        }
+        self.init(
+            id: id,
+            app: try json.optionalString("app"),
+            attributesType: try json.string("attributesType"),
+            attributes: try json.member("attributes"),
+            idAttribute: try json.string("idAttribute"),
+            contentState: try json.member("contentState"),
+            alert: try LiveActivityAlert(json: try json.member("alert")),
+            audience: try LiveActivityAudience(json: try json.member("audience")),
+            channel: try json["channel"].flatMap { $0 == .null ? nil : try LiveActivityChannelRequest(json: $0) },
+            requestUpdateToken: try json.bool("requestUpdateToken"),
+            staleDate: try json.optionalInteger("staleDate"),
+            relevanceScore: try Self.number(json["relevanceScore"]),
+            startAt: try json.optionalInteger("startAt"),
+            endAt: try json.optionalInteger("endAt")
+        )
+        environmentName = try json.optionalString("environmentName")
+        if let text = try json.optionalString("start") {
+            guard let parsed = LiveActivityStart(rawValue: text) else {
+                throw LiveActivityStoredJSONError(what: "start is neither push nor app")
+            }
+            start = parsed
+        }
+        if let stored = json["members"], stored != .null {
+            guard case .array(let items) = stored else { throw LiveActivityStoredJSONError(what: "members") }
+            members = try items.map { LiveActivityMember(userID: try $0.string("userID"), name: try $0.string("name")) }
+        }
+        if let stored = json["board"], stored != .null { board = try LiveActivityBoardOptions(json: stored) }
+    }
+
+    /// A stored double: `JSONEncoder` writes an integral one without a fraction.
+    fileprivate static func number(_ value: APNSJSONValue?) throws -> Double? {
+        switch value {
+        case nil, .null: nil
+        case .integer(let number): Double(number)
+        case .double(let number): number
+        default: throw LiveActivityStoredJSONError(what: "relevanceScore is not a number")
+        }
+    }
+}
+
+extension LiveActivityAudience {
+    fileprivate init(json: APNSJSONValue) throws {
+        let (name, value) = try json.enumCase("audience")
+        switch name {
+        case "tokens": self = .tokens(try value.strings("_0"))
+        case "users": self = .users(try value.strings("_0"))
+        case "anyTag": self = .anyTag(try value.strings("_0"))
+        case "allTags": self = .allTags(try value.strings("_0"))
+        case "all": self = .all
+        default: throw LiveActivityStoredJSONError(what: "audience \(name) is not one Herald writes")
+        }
+    }
+}
+
+extension LiveActivityChannelRequest {
+    fileprivate init(json: APNSJSONValue) throws {
+        let (name, value) = try json.enumCase("channel")
+        switch name {
+        case "create": self = .create(storagePolicy: Int(try value.integer("storagePolicy")))
+        case "existing": self = .existing(try value.string("_0"))
+        default: throw LiveActivityStoredJSONError(what: "channel \(name) is not one Herald writes")
+        }
+    }
+}
+
+extension LiveActivityBoardOptions {
+    fileprivate init(json: APNSJSONValue) throws {
+        var nudge: Nudge?
+        if let stored = json["nudge"], stored != .null {
+            nudge = Nudge(
+                after: try stored.integer("after"),
+                alert: try LiveActivityAlert(json: try stored.member("alert"))
+            )
+        }
+        self.init(
+            arrivalAlert: try json["arrivalAlert"].flatMap { $0 == .null ? nil : try LiveActivityAlert(json: $0) },
+            endWhenAllArrived: try json.optionalInteger("endWhenAllArrived"),
+            nudge: nudge
+        )
+    }
+}

@@ -277,12 +277,6 @@ public struct LiveActivityStore: Sendable {
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
-    /// Reads stored JSON text (what ``json(_:)`` wrote) with the one grammar, nesting as deep as
-    /// Foundation's JSON decoder allowed when these rows were read with it.
-    static func decodeJSON<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
-        try JSONValue.parse(Array(text.utf8)).decode(type)
-    }
-
     private func decode(_ row: SQLRow, on executor: any DatabaseExecutor) async throws -> LiveActivity {
         let id = try row.uuid("id")
         return try Self.decode(row, users: try await users(of: [id], on: executor)[id] ?? [])
@@ -308,7 +302,8 @@ public struct LiveActivityStore: Sendable {
             app: try row.string("app"),
             environment: APNSEnvironment(rawValue: try row.string("environment")) ?? .production,
             attributesType: try row.string("attributes_type"),
-            request: try Self.decodeJSON(LiveActivityRequest.self, try row.string("request")),
+            // Nesting as deep as Foundation's decoder allowed when these rows were read with it.
+            request: try LiveActivityRequest(json: try JSONValue.parse(Array(try row.string("request").utf8))),
             requestHash: try row.string("request_hash"),
             state: LiveActivityState(rawValue: try row.string("state")) ?? .failed,
             failureReason: try row.optionalString("failure_reason"),

@@ -12,7 +12,8 @@ extension NotificationRoutes {
     func list(_ request: HTTPRequest) async throws -> HTTPResponse {
         let page = try await service.list(try Self.parseList(request))
         return .json(
-            PageBody("notifications", page.items.map(NotificationSummaryBody.init), nextCursor: page.nextCursor)
+            PageBody("notifications", page.items.map { NotificationSummaryBody($0).json }, nextCursor: page.nextCursor)
+                .json
         )
     }
 
@@ -88,13 +89,29 @@ struct NotificationSummaryBody: Encodable, Sendable {
         audienceKind = notification.audienceKind.rawValue
     }
 
-    enum CodingKeys: String, CodingKey {
-        case id, app, environment, topic, status, tokens
-        case audienceKind = "audience_kind"
-        case pushType = "push_type"
-        case failureReason = "failure_reason"
-        case sendAt = "send_at"
-        case createdAt = "created_at"
-        case updatedAt = "updated_at"
+    /// The summary as the one grammar's value (`failure_reason` only when there is one): a page
+    /// of notifications is written from these with no `Encoder` between.
+    var json: JSONValue {
+        var members: [String: JSONValue] = [
+            "id": .string(id), "app": .string(app), "environment": .string(environment), "push_type": .string(pushType),
+            "topic": .string(topic), "status": .string(status), "send_at": JSONValue(sendAt),
+            "created_at": JSONValue(createdAt), "updated_at": JSONValue(updatedAt), "tokens": .integer(Int64(tokens)),
+            "audience_kind": .string(audienceKind),
+        ]
+        if let failureReason { members["failure_reason"] = .string(failureReason) }
+        return .object(members)
+    }
+
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    /// ``json``'s members, into the encoder's object (a notification's body adds its own beside them).
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        for (key, value) in json.objectValue ?? [:] { try container.encode(value, forKey: Key(stringValue: key)) }
     }
 }
