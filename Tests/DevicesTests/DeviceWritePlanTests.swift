@@ -7,8 +7,8 @@ import Storage
 import Synchronization
 import Testing
 
-/// Registering, evicting and invalidating devices must reach each device by its key whatever the
-/// statistics say: a statement that reads every device of an app for each batch makes a bulk
+/// Registering, evicting, invalidating and listing devices must reach each device by its key
+/// whatever the statistics say: a statement that reads every device of an app for each batch makes a bulk
 /// registration slow down as the registry grows (it fell from 2,600 to 340 devices a second).
 @Suite("Devices: SQLite plans every write and every user lookup of the registry by key, before any ANALYZE")
 struct DeviceWritePlanTests {
@@ -47,6 +47,16 @@ struct DeviceWritePlanTests {
             for selector in [AudienceSelector.users(["u1"]), .anyTag(["sport", "news"]), .allTags(["sport", "news"])] {
                 let users = try await store.users(app: app, environment: .production, selector: selector)
                 #expect(users == (selector == .allTags(["sport", "news"]) ? [] : ["u1"]), "\(selector)")
+            }
+
+            // A page of a tag is drawn from the tag's tokens, not by walking every device.
+            for status in [nil, DeviceStatus.active, .invalid] {
+                let page = try await store.list(
+                    DeviceListQuery(app: app, environment: .production, tag: "news", status: status, limit: 10)
+                )
+                #expect(page.items.count == (status == .invalid ? 1 : 10), "\(String(describing: status))")
+                #expect(page.items.allSatisfy { $0.tags == ["news"] && (status == nil || $0.status == status) })
+                #expect(page.items.map(\.token) == page.items.map(\.token).sorted())
             }
 
             let seen = plans.withLock { $0 }
