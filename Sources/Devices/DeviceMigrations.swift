@@ -82,5 +82,17 @@ public enum DeviceMigrations {
                 CREATE INDEX devices_active ON devices (app, environment, token) WHERE status = 'active';
                 """
         ),
+        // `GET /v1/dead-tokens?app=&environment=` pages one app's dead tokens in the order they
+        // were recorded. Without this index SQLite read and sorted every invalid device of the
+        // app for each page (23 ms at 12,000); `devices_invalid` serves the list of every app.
+        Migration(
+            module: "Devices",
+            number: 3,
+            name: "devices_invalid_app",
+            sql: """
+                CREATE INDEX devices_invalid_app ON devices (app, environment, invalid_recorded_at, token)
+                    WHERE status = 'invalid';
+                """
+        ),
     ]
 }

@@ -59,12 +59,25 @@ struct DeviceWritePlanTests {
                 #expect(page.items.map(\.token) == page.items.map(\.token).sorted())
             }
 
+            // One app's dead tokens, in the order they were recorded, with no sort.
+            let deadPage = try await store.deadTokens(
+                app: app,
+                environment: .production,
+                since: nil,
+                limit: 10,
+                cursor: nil
+            )
+            #expect(deadPage.items.map(\.token) == [token(1), token(200)])
+
             let seen = plans.withLock { $0 }
             #expect(seen.contains { $0.sql.contains("WITH wanted") }, "the upsert's read was planned")
             #expect(seen.contains { $0.sql.hasPrefix("UPDATE devices SET status = 'invalid'") }, "an eviction ran")
             for (sql, plan) in seen {
                 #expect(Self.wholeReads(plan).isEmpty, "\(plan) for \(sql)")
             }
+            let deadPlan = seen.filter { $0.sql.contains("ORDER BY invalid_recorded_at, app, environment, token") }
+            #expect(deadPlan.count == 1)
+            #expect(deadPlan.allSatisfy { !$0.plan.contains { $0.contains("TEMP B-TREE") } }, "\(deadPlan)")
         }
     }
 }

@@ -39,6 +39,7 @@ struct SchemaCompositionTests {
             "Polls 1 create_polls (0)",  // the Polls feature
             "Admin 1 create_admin_sessions (0)",  // the admin console's sessions
             "Devices 1 create_devices (7)", "Devices 2 devices_active (21)",  // the Devices feature
+            "Devices 3 devices_invalid_app (0)",
             "Webhooks 1 create_webhooks (9)", "Webhooks 2 create_webhook_outbox (10)",  // the Webhooks feature
         ]
         #expect(
@@ -69,7 +70,7 @@ struct SchemaCompositionTests {
                 "live_activity_users_from_push_to_start", "push_to_start_tokens_user_registered",
                 "notification_counts", "devices_active", "jobs_attention", "live_activities_finished",
                 "live_activities_channel_storage_policy", "create_boards", "create_polls",
-                "create_admin_sessions",
+                "create_admin_sessions", "devices_invalid_app",
             ]
         )
     }
