@@ -68,9 +68,10 @@ struct SchemaCompositionTests {
                 "create_wake_schedules", "create_wake_runs_and_pings", "notification_pages",
                 "live_activity_instances_registered_after", "live_activities_starting",
                 "live_activity_users_from_push_to_start", "push_to_start_tokens_user_registered",
-                "notification_counts", "devices_active", "jobs_attention", "live_activities_finished",
+                "notification_counts", "devices_active", "jobs_attention", "devices_invalid_app",
+                "live_activities_finished",
                 "live_activities_channel_storage_policy", "create_boards", "create_polls",
-                "create_admin_sessions", "devices_invalid_app",
+                "create_admin_sessions",
             ]
         )
     }
