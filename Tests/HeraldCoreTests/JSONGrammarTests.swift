@@ -38,6 +38,30 @@ import Testing
         }
     }
 
+    @Test("a key repeated anywhere in an object is refused, by parse and check alike, at the repeat")
+    func duplicateKeys() throws {
+        // Small and larger objects, the repeat first, in the middle and last.
+        for count in [2, 8, 9, 20] {
+            let keys = (0..<count).map { "k\($0)" }
+            for repeated in [0, count / 2, count - 1] {
+                let members = (keys + [keys[repeated]]).map { "\"\($0)\": 1" }
+                let text = "{" + members.joined(separator: ", ") + "}"
+                let checked = try #require(JSONValue.check(Array(text.utf8)), "\(text)")
+                #expect(checked.kind == .duplicateKey)
+                #expect(checked.message.contains("\"\(keys[repeated])\""), "\(checked)")
+                #expect(throws: checked) { try Self.parse(text) }
+            }
+            let unique = "{" + keys.map { "\"\($0)\": [\"\($0)\"]" }.joined(separator: ", ") + "}"
+            let value = try Self.parse(unique)
+            #expect(value.objectValue?.count == count)
+            #expect(keys.allSatisfy { value[$0] == [.string($0)] })
+        }
+        // Keys are compared as text: an escape spells the same key.
+        let escaped = #"{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7, "h": 8, "i": 9, "\u0061": 10}"#
+        #expect(JSONValue.check(Array(escaped.utf8))?.kind == .duplicateKey)
+        #expect(throws: JSONFault.self) { try Self.parse(escaped) }
+    }
+
     @Test("parse also refuses invalid UTF-8 and lone surrogates, which check passes over")
     func stricterStrings() {
         let cases: [(bytes: [UInt8], says: String)] = [
