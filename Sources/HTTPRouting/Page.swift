@@ -55,18 +55,10 @@ public struct PageBody<Item: Encodable & Sendable>: Encodable, Sendable {
         self.nextCursor = nextCursor
     }
 
-    struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(_ string: String) { stringValue = string }
-        init?(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Key.self)
-        try container.encode(items, forKey: Key(name))
-        try container.encode(nextCursor, forKey: Key("next_cursor"))
+        var container = encoder.container(keyedBy: JSONMemberKey.self)
+        try container.encode(items, forKey: JSONMemberKey(name))
+        try container.encode(nextCursor, forKey: JSONMemberKey("next_cursor"))
     }
 }
 

@@ -117,3 +117,14 @@ extension JSONValue {
         self = date.map { .string(RFC3339.string(from: $0)) } ?? .null
     }
 }
+
+/// A member name chosen at run time, for `Encodable` bodies whose keys are not a fixed enum (a
+/// page's items under its name, a body's members taken from a ``JSONValue``).
+public struct JSONMemberKey: CodingKey, Sendable {
+    public var stringValue: String
+    public var intValue: Int? { nil }
+
+    public init(_ name: String) { stringValue = name }
+    public init(stringValue: String) { self.stringValue = stringValue }
+    public init?(intValue: Int) { nil }
+}

@@ -137,26 +137,19 @@ struct LiveActivityUpcomingBody: Encodable, Sendable {
         return merged
     }
 
-    struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
     func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Key.self)
-        var list = container.nestedUnkeyedContainer(forKey: Key(stringValue: "items"))
+        var container = encoder.container(keyedBy: JSONMemberKey.self)
+        var list = container.nestedUnkeyedContainer(forKey: JSONMemberKey("items"))
         for item in items {
-            var entry = list.nestedContainer(keyedBy: Key.self)
-            try entry.encode(item.at, forKey: Key(stringValue: "at"))
+            var entry = list.nestedContainer(keyedBy: JSONMemberKey.self)
+            try entry.encode(item.at, forKey: JSONMemberKey("at"))
             switch item {
             case .activity(let activity):
-                try entry.encode("live_activity", forKey: Key(stringValue: "type"))
-                try entry.encode(LiveActivityMemberBody(activity: activity), forKey: Key(stringValue: "live_activity"))
+                try entry.encode("live_activity", forKey: JSONMemberKey("type"))
+                try entry.encode(LiveActivityMemberBody(activity: activity), forKey: JSONMemberKey("live_activity"))
             case .other(let kind, let other):
-                try entry.encode(kind, forKey: Key(stringValue: "type"))
-                try entry.encode(other.body, forKey: Key(stringValue: kind))
+                try entry.encode(kind, forKey: JSONMemberKey("type"))
+                try entry.encode(other.body, forKey: JSONMemberKey(kind))
             }
         }
     }

@@ -102,16 +102,9 @@ struct NotificationSummaryBody: Encodable, Sendable {
         return .object(members)
     }
 
-    struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
     /// ``json``'s members, into the encoder's object (a notification's body adds its own beside them).
     func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: Key.self)
-        for (key, value) in json.objectValue ?? [:] { try container.encode(value, forKey: Key(stringValue: key)) }
+        var container = encoder.container(keyedBy: JSONMemberKey.self)
+        for (key, value) in json.objectValue ?? [:] { try container.encode(value, forKey: JSONMemberKey(key)) }
     }
 }

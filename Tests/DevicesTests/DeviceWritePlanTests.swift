@@ -4,7 +4,6 @@ import Devices
 import Foundation
 import HeraldCore
 import Storage
-import Synchronization
 import Testing
 
 /// Registering, evicting, invalidating and listing devices must reach each device by its key
@@ -26,11 +25,8 @@ struct DeviceWritePlanTests {
     func writesByKey() async throws {
         try await withDatabase(.sqliteFile) { db, _ in
             try await Migrator.migrate(db, DeviceMigrations.all, logger: quietLogger)
-            let plans = Mutex<[(sql: String, plan: [String])]>([])
-            let observed = ObservedDatabase(base: db, includingSingle: true) { sql, binds, tx in
-                let plan = try await tx.query("EXPLAIN QUERY PLAN " + sql, binds).map { try $0.string("detail") }
-                plans.withLock { $0.append((sql, plan)) }
-            }
+            let plans = QueryPlans()
+            let observed = plans.observing(db)
             let store = DeviceStore(database: observed, metrics: MetricsRegistry(), maximumDevicesPerUser: 2)
             let start = Date(timeIntervalSince1970: 1_800_000_000)
             // Enough rows that a read of the whole registry is not free.
@@ -69,7 +65,7 @@ struct DeviceWritePlanTests {
             )
             #expect(deadPage.items.map(\.token) == [token(1), token(200)])
 
-            let seen = plans.withLock { $0 }
+            let seen = plans.all
             #expect(seen.contains { $0.sql.contains("WITH wanted") }, "the upsert's read was planned")
             #expect(seen.contains { $0.sql.hasPrefix("UPDATE devices SET status = 'invalid'") }, "an eviction ran")
             for (sql, plan) in seen {

@@ -4,7 +4,6 @@ import HeraldCore
 import Jobs
 import JobsTestSupport
 import Storage
-import Synchronization
 import Testing
 
 /// The jobs an operator looks at are listed from their own index: a list of dead jobs must not
@@ -15,14 +14,8 @@ struct JobListPlanTests {
     func attentionIndex() async throws {
         try await withDatabase(.sqliteFile) { db, _ in
             try await Migrator.migrate(db, JobMigrations.all, logger: jobTestLogger)
-            let plans = Mutex<[(sql: String, plan: [String])]>([])
-            let observed = ObservedDatabase(base: db, includingSingle: true) { sql, binds, executor in
-                guard sql.contains("FROM jobs") else { return }
-                let plan = try await executor.query("EXPLAIN QUERY PLAN " + sql, binds).map {
-                    try $0.string("detail")
-                }
-                plans.withLock { $0.append((sql, plan)) }
-            }
+            let plans = QueryPlans()
+            let observed = plans.observing(db) { $0.contains("FROM jobs") }
             let clock = ManualClock()
             let queue = JobQueue(database: observed, handlers: JobHandlers(), clock: clock, metrics: MetricsRegistry())
             var cancelled: [UUID] = []
@@ -33,9 +26,9 @@ struct JobListPlanTests {
             }
 
             func plan(_ list: () async throws -> [Job]) async throws -> ([Job], [String]) {
-                plans.withLock { $0.removeAll() }
+                plans.removeAll()
                 let jobs = try await list()
-                return (jobs, plans.withLock { $0.flatMap(\.plan) })
+                return (jobs, plans.lines)
             }
             let (listed, attention) = try await plan { try await queue.list(statuses: [.cancelled]) }
             #expect(listed.map(\.id) == cancelled.reversed(), "newest first")
@@ -47,9 +40,9 @@ struct JobListPlanTests {
             let (pending, pendingPlan) = try await plan { try await queue.list(statuses: [.pending]) }
             #expect(pending.count == 16)
             #expect(!pendingPlan.contains { $0.contains("jobs_attention") }, "\(pendingPlan)")
-            plans.withLock { $0.removeAll() }
+            plans.removeAll()
             #expect(try await queue.claim(owner: "o", limit: 5, lease: 30).count == 5)
-            let claim = plans.withLock { $0.flatMap(\.plan) }
+            let claim = plans.lines
             #expect(!claim.isEmpty && !claim.contains { $0.contains("jobs_attention") }, "\(claim)")
         }
     }
