@@ -76,20 +76,13 @@ extension LiveActivityUpdate {
         if let stored = json["alert"], stored != .null {
             alert = LiveActivityAlert(title: try stored.string("title"), body: try stored.string("body"))
         }
-        var relevanceScore: Double?
-        switch json["relevanceScore"] {
-        case .integer(let value): relevanceScore = Double(value)
-        case .double(let value): relevanceScore = value
-        case nil, .null: relevanceScore = nil
-        default: throw LiveActivityStoredJSONError(what: "relevanceScore is not a number")
-        }
         self.init(
             event: event,
             contentState: try json.member("contentState"),
             alert: alert,
             staleDate: try json.optionalInteger("staleDate"),
             dismissalDate: try json.optionalInteger("dismissalDate"),
-            relevanceScore: relevanceScore,
+            relevanceScore: try json.optionalDouble("relevanceScore"),
             priority: Int(try json.integer("priority")),
             timestamp: try json.integer("timestamp"),
             expiration: try json.optionalInteger("expiration")
@@ -109,9 +102,11 @@ extension LiveActivitySend {
         guard let id = RequestIdentifier.uuid(try json.string("id")) else {
             throw LiveActivityStoredJSONError(what: "a send's id is not a UUID")
         }
-        var instance: String?
-        if let stored = json["instance"], stored != .null { instance = try json.string("instance") }
-        self.init(id: id, update: try LiveActivityUpdate(json: try json.member("update")), instance: instance)
+        self.init(
+            id: id,
+            update: try LiveActivityUpdate(json: try json.member("update")),
+            instance: try json.optionalString("instance")
+        )
     }
 }
 
@@ -155,21 +150,13 @@ extension LiveActivityJob {
         guard let id = RequestIdentifier.uuid(try json.string("id")) else {
             throw LiveActivityStoredJSONError(what: "a job's id is not a UUID")
         }
-        var tokens: [String]?
-        switch json["tokens"] {
-        case nil, .null: tokens = nil
-        case .array(let items):
-            tokens = try items.map { item in
-                guard case .string(let token) = item else {
-                    throw LiveActivityStoredJSONError(what: "a job's tokens are not strings")
-                }
-                return token
-            }
-        default: throw LiveActivityStoredJSONError(what: "a job's tokens are not an array")
-        }
-        var channel: String?
-        if let stored = json["channel"], stored != .null { channel = try json.string("channel") }
-        self.init(id: id, tokens: tokens, round: try json.optionalInteger("round").map { Int($0) }, channel: channel)
+        let tokens = json["tokens"] == nil || json["tokens"] == .null ? nil : try json.strings("tokens")
+        self.init(
+            id: id,
+            tokens: tokens,
+            round: try json.optionalInteger("round").map { Int($0) },
+            channel: try json.optionalString("channel")
+        )
     }
 }
 
@@ -177,6 +164,16 @@ extension APNSJSONValue {
     fileprivate func optionalString(_ key: String) throws -> String? {
         guard let value = self[key], value != .null else { return nil }
         return try string(key)
+    }
+
+    /// A stored double: `JSONEncoder` writes an integral one without a fraction.
+    fileprivate func optionalDouble(_ key: String) throws -> Double? {
+        switch self[key] {
+        case nil, .null: return nil
+        case .integer(let number): return Double(number)
+        case .double(let number): return number
+        default: throw LiveActivityStoredJSONError(what: "\(key) is not a number")
+        }
     }
 
     fileprivate func bool(_ key: String) throws -> Bool {
@@ -237,7 +234,7 @@ extension LiveActivityRequest {
             channel: try json["channel"].flatMap { $0 == .null ? nil : try LiveActivityChannelRequest(json: $0) },
             requestUpdateToken: try json.bool("requestUpdateToken"),
             staleDate: try json.optionalInteger("staleDate"),
-            relevanceScore: try Self.number(json["relevanceScore"]),
+            relevanceScore: try json.optionalDouble("relevanceScore"),
             startAt: try json.optionalInteger("startAt"),
             endAt: try json.optionalInteger("endAt")
         )
@@ -253,16 +250,6 @@ extension LiveActivityRequest {
             members = try items.map { LiveActivityMember(userID: try $0.string("userID"), name: try $0.string("name")) }
         }
         if let stored = json["board"], stored != .null { board = try LiveActivityBoardOptions(json: stored) }
-    }
-
-    /// A stored double: `JSONEncoder` writes an integral one without a fraction.
-    fileprivate static func number(_ value: APNSJSONValue?) throws -> Double? {
-        switch value {
-        case nil, .null: nil
-        case .integer(let number): Double(number)
-        case .double(let number): number
-        default: throw LiveActivityStoredJSONError(what: "relevanceScore is not a number")
-        }
     }
 }
 
