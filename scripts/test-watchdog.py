@@ -72,10 +72,17 @@ def report_hang(child: subprocess.Popen, running: dict[str, None], silence: floa
         path = os.path.join(tempfile.gettempdir(), f"herald-test-hang-{child.pid}.txt")
         with open(path, "w") as report:
             for pid in processes(child.pid):
-                subprocess.run(
-                    ["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
-                    stdout=report, stderr=subprocess.STDOUT, timeout=120, check=False,
-                )
+                # gdb reads the test bundle's debug information first, which on a loaded machine
+                # has taken more than 120 s: a report cut short hides the threads it matters most
+                # to see. The thread list comes first, as it is cheapest.
+                try:
+                    subprocess.run(
+                        ["gdb", "-p", str(pid), "-batch", "-ex", "set pagination off", "-ex", "info threads",
+                         "-ex", "thread apply all bt"],
+                        stdout=report, stderr=subprocess.STDOUT, timeout=420, check=False,
+                    )
+                except subprocess.TimeoutExpired:
+                    print(f"(gdb gave up on process {pid} after 420 s)", file=report)
         print(f"   backtraces of every thread: {path}; the frames with a source location:", file=out)
         with open(path, errors="replace") as report:
             for line in report:

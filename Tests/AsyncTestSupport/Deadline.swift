@@ -11,7 +11,7 @@ public import Testing
 ///   or what `body` throws.
 public func withDeadline<T: Sendable>(
     _ what: @autoclosure () -> Comment,
-    timeout: Duration = .seconds(10),
+    timeout: Duration = .seconds(30),
     sourceLocation: SourceLocation = #_sourceLocation,
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {

@@ -16,7 +16,7 @@ public import Testing
 ///   at `sourceLocation`), `CancellationError`, or what `condition` throws.
 public func eventually(
     _ what: @autoclosure () -> Comment = "the condition",
-    timeout: Duration = .seconds(10),
+    timeout: Duration = .seconds(30),
     pollingEvery interval: Duration = .milliseconds(10),
     sourceLocation: SourceLocation = #_sourceLocation,
     _ condition: () async throws -> Bool

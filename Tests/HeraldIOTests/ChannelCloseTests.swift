@@ -14,7 +14,7 @@ import Testing
             host: "127.0.0.1",
             port: server.listener.port,
             tls: nil,
-            timeout: .seconds(10),
+            timeout: testConnectTimeout,
             eventLoop: loop,
             handler: client
         )

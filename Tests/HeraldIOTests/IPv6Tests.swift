@@ -14,7 +14,7 @@ import Testing
             host: "::1",
             port: server.listener.port,
             tls: nil,
-            timeout: .seconds(10),
+            timeout: testConnectTimeout,
             eventLoop: loop,
             handler: client
         )
@@ -49,7 +49,7 @@ import Testing
             host: "::1",
             port: server.listener.port,
             tls: try TestIdentity.shared.clientContext(),
-            timeout: .seconds(10),
+            timeout: testConnectTimeout,
             eventLoop: loop,
             handler: RecordingHandler()
         )

@@ -19,7 +19,7 @@ import Testing
                     host: "127.0.0.1",
                     port: server.listener.port,
                     tls: nil,
-                    timeout: .seconds(10),
+                    timeout: testConnectTimeout,
                     eventLoop: loop,
                     handler: RecordingHandler()
                 )
@@ -45,7 +45,7 @@ import Testing
             host: "127.0.0.1",
             port: port,
             tls: nil,
-            timeout: .seconds(10),
+            timeout: testConnectTimeout,
             eventLoop: loop,
             handler: client
         )
@@ -58,7 +58,7 @@ import Testing
                 host: "127.0.0.1",
                 port: port,
                 tls: nil,
-                timeout: .seconds(10),
+                timeout: testConnectTimeout,
                 eventLoop: loop,
                 handler: RecordingHandler()
             )
@@ -107,7 +107,7 @@ import Testing
             host: "127.0.0.1",
             port: listener.port,
             tls: nil,
-            timeout: .seconds(10),
+            timeout: testConnectTimeout,
             eventLoop: loop,
             handler: client
         )
@@ -148,7 +148,7 @@ import Testing
             host: "127.0.0.1",
             port: listener.port,
             tls: nil,
-            timeout: .seconds(10),
+            timeout: testConnectTimeout,
             eventLoop: loop,
             handler: RecordingHandler()
         )

@@ -4,6 +4,12 @@ import HeraldIO
 import Synchronization
 import Testing
 
+/// How long a test's connect may take before it fails: a bound against a hang, not a measure.
+/// `swift test` starts every suite at once on a 2-core machine, and a connect's name resolution
+/// resumes on the cooperative pool behind them: a loaded run saw 15 connects to 127.0.0.1 give up
+/// together after 10 s, each of which takes under 0.1 s alone.
+let testConnectTimeout: Duration = .seconds(60)
+
 /// Runs `body` on `loop`'s thread and returns what it returns.
 func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in

@@ -16,7 +16,7 @@ import Testing
             host: "127.0.0.1",
             port: server.listener.port,
             tls: try TestIdentity.shared.clientContext(),
-            timeout: .seconds(10),
+            timeout: testConnectTimeout,
             eventLoop: loop,
             handler: client
         )
@@ -45,7 +45,7 @@ import Testing
                 host: "127.0.0.1",
                 port: server.listener.port,
                 tls: try TestIdentity.shared.clientContext(maximumVersion: .tls12),
-                timeout: .seconds(10),
+                timeout: testConnectTimeout,
                 eventLoop: loop,
                 handler: client
             )
@@ -67,7 +67,7 @@ import Testing
             host: "127.0.0.1",
             port: server.listener.port,
             tls: try TestIdentity.shared.clientContext(maximumVersion: .tls12),
-            timeout: .seconds(10),
+            timeout: testConnectTimeout,
             eventLoop: loop,
             handler: RecordingHandler()
         )

@@ -14,7 +14,9 @@ import Testing
 struct ConnectionEndToEndTests {
     @Test("one stream until the first success, then many: ≥ 50 at once of 500 sends on one connection")
     func streamLimit() async throws {
-        try await withHarness { h in
+        // The first request is held until the other 499 are queued (up to 60 s below): its own
+        // timeout must outlast that wait (one loaded run timed it out at the default 30 s).
+        try await withHarness(pool: { $0.requestTimeout = .seconds(120) }) { h in
             let barrier = Barrier(count: 50)
             h.server.intercept { received in
                 if h.server.answers.isEmpty {
