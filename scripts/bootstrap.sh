@@ -6,7 +6,8 @@
 #              systemd-analyze (systemd), which checks contrib/herald.service, and for the
 #              documentation examples openssl and python3, and gdb for the test
 #              watchdog's backtraces, chromium and chromium-driver for the admin console's browser
-#              test (scripts/admin-test.sh); and a Python virtual environment (python3-venv) holding
+#              test (scripts/admin-test.sh), iproute2, whose `ip` brings up the loopback interface
+#              of the network namespace the tests run in; and a Python virtual environment (python3-venv) holding
 #              schemathesis, which the contract test (scripts/contract-test.sh) runs against the
 #              OpenAPI description, and selenium, which drives Chromium, at $HERALD_TEST_VENV
 #              (default ~/.cache/herald/test-venv)
@@ -19,7 +20,7 @@ set -euo pipefail
 packages=(pkg-config libssl-dev libnghttp2-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libjemalloc-dev libcurl4-openssl-dev)
 for arg in "$@"; do
   case "$arg" in
-    --test) packages+=(postgresql curl nghttp2-client systemd openssl python3 python3-venv gdb chromium chromium-driver); test_venv=1 ;;
+    --test) packages+=(postgresql curl nghttp2-client systemd openssl python3 python3-venv gdb chromium chromium-driver iproute2); test_venv=1 ;;
     --bench) packages+=(wrk h2o nghttp2-client curl time jq python3 sqlite3 postgresql golang-go) ;;
     *) echo "bootstrap: unknown argument $arg (use --test or --bench)" >&2; exit 2 ;;
   esac

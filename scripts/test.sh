@@ -5,6 +5,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh --test
 
+# Test traffic stays on loopback, even when the code under test is wrong: everything after the
+# installs runs in a network namespace of its own whose only interface is loopback, so a DNS
+# query for a webhook's host or a connect to a generated URL fails at once instead of leaving the
+# machine. Where no namespace can be made (not root, or no CAP_SYS_ADMIN), the run goes on in the
+# machine's own network and says so.
+if [ -z "${HERALD_TEST_ISOLATED:-}" ]; then
+  if unshare --net true 2>/dev/null; then
+    echo "== isolating the run: a network namespace with loopback only"
+    exec unshare --net env HERALD_TEST_ISOLATED=1 bash -c 'ip link set lo up && exec "$0" "$@"' "$0" "$@"
+  fi
+  echo "note: no network namespace could be made here; the tests run in the machine's network"
+fi
+
 echo "== swift format lint"
 swift format lint --strict --recursive --parallel Package.swift Sources Tests
 echo "format lint: clean"

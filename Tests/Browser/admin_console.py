@@ -16,9 +16,9 @@ import urllib.request
 import uuid
 
 from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 base, key, read_only_key, client_token, database, shots = sys.argv[1:7]
@@ -174,11 +174,23 @@ def visit(path):
 
 
 def click(element):
-    """Clicks and waits until the browser has loaded the page the click leads to."""
-    page = browser.find_element(By.TAG_NAME, "html")
+    """Clicks and waits until the browser has loaded the page the click leads to.
+
+    The page being left is marked, and the wait is for a complete document without the mark.
+    (Selenium's staleness_of asks about the old element mid-navigation, and Chromium has answered
+    that with an inspector error instead of a stale element.)"""
+    browser.execute_script("document.documentElement.dataset.leaving = '1'")
     element.click()
-    WebDriverWait(browser, 30).until(expected_conditions.staleness_of(page))
-    WebDriverWait(browser, 30).until(lambda b: b.execute_script("return document.readyState") == "complete")
+
+    def arrived(b):
+        try:
+            return b.execute_script(
+                "return document.documentElement.dataset.leaving === undefined && document.readyState === 'complete'"
+            )
+        except WebDriverException:
+            return False  # between documents
+
+    WebDriverWait(browser, 30).until(arrived)
 
 
 def shot(name):
