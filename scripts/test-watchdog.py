@@ -35,6 +35,12 @@ def main() -> int:
     if not command:
         parser.error("no command given")
 
+    # Into a pipe, the test bundle's stdio writes in 4 KB blocks: a test's "passed" line could sit
+    # unwritten for as long as the run is quiet, so a hang's list of unfinished tests named tests
+    # that had finished, and the silence was measured from the last block. stdbuf makes every
+    # process the command starts write its output line by line.
+    if shutil.which("stdbuf"):
+        command = ["stdbuf", "-oL", "-eL", *command]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     running: dict[str, None] = {}
     selector = selectors.DefaultSelector()
