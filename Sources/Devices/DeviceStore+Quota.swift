@@ -87,12 +87,9 @@ extension DeviceStore {
         guard !registered.isEmpty else { return false }
         var evictedAny = false
         for user in try await usersOverQuota(Set(registered.keys), on: executor) {
-            let evicted = try await evict(
-                user,
-                keeping: registered[user] ?? [],
-                at: now[user] ?? Date(),
-                on: executor
-            )
+            // usersOverQuota answers among the users asked about, each of which has both entries.
+            guard let tokens = registered[user], let at = now[user] else { continue }
+            let evicted = try await evict(user, keeping: tokens, at: at, on: executor)
             for event in evicted {
                 let key = DeviceKey(app: user.app, environment: user.environment, token: event.token)
                 guard var result = stored[key] else { continue }

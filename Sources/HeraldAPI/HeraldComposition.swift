@@ -96,7 +96,7 @@ public struct HeraldComposition: Sendable {
     ///   cannot be composed (a service not provided, an authenticator missing, a route twice).
     public static func compose(_ inputs: Inputs) async throws -> HeraldComposition {
         let database = inputs.database
-        try await Migrator.migrate(database, HeraldSchema.migrations, logger: inputs.logger)
+        try await Migrator.migrate(database, HeraldSchema.migrations, logger: inputs.logger, stamps: inputs.clock)
 
         // Webhooks: events are recorded in the transactions that cause them (a notification
         // finishing), delivered by webhook.deliver jobs.

@@ -1,5 +1,6 @@
 import AsyncTestSupport
 import DatabaseTestSupport
+import Foundation
 import HeraldCore
 import Storage
 import Testing
@@ -67,8 +68,12 @@ struct MigratorTests {
                 name: "create_gadgets",
                 sql: "CREATE TABLE gadgets (id BIGINT)"
             )
-            try await Migrator.migrate(db, Self.migrations + [third], logger: makeLogger())
+            // Its applied_at is the time of day of the clock it is given.
+            let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
+            try await Migrator.migrate(db, Self.migrations + [third], logger: makeLogger(), stamps: clock)
             #expect(try await Self.recordedVersions(db).sorted() == ["Gadgets 1", "Widgets 1", "Widgets 2"])
+            let stamped = try await db.query("SELECT applied_at FROM herald_migrations WHERE module = 'Gadgets'", [])
+            #expect(try stamped.map { try $0.int("applied_at") } == [1_800_000_000_000])
         }
     }
 

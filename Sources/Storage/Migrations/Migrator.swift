@@ -30,14 +30,20 @@ public enum Migrator {
 
     /// Applies every migration in `migrations` not yet recorded in the database.
     ///
+    /// - Parameter stamps: the clock whose time of day each migration's `applied_at` records.
     /// - Throws: ``DatabaseError`` with ``DatabaseError/Code/migrationFailed`` when the list is
     ///   invalid or a migration's SQL fails (its message names the migration).
-    public static func migrate(_ db: any Database, _ migrations: [Migration], logger: Logger) async throws {
+    public static func migrate(
+        _ db: any Database,
+        _ migrations: [Migration],
+        logger: Logger,
+        stamps: any HeraldClock = SystemClock()
+    ) async throws {
         let pending = try ordered(migrations)
         let clock = ContinuousClock()
         let start = clock.now
         let report = try await waitingForTheLock(db, logger: logger, clock: clock) {
-            try await apply(pending, on: db, clock: clock)
+            try await apply(pending, on: db, clock: clock, stamps: stamps)
         }
         log(report, dialect: db.dialect, known: pending.count, since: start, clock: clock, logger: logger)
     }
@@ -96,7 +102,8 @@ public enum Migrator {
     private static func apply(
         _ pending: [Migration],
         on db: any Database,
-        clock: ContinuousClock
+        clock: ContinuousClock,
+        stamps: any HeraldClock
     ) async throws -> Report {
         try await db.transaction { transaction -> Report in
             if transaction.dialect == .postgres {
@@ -148,7 +155,7 @@ public enum Migrator {
                         detail: inner?.detail
                     )
                 }
-                try await record(migration.id, name: migration.name, at: SQLValue(Date()), on: transaction)
+                try await record(migration.id, name: migration.name, at: SQLValue(stamps.now()), on: transaction)
                 report.applied.append((migration, clock.now - migrationStart))
             }
             return report
