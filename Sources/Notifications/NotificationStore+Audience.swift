@@ -82,7 +82,7 @@ extension NotificationStore {
 
     private struct ClaimNotHeld: Error {}
 
-    /// `pending` rows for `results`, ``batchSize`` per statement.
+    /// `pending` rows for `results`, ``rowsPerStatement(_:on:)`` per statement.
     static func insertPending(
         _ results: [DeliveryResult],
         of id: UUID,
@@ -91,7 +91,7 @@ extension NotificationStore {
     ) async throws {
         var start = 0
         while start < results.count {
-            let end = min(start + batchSize, results.count)
+            let end = start + rowsPerStatement(results.count - start, on: executor.dialect)
             var sql =
                 "INSERT INTO notification_deliveries (notification_id, token, ordinal, status, attempts, updated_at) VALUES "
             var binds: [SQLValue] = [SQLValue(id), SQLValue(now)]

@@ -18,7 +18,7 @@ extension NotificationStore {
     /// On PostgreSQL each column goes as one array parameter, unnested into rows by the server:
     /// one statement of nine parameters, whatever the number of rows, instead of nine parameters a
     /// row for the server to parse and bind. SQLite, in the same process, takes multi-row
-    /// `VALUES` of ``batchSize`` rows, each after reading the statuses it replaces. On PostgreSQL
+    /// `VALUES` of ``rowsPerStatement(_:on:)`` rows, each after reading the statuses it replaces. On PostgreSQL
     /// the statement returns them itself.
     static func upsert(
         _ results: [DeliveryResult],
@@ -66,7 +66,7 @@ extension NotificationStore {
         }
         var start = 0
         while start < results.count {
-            let end = min(start + batchSize, results.count)
+            let end = start + rowsPerStatement(results.count - start, on: executor.dialect)
             var sql = "INSERT INTO notification_deliveries (\(columns)) VALUES"
             var binds: [SQLValue] = [SQLValue(id)]
             for index in start..<end {

@@ -23,6 +23,18 @@ public struct NotificationStore: Sendable {
     /// Rows per multi-row `INSERT` (9 binds each, well under both databases' bind limits).
     static let batchSize = 500
 
+    /// The rows of the next multi-row statement with `remaining` rows left to write on `dialect`.
+    ///
+    /// On SQLite, the largest of a few fixed sizes that fits: a statement's text then depends only
+    /// on its row count, so a handful of texts are prepared once and stay in the connection's
+    /// statement cache. Preparing a new one costs time quadratic in its placeholders, as SQLite
+    /// finds each `$n` by a linear search of the names before it.
+    static func rowsPerStatement(_ remaining: Int, on dialect: SQLDialect) -> Int {
+        guard dialect == .sqlite else { return min(batchSize, remaining) }
+        for size in [256, 64, 16, 4] where remaining >= size { return size }
+        return min(1, remaining)
+    }
+
     /// - Parameter devices: the registry on the same database; `nil`: one without event hook.
     public init(
         database: any Database,
