@@ -11,7 +11,7 @@ scripts/bootstrap.sh --test
 # machine. Where no namespace can be made (not root, or no CAP_SYS_ADMIN), the run goes on in the
 # machine's own network and says so.
 if [ -z "${HERALD_TEST_ISOLATED:-}" ]; then
-  if unshare --net true 2>/dev/null; then
+  if unshare --net ip link set lo up 2>/dev/null; then
     echo "== isolating the run: a network namespace with loopback only"
     exec unshare --net env HERALD_TEST_ISOLATED=1 bash -c 'ip link set lo up && exec "$0" "$@"' "$0" "$@"
   fi
