@@ -85,7 +85,7 @@ extension NotificationStore {
             let missing = try await Self.unrecorded(page, of: id, on: executor)
             var start = 0
             while start < missing.count {
-                let end = min(start + Self.batchSize, missing.count)
+                let end = start + Self.rowsPerStatement(missing.count - start, on: executor.dialect)
                 var sql = """
                     INSERT INTO notification_deliveries (notification_id, token, ordinal, status, reason, attempts,
                         updated_at) VALUES
