@@ -128,6 +128,49 @@ struct DatabaseConformanceTests {
         }
     }
 
+    @Test(
+        "a $n in a string literal, a quoted name or a comment is text, not a placeholder",
+        arguments: Backend.allCases
+    )
+    func placeholdersInLiterals(backend: Backend) async throws {
+        try await withDatabase(backend) { db, _ in
+            let rows = try await db.query(
+                """
+                SELECT '$1' AS literal, 'it''s $2' AS escaped, $1 AS bound, "$3" AS quoted -- $4 in a comment
+                FROM (SELECT 7 AS "$3") AS t /* and $5 in a block comment */
+                """,
+                ["value"]
+            )
+            #expect(try rows[0].string("literal") == "$1")
+            #expect(try rows[0].string("escaped") == "it's $2")
+            #expect(try rows[0].string("bound") == "value")
+            #expect(try rows[0].int("quoted") == 7)
+        }
+    }
+
+    @Test("a statement of thousands of placeholders binds each to its own number", arguments: Backend.allCases)
+    func manyPlaceholders(backend: Backend) async throws {
+        try await withDatabase(backend) { db, _ in
+            try await Self.createItemsTable(db)
+            let rows = 1_500
+            let values = (0..<rows).map { "($\($0 * 2 + 1), $\($0 * 2 + 2))" }.joined(separator: ", ")
+            let binds: [SQLValue] = (0..<rows).flatMap { row -> [SQLValue] in
+                [.text("item-\(row)"), .integer(Int64(row))]
+            }
+            #expect(try await db.execute("INSERT INTO items (name, qty) VALUES \(values)", binds) == rows)
+            let check = try await db.query(
+                "SELECT count(*) AS n FROM items WHERE name = 'item-' || CAST(qty AS TEXT)",
+                []
+            )
+            #expect(try check[0].int("n") == rows)
+            // A gap in the numbering is refused on both dialects, as is a bind for a number not used.
+            let gap = await expectDatabaseError {
+                _ = try await db.query("SELECT CAST($1 AS BIGINT) + CAST($3 AS BIGINT) AS v", [1, 2, 3])
+            }
+            #expect(gap?.code == .queryFailed)
+        }
+    }
+
     @Test("a wrong number of binds is an error that names the problem", arguments: Backend.allCases)
     func bindCountMismatch(backend: Backend) async throws {
         try await withDatabase(backend) { db, _ in

@@ -174,7 +174,7 @@ final class SQLiteConnection: Sendable {
         }
         var pointer: OpaquePointer?
         var trailing = false
-        let result = sql.withCString { text in
+        let result = SQLitePlaceholders.numbered(sql).withCString { text in
             var tail: UnsafePointer<CChar>?
             let result = sqlite3_prepare_v3(
                 handle.pointer,
@@ -222,7 +222,15 @@ final class SQLiteConnection: Sendable {
     /// Binds `binds[n - 1]` to `$n`, wherever `$n` appears.
     private static func bind(_ binds: [SQLValue], to statement: SQLiteStatement) throws {
         let pointer = statement.pointer
-        let count = statement.placeholderIndexes.count
+        if let missing = statement.missingPlaceholder {
+            throw DatabaseError(
+                code: .queryFailed,
+                message: "the statement has no placeholder $\(missing); number placeholders $1, $2, … "
+                    + "without gaps (not ? or :name)",
+                sql: statement.sql
+            )
+        }
+        let count = statement.placeholderCount
         guard count == binds.count else {
             throw DatabaseError(
                 code: .queryFailed,
@@ -231,15 +239,7 @@ final class SQLiteConnection: Sendable {
             )
         }
         for (offset, value) in binds.enumerated() {
-            let index = statement.placeholderIndexes[offset]
-            guard index > 0 else {
-                throw DatabaseError(
-                    code: .queryFailed,
-                    message: "the statement has no placeholder $\(offset + 1); number placeholders $1, $2, … "
-                        + "(not ? or :name)",
-                    sql: statement.sql
-                )
-            }
+            let index = Int32(offset + 1)
             let result: Int32
             switch value {
             case .null:

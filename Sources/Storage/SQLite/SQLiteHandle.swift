@@ -29,17 +29,27 @@ final class SQLiteStatement {
     let pointer: OpaquePointer
     let handle: SQLiteHandle
     let sql: String
-    /// The parameter index of `$n` at `[n - 1]` (0 when the statement has no `$n`), looked up once
-    /// here: SQLite finds a name by a linear search, so looking up each bind on every run would
-    /// cost time quadratic in the number of placeholders.
-    let placeholderIndexes: [Int32]
+    /// The highest placeholder number in the statement; the binds fill `1…placeholderCount`.
+    let placeholderCount: Int
+    /// The lowest number up to ``placeholderCount`` that is not a `$n` placeholder of the statement
+    /// (a gap, or a `?` or `:name` placeholder), or nil when there is none.
+    let missingPlaceholder: Int?
 
+    /// Takes a statement prepared from ``SQLitePlaceholders/numbered(_:)``'s text, whose
+    /// placeholders are `?n`: index n, named `"?n"`.
     init(takingOwnershipOf pointer: OpaquePointer, handle: SQLiteHandle, sql: String) {
         self.pointer = pointer
         self.handle = handle
         self.sql = sql
         let count = Int(sqlite3_bind_parameter_count(pointer))
-        self.placeholderIndexes = (0..<count).map { sqlite3_bind_parameter_index(pointer, "$\($0 + 1)") }
+        self.placeholderCount = count
+        self.missingPlaceholder =
+            count == 0
+            ? nil
+            : (1...count).first { number in
+                guard let name = sqlite3_bind_parameter_name(pointer, Int32(number)) else { return true }
+                return String(cString: name) != "?\(number)"
+            }
     }
 
     deinit {
