@@ -252,6 +252,10 @@ public struct NotificationSender: Sendable {
             priority: notification.priority,
             collapseID: notification.collapseID
         )
+        // Every push shares the template's payload and headers: checked once here, each push's
+        // token is all the client checks. A template that fails (it passed when the notification
+        // was accepted) is checked in full per push, so each token records the refusal.
+        let scope: APNSRequest.ValidationScope = (try? template.validateContent()) == nil ? .everything : .deviceToken
         let writes = resultWrites(of: notification, owner: owner)
         let fanOut = APNSFanOut(maximumInFlight: maximumInFlight, clock: clock)
         let (clock, metrics) = (self.clock, self.metrics)
@@ -294,7 +298,7 @@ public struct NotificationSender: Sendable {
                             request.id = APNSIdentifier.next()
                             return Pending(item: item, request: request)
                         },
-                        send: { try await client.send($0.request) },
+                        send: { try await client.send($0.request, checking: scope) },
                         settle: { pending, answer -> DeliveryStatus? in
                             guard
                                 let result = Self.result(

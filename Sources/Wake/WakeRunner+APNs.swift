@@ -80,9 +80,11 @@ extension WakeRunner {
             request.id = APNSIdentifier.next()
             return request
         }
+        // One payload for every device: checked once, each push's token is all the client checks.
+        let scope: APNSRequest.ValidationScope = (try? template.validateContent()) == nil ? .everything : .deviceToken
         try await APNSFanOut(maximumInFlight: maximumInFlight, clock: clock).run(
             next: next,
-            send: { try await client.send($0) }
+            send: { try await client.send($0, checking: scope) }
         ) { request, answer in
             switch answer.outcome {
             case .sent: counts.sent += 1

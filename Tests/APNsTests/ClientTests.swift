@@ -78,6 +78,25 @@ import Testing
         #expect(await h.tokens.tokensGenerated == 0)
     }
 
+    /// A fan-out checks its template's content once; each copy's token is still checked.
+    @Test func aCheckedTemplatesCopiesHaveOnlyTheirTokensChecked() async throws {
+        let h = try harness()
+        var template = Fixtures.alertRequest()
+        template.deviceToken = ""
+        try template.validateContent()
+        var badPayload = template
+        badPayload.payload = Array("[]".utf8)
+        #expect(throws: APNSValidationError.self) { try badPayload.validateContent() }
+
+        var copy = template
+        copy.deviceToken = Fixtures.token
+        let result = try await h.client.send(copy, checking: .deviceToken)
+        #expect(result.isDelivered)
+        copy.deviceToken = "not-a-token"
+        await #expect(throws: APNSValidationError.self) { try await h.client.send(copy, checking: .deviceToken) }
+        #expect(h.fake.received.count == 1)
+    }
+
     @Test func unregisteredTokenCarriesItsTimestamp() async throws {
         let h = try harness()
         let since = Date(timeIntervalSince1970: 1_699_000_000.5)

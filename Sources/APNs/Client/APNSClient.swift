@@ -144,7 +144,15 @@ public struct APNSClient: Sendable {
     /// - Throws: ``APNSValidationError`` (nothing sent), the transport's error when it gave up,
     ///   ``APNSCredentialError`` when signing fails, `CancellationError`.
     public func send(_ request: APNSRequest) async throws -> APNSSendResult {
-        try request.validate()
+        try await send(request, checking: .everything)
+    }
+
+    /// ``send(_:)-(APNSRequest)``, validating only what `scope` covers: a fan-out that checked its
+    /// template's ``APNSRequest/validateContent()`` once checks each copy's token only
+    /// (``APNSRequest/ValidationScope/deviceToken``).
+    public func send(_ request: APNSRequest, checking scope: APNSRequest.ValidationScope) async throws -> APNSSendResult
+    {
+        try request.validate(scope)
         let budget = shared.budget
         // The usual case, room at once, makes no async call.
         if !budget.hasRoom && !budget.isClosed { try await budget.waitForRoom() }

@@ -12,6 +12,14 @@ extension APNSRequest {
     /// - Throws: ``APNSValidationError`` for the first problem found.
     public func validate() throws(APNSValidationError) {
         _ = try APNSDeviceToken.normalized(deviceToken)
+        try validateContent()
+    }
+
+    /// What ``validate()`` checks besides the device token: what one payload sent to many tokens
+    /// shares, checked once for all of them (``ValidationScope/deviceToken``).
+    ///
+    /// - Throws: ``APNSValidationError`` for the first problem found.
+    public func validateContent() throws(APNSValidationError) {
         try APNSRequestChecks.topic(resolvedTopic, field: "topic")
         if pushType == .background {
             let object = try APNSRequestChecks.payloadObject(
@@ -39,6 +47,24 @@ extension APNSRequest {
             )
         }
         try APNSRequestChecks.expiration(expiration, required: false)
+    }
+
+    /// What ``APNSClient/send(_:checking:)`` checks before a push goes out.
+    public enum ValidationScope: Sendable {
+        /// Everything ``validate()`` checks.
+        case everything
+        /// The device token only. For a fan-out: each request is a copy, with its own token and
+        /// id, of one whose ``validateContent()`` passed, so its topic, payload, collapse ID,
+        /// priority and expiration were checked once for all of them.
+        case deviceToken
+    }
+
+    /// Checks what `scope` covers.
+    func validate(_ scope: ValidationScope) throws(APNSValidationError) {
+        switch scope {
+        case .everything: try validate()
+        case .deviceToken: _ = try APNSDeviceToken.normalized(deviceToken)
+        }
     }
 
     private static func checkBackgroundAPS(_ aps: APNSJSONValue?) throws(APNSValidationError) {
