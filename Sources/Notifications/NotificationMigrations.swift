@@ -155,5 +155,21 @@ public enum NotificationMigrations {
                 WHERE notifications.id = counted.notification_id;
                 """
         ),
+        // Only unfinished results (`pending`, `retrying`) are ever looked up by status: the
+        // retry pass reads them in ordinal order, and failing or cancelling a send updates them.
+        // An index of every row's status cost each result row an index entry of its own, the
+        // first pass's rows included (it writes `sent`, `dead` or `rejected` rows, never
+        // `pending`). The partial index holds the unfinished rows only, in the order the retry
+        // pass reads them.
+        Migration(
+            module: "Notifications",
+            number: 7,
+            name: "notification_deliveries_unfinished",
+            sql: """
+                DROP INDEX notification_deliveries_status;
+                CREATE INDEX notification_deliveries_unfinished ON notification_deliveries (notification_id, ordinal)
+                    WHERE status IN ('pending', 'retrying');
+                """
+        ),
     ]
 }

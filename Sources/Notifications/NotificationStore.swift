@@ -287,16 +287,19 @@ public struct NotificationStore: Sendable {
     /// The tokens that still need a send (`pending` or `retrying`) after ordinal `after`, in
     /// order, `limit` at a time: a send reads them a page at a time, whatever their number.
     func unfinished(id: UUID, after: Int = -1, limit: Int = 1_000) async throws -> [DeliveryResult] {
-        try await database.query(
-            """
-            SELECT token, ordinal, status, reason, apns_id, invalid_at, attempts, updated_at
-            FROM notification_deliveries WHERE notification_id = $1 AND ordinal > $2
-                AND status IN ('pending', 'retrying')
-            ORDER BY ordinal LIMIT $3
-            """,
-            [SQLValue(id), SQLValue(after), SQLValue(limit)]
-        ).map(Self.delivery(from:))
+        try await database.query(Self.unfinishedStatement, [SQLValue(id), SQLValue(after), SQLValue(limit)])
+            .map(Self.delivery(from:))
     }
+
+    /// ``unfinished(id:after:limit:)``'s statement: `$1` the notification, `$2` the ordinal to
+    /// read after, `$3` the limit. `notification_deliveries_unfinished` serves it in order; its
+    /// `status IN (…)` is the index's own condition, word for word, as SQLite needs to use it.
+    package static let unfinishedStatement = """
+        SELECT token, ordinal, status, reason, apns_id, invalid_at, attempts, updated_at
+        FROM notification_deliveries WHERE notification_id = $1 AND ordinal > $2
+            AND status IN ('pending', 'retrying')
+        ORDER BY ordinal LIMIT $3
+        """
 
     /// Results in token order, `limit` at a time, after `cursor` (a previous page's
     /// ``Page/nextCursor``).

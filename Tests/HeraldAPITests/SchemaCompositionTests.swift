@@ -26,6 +26,7 @@ struct SchemaCompositionTests {
             "Notifications 1 create_notifications (3)", "Notifications 2 notification_send_owner (4)",
             "Notifications 3 notifications_listing (6)", "Notifications 4 notification_audiences (8)",
             "Notifications 5 notification_pages (15)", "Notifications 6 notification_counts (20)",
+            "Notifications 7 notification_deliveries_unfinished (0)",
             "Idempotency 1 create_idempotency_keys (5)",
             "Wake 1 create_wake_schedules (13)", "Wake 2 create_wake_runs_and_pings (14)",
             "LiveActivities 1 create_live_activities (11)", "LiveActivities 2 create_live_activity_deliveries (12)",
@@ -69,7 +70,7 @@ struct SchemaCompositionTests {
                 "live_activity_instances_registered_after", "live_activities_starting",
                 "live_activity_users_from_push_to_start", "push_to_start_tokens_user_registered",
                 "notification_counts", "devices_active", "jobs_attention", "devices_invalid_app",
-                "live_activities_finished",
+                "notification_deliveries_unfinished", "live_activities_finished",
                 "live_activities_channel_storage_policy", "create_boards", "create_polls",
                 "create_admin_sessions",
             ]

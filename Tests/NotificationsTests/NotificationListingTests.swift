@@ -119,4 +119,30 @@ struct NotificationListingTests {
             }
         }
     }
+
+    @Test(
+        "a retry pass reads its unfinished tokens through the partial index, in order, with no sort",
+        arguments: [Backend.sqliteFile, .postgres]
+    )
+    func unfinishedIndex(_ backend: Backend) async throws {
+        try await NotificationHarness.with(backend) { harness in
+            let db = harness.database
+            let binds: [SQLValue] = [SQLValue(UUID()), SQLValue(-1), SQLValue(1_000)]
+            let plan: [String]
+            switch db.dialect {
+            case .sqlite:
+                plan = try await db.query("EXPLAIN QUERY PLAN " + NotificationStore.unfinishedStatement, binds)
+                    .map { try $0.string("detail") }
+            case .postgres:
+                plan = try await db.transaction { tx in
+                    try await tx.execute("SET LOCAL enable_seqscan = off", [])
+                    try await tx.execute("SET LOCAL enable_bitmapscan = off", [])
+                    return try await tx.query("EXPLAIN " + NotificationStore.unfinishedStatement, binds)
+                        .map { try $0.string("QUERY PLAN") }
+                }
+            }
+            #expect(plan.contains { $0.contains("notification_deliveries_unfinished") }, "\(plan)")
+            #expect(!plan.contains { $0.contains("TEMP B-TREE") || $0.contains("Sort") }, "\(plan)")
+        }
+    }
 }
