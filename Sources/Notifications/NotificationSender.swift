@@ -252,10 +252,8 @@ public struct NotificationSender: Sendable {
             priority: notification.priority,
             collapseID: notification.collapseID
         )
-        // Every push shares the template's payload and headers: checked once here, each push's
-        // token is all the client checks. A template that fails (it passed when the notification
-        // was accepted) is checked in full per push, so each token records the refusal.
-        let scope: APNSRequest.ValidationScope = (try? template.validateContent()) == nil ? .everything : .deviceToken
+        // Every push shares the template's payload and headers: checked once, not per push.
+        let scope = APNSRequest.ValidationScope(copiesOf: template)
         let writes = resultWrites(of: notification, owner: owner)
         let fanOut = APNSFanOut(maximumInFlight: maximumInFlight, clock: clock)
         let (clock, metrics) = (self.clock, self.metrics)

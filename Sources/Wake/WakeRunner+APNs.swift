@@ -80,8 +80,8 @@ extension WakeRunner {
             request.id = APNSIdentifier.next()
             return request
         }
-        // One payload for every device: checked once, each push's token is all the client checks.
-        let scope: APNSRequest.ValidationScope = (try? template.validateContent()) == nil ? .everything : .deviceToken
+        // One payload for every device: checked once, not per push.
+        let scope = APNSRequest.ValidationScope(copiesOf: template)
         try await APNSFanOut(maximumInFlight: maximumInFlight, clock: clock).run(
             next: next,
             send: { try await client.send($0, checking: scope) }

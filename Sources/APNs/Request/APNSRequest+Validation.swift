@@ -57,6 +57,13 @@ extension APNSRequest {
         /// id, of one whose ``validateContent()`` passed, so its topic, payload, collapse ID,
         /// priority and expiration were checked once for all of them.
         case deviceToken
+
+        /// What each copy of `template` (with its own token and id) needs checked: the token only
+        /// when the template's content passes; everything when it does not, so that each copy is
+        /// refused with the template's error, as it would be alone.
+        public init(copiesOf template: APNSRequest) {
+            self = (try? template.validateContent()) == nil ? .everything : .deviceToken
+        }
     }
 
     /// Checks what `scope` covers.
